@@ -1,0 +1,132 @@
+// The built-in hardware and model catalog: GPUs, scale-up links (NVLink / PCIe), NICs,
+// switches and transformer presets. Every entry cites its source (datasheet, paper or a
+// measurement file under scenarios/measurements/). Units are SI with the unit in the name:
+// FLOP/s, bytes, bytes per second *per direction*, seconds, watts, USD.
+// Entries are immutable and live for the whole program; find_* return borrowed pointers
+// (nullptr when the id is unknown). A scenario or a calibration overlay copies an entry and
+// overrides fields; the catalog itself never changes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace clustersim::models {
+
+enum class Precision { kFp32, kTf32, kBf16, kFp16, kFp8 };
+
+// "bf16" -> kBf16 ...; returns false for an unknown name.
+bool parse_precision(std::string_view name, Precision* out);
+std::string_view to_string(Precision p);
+// Bytes per element of a tensor stored in this precision (fp32/tf32 4, bf16/fp16 2, fp8 1).
+double bytes_per_element(Precision p);
+
+struct GpuSpec {
+  std::string id;    // catalog id, e.g. "h100-sxm"
+  std::string name;  // marketing name as NVML reports it, e.g. "NVIDIA H100 80GB HBM3"
+  std::string vendor;  // "nvidia" | "amd"
+  // Dense tensor-core peaks (no sparsity), FLOP/s. fp8 is 0 where unsupported.
+  double bf16_flops = 0;
+  double fp16_flops = 0;
+  double fp8_flops = 0;
+  double tf32_flops = 0;
+  double fp32_flops = 0;  // plain (non-tensor) fp32
+  double hbm_bytes = 0;   // device memory capacity
+  double hbm_Bps = 0;     // device memory bandwidth (datasheet)
+  int nvlink_links = 0;   // 0: no NVLink (PCIe only)
+  double nvlink_link_Bps = 0;  // per link, per direction
+  int pcie_gen = 0;
+  int pcie_lanes = 16;
+  double tdp_w = 0;
+  double list_price_usd = 0;
+  int sm_count = 0;
+  std::string arch;  // CUDA arch, e.g. "sm_90"; "" for non-NVIDIA
+  std::vector<std::uint16_t> pci_device_ids;  // PCI device ids this SKU reports (vendor 0x10de)
+  std::string source;
+
+  double peak_flops(Precision p) const;
+  // Aggregate NVLink bandwidth per direction (links x per-link); 0 without NVLink.
+  double nvlink_Bps() const { return nvlink_links * nvlink_link_Bps; }
+  // PCIe host link bandwidth per direction (raw, after 128b/130b encoding).
+  double pcie_Bps() const;
+};
+
+enum class LinkTechnology { kNvlink, kPcie, kInfiniband, kRoce, kEthernetTcp };
+std::string_view to_string(LinkTechnology t);
+
+// Inside a node: how GPUs reach each other.
+struct ScaleUpSpec {
+  std::string id;  // "nvlink3" | "nvlink4" | "nvlink5" | "pcie4" | "pcie5"
+  LinkTechnology technology = LinkTechnology::kNvlink;
+  double per_gpu_Bps = 0;  // per GPU, per direction, all links together
+  double latency_s = 0;    // one hop GPU -> switch -> GPU
+  bool has_switch = false;        // NVSwitch (or a PCIe switch)
+  bool switch_reduction = false;  // NVLink SHARP (NVLS) multicast/reduce in the switch
+  std::string source;
+};
+
+// Between nodes: one NIC port technology. Bonded links multiply line_rate_Bps (scenario).
+struct NicSpec {
+  std::string id;  // "ib-ndr", "roce-400", "eth-tcp-100", ...
+  LinkTechnology technology = LinkTechnology::kInfiniband;
+  double line_rate_Bps = 0;        // per link, per direction (400 Gb/s NDR = 50e9)
+  double latency_s = 0;            // NIC-to-NIC one way through one switch, small message
+  double protocol_efficiency = 1;  // achievable fraction of line rate, large messages
+  bool in_network_reduction_capable = false;  // SHARP-capable switches exist for it
+  double price_usd = 0;            // one NIC
+  double cable_price_usd = 0;      // one link with its two transceivers
+  std::string source;
+};
+
+struct SwitchSpec {
+  std::string id;  // "quantum-2-qm9700", ...
+  LinkTechnology technology = LinkTechnology::kInfiniband;
+  int radix = 0;           // ports at port_Bps
+  double port_Bps = 0;     // per port, per direction
+  double latency_s = 0;    // port to port, cut-through
+  double price_usd = 0;
+  double power_w = 0;
+  bool in_network_reduction = false;  // SHARP
+  std::string source;
+};
+
+// Transformer dimensions (decoder-only).
+struct ModelSpec {
+  std::string id;    // "llama2-70b"
+  std::string name;  // "Llama 2 70B"
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int kv_heads = 0;     // == heads without grouped-query attention
+  int ffn_hidden = 0;
+  int vocab = 0;
+  bool gated_ffn = true;        // SwiGLU: three FFN matrices instead of two
+  bool tied_embeddings = false;  // input and output embedding share weights
+  std::string source;
+};
+
+const std::vector<GpuSpec>& gpu_catalog();
+const std::vector<ScaleUpSpec>& scale_up_catalog();
+const std::vector<NicSpec>& nic_catalog();
+const std::vector<SwitchSpec>& switch_catalog();
+const std::vector<ModelSpec>& model_catalog();
+
+const GpuSpec* find_gpu(std::string_view id);
+const ScaleUpSpec* find_scale_up(std::string_view id);
+const NicSpec* find_nic(std::string_view id);
+const SwitchSpec* find_switch(std::string_view id);
+const ModelSpec* find_model(std::string_view id);
+
+// The switch a fabric of this NIC uses when the scenario names none (same technology, port
+// speed at least the NIC's line rate). Never nullptr for a catalog NIC.
+const SwitchSpec* default_switch_for(const NicSpec& nic);
+
+// "a, b, c" of all ids in one catalog, for error messages ("unknown gpu 'h100'; known: ...").
+std::string known_gpu_ids();
+std::string known_scale_up_ids();
+std::string known_nic_ids();
+std::string known_switch_ids();
+std::string known_model_ids();
+
+}  // namespace clustersim::models

@@ -1,0 +1,130 @@
+// The scenario (SCENARIO.md, v1): a cluster, a workload, cost and reliability, loaded from YAML
+// into plain structs with every unit already converted to SI (bytes, B/s per direction,
+// seconds, FLOP/s, USD). Catalog entries are copied in, so a scenario can override them and
+// outlives nothing. Loading validates: unknown keys, wrong types, bare numbers where a unit is
+// needed, unknown catalog ids and impossible combinations are errors whose message starts with
+// "file:line:col: key.path:". The loader never throws and never prints.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/catalog.h"
+#include "models/result.h"
+
+namespace clustersim::models {
+
+enum class TopologyKind { kFatTree, kLeafSpine, kRailOptimized, kSingleSwitch };
+enum class Routing { kAdaptive, kEcmp, kStatic };
+enum class Recompute { kNone, kSelective, kFull };
+enum class PipelineSchedule { kGpipe, k1F1B, kInterleaved };
+
+std::string_view to_string(TopologyKind k);
+std::string_view to_string(Routing r);
+std::string_view to_string(Recompute r);
+std::string_view to_string(PipelineSchedule s);
+
+struct SourceLocation {
+  std::string file;
+  int line = 0;    // 1-based; 0 when unknown
+  int column = 0;  // 1-based
+  std::string to_string() const;  // "file:line:col" (or "file" when line is unknown)
+};
+
+struct NodeConfig {
+  GpuSpec gpu;
+  int gpus_per_node = 8;
+  ScaleUpSpec scale_up;
+  int nics_per_node = 0;
+  NicSpec nic;
+  int links_per_nic = 1;  // bonded links per NIC
+  // Per-direction bandwidth leaving one node through all its NICs and links.
+  double injection_Bps() const { return nics_per_node * links_per_nic * nic.line_rate_Bps; }
+};
+
+struct FabricConfig {
+  TopologyKind topology = TopologyKind::kFatTree;
+  int tiers = 2;            // fat-tree: 2 or 3
+  int switch_radix = 64;    // ports per switch
+  int leaves = 0;           // leaf-spine only; 0 = not given
+  int spines = 0;           // leaf-spine only; 0 = not given
+  int uplinks_per_leaf = 0; // leaf-spine only; 0 = spread the leaf's remaining ports evenly
+  double oversubscription = 1.0;  // leaf downlink : uplink bandwidth
+  Routing routing = Routing::kAdaptive;
+  bool in_network_reduction = false;  // SHARP-style reduction in the switches
+  SwitchSpec switch_spec;  // `switch:` id, or the catalog default for the NIC
+};
+
+struct StorageConfig {
+  double write_Bps = 0;  // aggregate to the parallel file system; 0 = not given
+};
+
+struct ClusterConfig {
+  int nodes = 1;
+  NodeConfig node;
+  FabricConfig fabric;
+  StorageConfig storage;
+  int total_gpus() const { return nodes * node.gpus_per_node; }
+};
+
+struct ParallelismConfig {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;
+  int cp = 1;
+  bool sp = false;
+  int zero = 0;  // 0 | 1 | 2 | 3 (3 = FSDP full shard)
+  Recompute recompute = Recompute::kNone;
+  PipelineSchedule pp_schedule = PipelineSchedule::k1F1B;
+  int virtual_stages = 1;  // interleaved schedule: model chunks per pipeline stage
+  int gpus() const { return tp * pp * dp * cp; }
+};
+
+struct WorkloadConfig {
+  ModelSpec model;      // a preset copied from the catalog, or the given dimensions
+  int seq_len = 4096;
+  int global_batch = 1024;  // sequences per optimizer step
+  int micro_batch = 1;
+  Precision precision = Precision::kBf16;
+  ParallelismConfig parallelism;
+  double train_tokens = 0;  // 0 = not given (no whole-run figures)
+  // Derived: micro-batches per pipeline per step = global_batch / (dp * micro_batch).
+  int micro_batches_per_step() const;
+  double tokens_per_step() const { return double(global_batch) * seq_len; }
+};
+
+struct CostConfig {
+  double gpu_hour_usd = 0;  // 0 = not given
+};
+
+struct ReliabilityConfig {
+  double gpu_mtbf_s = 0;               // 0 = not given
+  double checkpoint_interval_s = 0;    // 0 = derive (Young/Daly optimum)
+  double restart_s = 0;                // 0 = default
+};
+
+struct Scenario {
+  std::string name;
+  std::string path;  // file it came from ("<embedded>" for the default)
+  ClusterConfig cluster;
+  WorkloadConfig workload;
+  CostConfig cost;
+  ReliabilityConfig reliability;
+  std::string calibration_path;  // resolved relative to the scenario file; "" = none
+
+  // Where each key was given in the file, by dotted path ("cluster.fabric.switch_radix"), so
+  // that later stages (topology builder, planner) can cite file:line:col in their errors.
+  std::map<std::string, SourceLocation> locations;
+
+  // "file:line:col: key.path" for a key, or "file: key.path" when the key was defaulted.
+  std::string where(const std::string& key_path) const;
+};
+
+// Loads and validates a scenario file.
+Result<Scenario> load_scenario_file(const std::string& path);
+// Same, from text already in memory; `origin` names it in messages (a path or "<embedded>").
+Result<Scenario> load_scenario_text(std::string_view yaml_text, const std::string& origin);
+
+}  // namespace clustersim::models

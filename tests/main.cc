@@ -1,0 +1,3 @@
+// The single unit-test binary's entry point (doctest).
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>

@@ -1,0 +1,37 @@
+// The table of subcommands. Each tools/cmd_*.cc registers one command at static-initialisation
+// time; main() turns the table into CLI11 subcommands. A command's setup adds its options to
+// the CLI11 subcommand and returns the action that runs after parsing. Exit codes: 0 success,
+// 1 a failed check (verify), 2 bad input (with a message naming the file:line:col or the flag).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace clustersim::tools {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitCheckFailed = 1;
+inline constexpr int kExitBadInput = 2;
+
+using CommandAction = std::function<int()>;
+
+struct CommandRegistration {
+  std::string name;
+  std::string summary;
+  int order = 100;  // position in --help: lower first
+  std::function<CommandAction(CLI::App& sub)> setup;
+};
+
+// Adds a command to the table; returns true so it can initialise a static.
+bool register_command(CommandRegistration registration);
+const std::vector<CommandRegistration>& registered_commands();
+
+// The scenario embedded in the binary (scenarios/default.yaml at build time).
+extern const char kEmbeddedDefaultScenario[];
+
+}  // namespace clustersim::tools
