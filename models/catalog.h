@@ -32,7 +32,10 @@ struct GpuSpec {
   double fp8_flops = 0;
   double tf32_flops = 0;
   double fp32_flops = 0;  // plain (non-tensor) fp32
-  double hbm_bytes = 0;   // device memory capacity
+  // Device memory capacity: the datasheet's "80 GB" read as GiB (HBM stacks are binary-sized:
+  // H100 = 5 x 16 GiB). NVML's memory.total is 0.4-0.7% lower (H100 81559 MiB of 81920,
+  // H200 143771 MiB of 144384) after the driver's reservation; the planner subtracts its own.
+  double hbm_bytes = 0;
   double hbm_Bps = 0;     // device memory bandwidth (datasheet)
   int nvlink_links = 0;   // 0: no NVLink (PCIe only)
   double nvlink_link_Bps = 0;  // per link, per direction
@@ -42,8 +45,9 @@ struct GpuSpec {
   double list_price_usd = 0;
   int sm_count = 0;
   std::string arch;  // CUDA arch, e.g. "sm_90"; "" for non-NVIDIA
-  std::vector<std::uint16_t> pci_device_ids;  // PCI device ids this SKU reports (vendor 0x10de)
+  std::vector<std::uint16_t> pci_device_ids;  // PCI device ids this SKU reports (vendor below)
   std::string source;
+  std::uint16_t pci_vendor_id = 0x10de;  // 0x10de NVIDIA, 0x1002 AMD
 
   double peak_flops(Precision p) const;
   // Aggregate NVLink bandwidth per direction (links x per-link); 0 without NVLink.
@@ -118,8 +122,16 @@ const NicSpec* find_nic(std::string_view id);
 const SwitchSpec* find_switch(std::string_view id);
 const ModelSpec* find_model(std::string_view id);
 
-// The switch a fabric of this NIC uses when the scenario names none (same technology, port
-// speed at least the NIC's line rate). Never nullptr for a catalog NIC.
+// The GPU whose PCI ids these are (validate's identity check); nullptr when none matches.
+const GpuSpec* find_gpu_by_pci_id(std::uint16_t vendor_id, std::uint16_t device_id);
+
+// True when `sw` can carry `nic`'s links: the same medium (InfiniBand with InfiniBand; RoCE and
+// TCP both run on Ethernet switches) and a port at least as fast as one NIC link.
+bool switch_serves(const SwitchSpec& sw, const NicSpec& nic);
+
+// The switch a fabric of this NIC uses when the scenario names none: of the switches that
+// serve it (switch_serves), the one with the slowest sufficient port, then the cheapest.
+// Never nullptr for a catalog NIC; nullptr for a NIC no catalog switch serves.
 const SwitchSpec* default_switch_for(const NicSpec& nic);
 
 // "a, b, c" of all ids in one catalog, for error messages ("unknown gpu 'h100'; known: ...").

@@ -1,0 +1,789 @@
+#include "models/catalog.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "models/units.h"
+
+// Conventions for the numbers below:
+// - Tensor-core peaks are the datasheet's *dense* figures. NVIDIA datasheets print the sparse
+//   (2:4) figure with an asterisk; the dense one is half of it.
+// - Bandwidths are per direction. NVIDIA's "900 GB/s NVLink" is bidirectional: 18 links x 25 GB/s
+//   x 2 directions, so 450 GB/s per direction.
+// - Prices are approximate planning figures (street / reseller prices seen 2023-2025, not
+//   quotes); a scenario overrides them. Each source string says which figures are approximate.
+namespace clustersim::models {
+namespace {
+
+constexpr double kT = 1e12;  // tera, for FLOP/s and B/s literals
+constexpr double kG = 1e9;   // giga
+
+std::vector<GpuSpec> make_gpus() {
+  return {
+      {.id = "a100-sxm-40gb",
+       .name = "NVIDIA A100-SXM4-40GB",
+       .vendor = "nvidia",
+       .bf16_flops = 312 * kT,
+       .fp16_flops = 312 * kT,
+       .fp8_flops = 0,
+       .tf32_flops = 156 * kT,
+       .fp32_flops = 19.5 * kT,
+       .hbm_bytes = 40 * kGiB,
+       .hbm_Bps = 1555 * kG,
+       .nvlink_links = 12,
+       .nvlink_link_Bps = 25 * kG,
+       .pcie_gen = 4,
+       .tdp_w = 400,
+       .list_price_usd = 10000,
+       .sm_count = 108,
+       .arch = "sm_80",
+       .pci_device_ids = {0x20B0},
+       .source = "NVIDIA A100 Tensor Core GPU datasheet (2021): 312 TFLOP/s bf16/fp16 dense, 156 "
+                 "tf32, 19.5 fp32, 40 GB HBM2 at 1,555 GB/s, NVLink3 600 GB/s bidirectional "
+                 "(12 links), 400 W; 108 SMs: NVIDIA A100 whitepaper; PCI id: REFERENCE.md "
+                 "acceptance check 1 (pci.ids); price approximate"},
+      {.id = "a100-sxm-80gb",
+       .name = "NVIDIA A100-SXM4-80GB",
+       .vendor = "nvidia",
+       .bf16_flops = 312 * kT,
+       .fp16_flops = 312 * kT,
+       .fp8_flops = 0,
+       .tf32_flops = 156 * kT,
+       .fp32_flops = 19.5 * kT,
+       .hbm_bytes = 80 * kGiB,
+       .hbm_Bps = 2039 * kG,
+       .nvlink_links = 12,
+       .nvlink_link_Bps = 25 * kG,
+       .pcie_gen = 4,
+       .tdp_w = 400,
+       .list_price_usd = 15000,
+       .sm_count = 108,
+       .arch = "sm_80",
+       .pci_device_ids = {0x20B2},
+       .source = "NVIDIA A100 Tensor Core GPU datasheet (2021): 312 TFLOP/s bf16 dense, 80 GB "
+                 "HBM2e at 2,039 GB/s, NVLink3 600 GB/s bidirectional (12 links), 400 W; PCI id: "
+                 "REFERENCE.md acceptance check 1; price approximate"},
+      {.id = "a100-pcie-40gb",
+       .name = "NVIDIA A100-PCIE-40GB",
+       .vendor = "nvidia",
+       .bf16_flops = 312 * kT,
+       .fp16_flops = 312 * kT,
+       .fp8_flops = 0,
+       .tf32_flops = 156 * kT,
+       .fp32_flops = 19.5 * kT,
+       .hbm_bytes = 40 * kGiB,
+       .hbm_Bps = 1555 * kG,
+       .nvlink_links = 0,  // an optional bridge pairs two cards only: no node-wide NVLink
+       .nvlink_link_Bps = 0,
+       .pcie_gen = 4,
+       .tdp_w = 250,
+       .list_price_usd = 9000,
+       .sm_count = 108,
+       .arch = "sm_80",
+       .pci_device_ids = {0x20B1},
+       .source = "NVIDIA A100 Tensor Core GPU datasheet (2021), PCIe 40GB column: 312 TFLOP/s "
+                 "bf16 dense, 1,555 GB/s, 250 W; PCI id: REFERENCE.md acceptance check 1; price "
+                 "approximate"},
+      {.id = "a100-pcie-80gb",
+       .name = "NVIDIA A100 80GB PCIe",
+       .vendor = "nvidia",
+       .bf16_flops = 312 * kT,
+       .fp16_flops = 312 * kT,
+       .fp8_flops = 0,
+       .tf32_flops = 156 * kT,
+       .fp32_flops = 19.5 * kT,
+       .hbm_bytes = 80 * kGiB,
+       .hbm_Bps = 1935 * kG,
+       .nvlink_links = 0,  // bridge pairs two cards only
+       .nvlink_link_Bps = 0,
+       .pcie_gen = 4,
+       .tdp_w = 300,
+       .list_price_usd = 14000,
+       .sm_count = 108,
+       .arch = "sm_80",
+       .pci_device_ids = {0x20B5},
+       .source = "NVIDIA A100 Tensor Core GPU datasheet (2021), 80GB PCIe column: 312 TFLOP/s "
+                 "bf16 dense, 1,935 GB/s, 300 W; PCI id: REFERENCE.md acceptance check 1; price "
+                 "approximate"},
+      {.id = "h100-sxm",
+       .name = "NVIDIA H100 80GB HBM3",
+       .vendor = "nvidia",
+       .bf16_flops = 989 * kT,
+       .fp16_flops = 989 * kT,
+       .fp8_flops = 1979 * kT,
+       .tf32_flops = 494.5 * kT,
+       .fp32_flops = 67 * kT,
+       .hbm_bytes = 80 * kGiB,
+       .hbm_Bps = 3350 * kG,
+       .nvlink_links = 18,
+       .nvlink_link_Bps = 25 * kG,
+       .pcie_gen = 5,
+       .tdp_w = 700,
+       .list_price_usd = 30000,
+       .sm_count = 132,
+       .arch = "sm_90",
+       .pci_device_ids = {0x2330},
+       .source = "NVIDIA H100 Tensor Core GPU datasheet (SXM5): 1,979 TFLOP/s bf16 and 3,958 fp8 "
+                 "with sparsity (dense = half), 989 tf32 sparse, 67 fp32, 80 GB HBM3 at 3.35 "
+                 "TB/s, NVLink4 900 GB/s bidirectional = 18 links x 25 GB/s/dir, up to 700 W; 132 "
+                 "SMs and PCI id 0x2330: REFERENCE.md; price approximate"},
+      {.id = "h100-pcie",
+       .name = "NVIDIA H100 PCIe",
+       .vendor = "nvidia",
+       .bf16_flops = 756 * kT,
+       .fp16_flops = 756 * kT,
+       .fp8_flops = 1513 * kT,
+       .tf32_flops = 378 * kT,
+       .fp32_flops = 51 * kT,
+       .hbm_bytes = 80 * kGiB,
+       .hbm_Bps = 2000 * kG,
+       .nvlink_links = 0,  // the optional NVLink bridge pairs two cards only
+       .nvlink_link_Bps = 0,
+       .pcie_gen = 5,
+       .tdp_w = 350,
+       .list_price_usd = 25000,
+       .sm_count = 114,
+       .arch = "sm_90",
+       .pci_device_ids = {0x2331},
+       .source = "NVIDIA H100 Tensor Core GPU datasheet (PCIe): 1,513 TFLOP/s bf16 and 3,026 fp8 "
+                 "sparse (dense = half), 756 tf32 sparse, 51 fp32, 80 GB HBM2e at 2 TB/s, 300-350 "
+                 "W; 114 SMs: NVIDIA H100 whitepaper; PCI id: REFERENCE.md; price approximate"},
+      {.id = "h800",
+       .name = "NVIDIA H800",
+       .vendor = "nvidia",
+       .bf16_flops = 989 * kT,
+       .fp16_flops = 989 * kT,
+       .fp8_flops = 1979 * kT,
+       .tf32_flops = 494.5 * kT,
+       .fp32_flops = 67 * kT,
+       .hbm_bytes = 80 * kGiB,
+       .hbm_Bps = 3350 * kG,
+       .nvlink_links = 8,
+       .nvlink_link_Bps = 25 * kG,
+       .pcie_gen = 5,
+       .tdp_w = 700,
+       .list_price_usd = 30000,
+       .sm_count = 132,
+       .arch = "sm_90",
+       .pci_device_ids = {0x2324},
+       .source = "NVIDIA H800 SXM5 product brief: H100 SXM compute and memory with NVLink cut to "
+                 "400 GB/s bidirectional (8 links x 25 GB/s/dir); PCI id: REFERENCE.md; price "
+                 "approximate"},
+      {.id = "h200-sxm",
+       .name = "NVIDIA H200",
+       .vendor = "nvidia",
+       .bf16_flops = 989 * kT,
+       .fp16_flops = 989 * kT,
+       .fp8_flops = 1979 * kT,
+       .tf32_flops = 494.5 * kT,
+       .fp32_flops = 67 * kT,
+       .hbm_bytes = 141 * kGiB,
+       .hbm_Bps = 4800 * kG,
+       .nvlink_links = 18,
+       .nvlink_link_Bps = 25 * kG,
+       .pcie_gen = 5,
+       .tdp_w = 700,
+       .list_price_usd = 35000,
+       .sm_count = 132,
+       .arch = "sm_90",
+       .pci_device_ids = {0x2335},
+       .source = "NVIDIA H200 Tensor Core GPU datasheet (SXM): 1,979 TFLOP/s bf16 and 3,958 fp8 "
+                 "sparse (dense = half), 67 fp32, 141 GB HBM3e at 4.8 TB/s, NVLink 900 GB/s "
+                 "bidirectional, up to 700 W; 132 SMs and PCI id 0x2335: REFERENCE.md; price "
+                 "approximate"},
+      {.id = "h200-nvl",
+       .name = "NVIDIA H200 NVL",
+       .vendor = "nvidia",
+       .bf16_flops = 835.5 * kT,
+       .fp16_flops = 835.5 * kT,
+       .fp8_flops = 1670.5 * kT,
+       .tf32_flops = 417.5 * kT,
+       .fp32_flops = 60 * kT,
+       .hbm_bytes = 141 * kGiB,
+       .hbm_Bps = 4800 * kG,
+       .nvlink_links = 0,  // 2- or 4-way NVLink bridges only: no node-wide NVLink
+       .nvlink_link_Bps = 0,
+       .pcie_gen = 5,
+       .tdp_w = 600,
+       .list_price_usd = 32000,
+       .sm_count = 132,
+       .arch = "sm_90",
+       .pci_device_ids = {0x233B},
+       .source = "NVIDIA H200 Tensor Core GPU datasheet (NVL): 1,671 TFLOP/s bf16 and 3,341 fp8 "
+                 "sparse (dense = half), 835 tf32 sparse, 60 fp32, 141 GB at 4.8 TB/s, up to 600 "
+                 "W; PCI id: REFERENCE.md; price approximate"},
+      {.id = "b200",
+       .name = "NVIDIA B200",
+       .vendor = "nvidia",
+       .bf16_flops = 2250 * kT,
+       .fp16_flops = 2250 * kT,
+       .fp8_flops = 4500 * kT,
+       .tf32_flops = 1100 * kT,
+       .fp32_flops = 75 * kT,
+       .hbm_bytes = 180 * kGiB,
+       .hbm_Bps = 7700 * kG,
+       .nvlink_links = 18,
+       .nvlink_link_Bps = 50 * kG,
+       .pcie_gen = 5,
+       .tdp_w = 1000,
+       .list_price_usd = 40000,
+       .sm_count = 148,
+       .arch = "sm_100",
+       .pci_device_ids = {0x2901},
+       .source = "NVIDIA HGX B200 specifications (per GPU): 4.5 PFLOP/s fp16/bf16 and 9 fp8 "
+                 "sparse (dense = half), 2.2 tf32 sparse, 75 TFLOP/s fp32, 180 GB HBM3e at 7.7 "
+                 "TB/s, NVLink5 1.8 TB/s bidirectional (18 links x 50 GB/s/dir), up to 1,000 W; "
+                 "148 SMs: NVIDIA Blackwell architecture technical brief; PCI id: REFERENCE.md; "
+                 "price approximate"},
+      {.id = "rtx-4090",
+       .name = "NVIDIA GeForce RTX 4090",
+       .vendor = "nvidia",
+       .bf16_flops = 165.2 * kT,
+       .fp16_flops = 165.2 * kT,
+       .fp8_flops = 330.3 * kT,
+       .tf32_flops = 82.6 * kT,
+       .fp32_flops = 82.6 * kT,
+       .hbm_bytes = 24 * kGiB,
+       .hbm_Bps = 1008 * kG,
+       .nvlink_links = 0,
+       .nvlink_link_Bps = 0,
+       .pcie_gen = 4,
+       .tdp_w = 450,
+       .list_price_usd = 1599,
+       .sm_count = 128,
+       .arch = "sm_89",
+       .pci_device_ids = {0x2684},
+       .source = "NVIDIA Ada Lovelace architecture whitepaper, RTX 4090 column: 165.2 TFLOP/s "
+                 "fp16/bf16 tensor with fp32 accumulate (training; 330 with fp16 accumulate), "
+                 "330.3 fp8, 82.6 tf32, 82.6 fp32, 24 GB GDDR6X at 1,008 GB/s, 450 W, 128 SMs, no "
+                 "NVLink; $1,599 launch MSRP; PCI id: pci.ids"},
+      {.id = "l40s",
+       .name = "NVIDIA L40S",
+       .vendor = "nvidia",
+       .bf16_flops = 362.05 * kT,
+       .fp16_flops = 362.05 * kT,
+       .fp8_flops = 733 * kT,
+       .tf32_flops = 183 * kT,
+       .fp32_flops = 91.6 * kT,
+       .hbm_bytes = 48 * kGiB,
+       .hbm_Bps = 864 * kG,
+       .nvlink_links = 0,
+       .nvlink_link_Bps = 0,
+       .pcie_gen = 4,
+       .tdp_w = 350,
+       .list_price_usd = 8000,
+       .sm_count = 142,
+       .arch = "sm_89",
+       .pci_device_ids = {0x26B9},
+       .source = "NVIDIA L40S datasheet: 362.05 TFLOP/s bf16/fp16 dense (733 sparse), 733 fp8 "
+                 "dense, 183 tf32 dense, 91.6 fp32, 48 GB GDDR6 at 864 GB/s, 350 W, 142 SMs, no "
+                 "NVLink; PCI id: pci.ids; price approximate"},
+      {.id = "mi300x",
+       .name = "AMD Instinct MI300X",
+       .vendor = "amd",
+       .bf16_flops = 1307.4 * kT,
+       .fp16_flops = 1307.4 * kT,
+       .fp8_flops = 2614.9 * kT,
+       .tf32_flops = 653.7 * kT,
+       .fp32_flops = 163.4 * kT,
+       .hbm_bytes = 192 * kGiB,
+       .hbm_Bps = 5300 * kG,
+       // Infinity Fabric (xGMI), not NVLink: 7 point-to-point links to the other 7 GPUs of the
+       // platform (a full mesh, no switch), 128 GB/s bidirectional each.
+       .nvlink_links = 7,
+       .nvlink_link_Bps = 64 * kG,
+       .pcie_gen = 5,
+       .tdp_w = 750,
+       .list_price_usd = 15000,
+       .sm_count = 304,  // compute units
+       .arch = "",
+       .pci_device_ids = {0x74A1},
+       .source = "AMD Instinct MI300X datasheet: 1,307.4 TFLOP/s bf16/fp16 dense, 2,614.9 fp8 "
+                 "dense, 653.7 tf32, 163.4 fp32, 192 GB HBM3 at 5.3 TB/s, 7 Infinity Fabric links "
+                 "at 128 GB/s bidirectional, 304 CUs, 750 W; PCI id 0x74A1 (vendor 0x1002): "
+                 "pci.ids; price approximate (press reports)",
+       .pci_vendor_id = 0x1002},
+  };
+}
+
+// Per-hop latency of GPU -> switch -> GPU: NCCL's own hardware latency for its low-latency (LL)
+// protocol, which is the closest published figure to one small transfer (REFERENCE.md, NCCL
+// src/graph/tuning.cc: NVLink 0.6 us, PCIe 1.0 us).
+constexpr double kNvlinkHopLatencyS = 0.6e-6;
+constexpr double kPcieHopLatencyS = 1.0e-6;
+
+std::vector<ScaleUpSpec> make_scale_up() {
+  return {
+      {.id = "nvlink3",
+       .technology = LinkTechnology::kNvlink,
+       .per_gpu_Bps = 12 * 25 * kG,
+       .latency_s = kNvlinkHopLatencyS,
+       .has_switch = true,
+       .switch_reduction = false,
+       .source = "HGX A100: 12 NVLink3 links x 25 GB/s/dir = 300 GB/s per GPU per direction (600 "
+                 "GB/s bidirectional, A100 datasheet) through 2nd-gen NVSwitch, no in-switch "
+                 "reduction; latency: NCCL tuning.cc NVLink LL (REFERENCE.md)"},
+      {.id = "nvlink4",
+       .technology = LinkTechnology::kNvlink,
+       .per_gpu_Bps = 18 * 25 * kG,
+       .latency_s = kNvlinkHopLatencyS,
+       .has_switch = true,
+       .switch_reduction = true,
+       .source = "HGX H100/H200: 18 NVLink4 links x 25 GB/s/dir = 450 GB/s per GPU per direction "
+                 "(900 GB/s bidirectional, H100 datasheet) through 3rd-gen NVSwitch with NVLink "
+                 "SHARP (NVLS); latency: NCCL tuning.cc NVLink LL (REFERENCE.md)"},
+      {.id = "nvlink5",
+       .technology = LinkTechnology::kNvlink,
+       .per_gpu_Bps = 18 * 50 * kG,
+       .latency_s = kNvlinkHopLatencyS,
+       .has_switch = true,
+       .switch_reduction = true,
+       .source = "HGX B200: 18 NVLink5 links x 50 GB/s/dir = 900 GB/s per GPU per direction (1.8 "
+                 "TB/s bidirectional, HGX B200 specifications) through 4th-gen NVSwitch with "
+                 "NVLS; latency: NCCL tuning.cc NVLink LL (REFERENCE.md)"},
+      {.id = "pcie4",
+       .technology = LinkTechnology::kPcie,
+       .per_gpu_Bps = 16 * 16e9 * 128 / 130 / 8,
+       .latency_s = kPcieHopLatencyS,
+       .has_switch = true,
+       .switch_reduction = false,
+       .source = "PCIe 4.0 x16: 16 GT/s x 16 lanes, 128b/130b = 31.5 GB/s per direction (PCI-SIG "
+                 "PCIe 4.0 base spec); GPUs meet through a PCIe switch or the CPU root complex; "
+                 "latency: NCCL tuning.cc PCIe LL (REFERENCE.md)"},
+      {.id = "pcie5",
+       .technology = LinkTechnology::kPcie,
+       .per_gpu_Bps = 32 * 16e9 * 128 / 130 / 8,
+       .latency_s = kPcieHopLatencyS,
+       .has_switch = true,
+       .switch_reduction = false,
+       .source = "PCIe 5.0 x16: 32 GT/s x 16 lanes, 128b/130b = 63.0 GB/s per direction (PCI-SIG "
+                 "PCIe 5.0 base spec); measured pinned copies reach 48-55 GB/s (REFERENCE.md); "
+                 "latency: NCCL tuning.cc PCIe LL (REFERENCE.md)"},
+  };
+}
+
+// Achievable fraction of line rate for large messages. InfiniBand: REFERENCE.md's measured
+// 46-48 GB/s busbw per 400G NDR NIC (nccl-tests #290, #319) -> 47/50 = 0.94; the same RDMA
+// transport is assumed for HDR and XDR. RoCEv2 carries ~2% more header per 4 KiB MTU than IB
+// and a well-tuned fabric reaches ~0.90; a mistuned one can deliver half (nccl #2409).
+// Kernel TCP (NCCL's socket transport): ~0.7 with several sockets per peer.
+constexpr double kIbEfficiency = 0.94;
+constexpr double kRoceEfficiency = 0.90;
+constexpr double kTcpEfficiency = 0.70;
+// One-way small-message latency NIC -> switch -> NIC. IB: ConnectX-6/7 product briefs quote
+// sub-600 ns per NIC and perftest ib_write_lat reads about 1 us through one switch. RoCE: the
+// Ethernet switch adds ~0.3-0.5 us (port-to-port figures below). Kernel TCP: socket stack and
+// interrupts, ~15 us one way (netperf TCP_RR round trips of ~30 us on 100 GbE).
+constexpr double kIbLatencyS = 1.0e-6;
+constexpr double kRoceLatencyS = 1.5e-6;
+constexpr double kTcpLatencyS = 15e-6;
+
+NicSpec nic(std::string id, LinkTechnology tech, double gbps, double price, double cable,
+            std::string source) {
+  NicSpec n;
+  n.id = std::move(id);
+  n.technology = tech;
+  n.line_rate_Bps = gbps * kG / 8;
+  switch (tech) {
+    case LinkTechnology::kInfiniband:
+      n.latency_s = kIbLatencyS;
+      n.protocol_efficiency = kIbEfficiency;
+      n.in_network_reduction_capable = true;  // SHARP in Quantum switches
+      break;
+    case LinkTechnology::kRoce:
+      n.latency_s = kRoceLatencyS;
+      n.protocol_efficiency = kRoceEfficiency;
+      break;
+    default:
+      n.latency_s = kTcpLatencyS;
+      n.protocol_efficiency = kTcpEfficiency;
+      break;
+  }
+  n.price_usd = price;
+  n.cable_price_usd = cable;
+  n.source = std::move(source);
+  return n;
+}
+
+std::vector<NicSpec> make_nics() {
+  using LT = LinkTechnology;
+  const std::string ib_common =
+      "; efficiency 0.94 from 46-48 GB/s measured per 400G NDR NIC (REFERENCE.md, nccl-tests "
+      "#290/#319); latency ~1 us (perftest ib_write_lat through one switch); SHARP-capable; NIC "
+      "and cable (link with transceivers/AOC) prices approximate reseller figures";
+  const std::string roce_common =
+      "; efficiency 0.90 for a well-tuned RoCEv2 fabric (a mistuned one can reach half: "
+      "REFERENCE.md, nccl #2409); latency ~1.5 us (IB plus ~0.5 us Ethernet switch); no "
+      "in-network reduction; prices approximate reseller figures";
+  const std::string tcp_common =
+      "; efficiency 0.70 for NCCL's socket transport (kernel TCP); latency ~15 us one way "
+      "(kernel stack, netperf TCP_RR); prices approximate (commodity Ethernet NICs)";
+  return {
+      nic("ib-hdr", LT::kInfiniband, 200, 1100, 500,
+          "InfiniBand HDR 200 Gb/s per port (IBTA; NVIDIA ConnectX-6 VPI product brief)" +
+              ib_common),
+      nic("ib-ndr", LT::kInfiniband, 400, 2000, 1500,
+          "InfiniBand NDR 400 Gb/s per port (NVIDIA ConnectX-7 product brief)" + ib_common),
+      nic("ib-xdr", LT::kInfiniband, 800, 3000, 3000,
+          "InfiniBand XDR 800 Gb/s per port (NVIDIA ConnectX-8 SuperNIC product brief)" +
+              ib_common),
+      nic("roce-100", LT::kRoce, 100, 800, 300,
+          "100 GbE RoCEv2 (NVIDIA ConnectX-6 Dx product brief)" + roce_common),
+      nic("roce-200", LT::kRoce, 200, 1200, 600,
+          "200 GbE RoCEv2 (NVIDIA ConnectX-6 Dx product brief)" + roce_common),
+      nic("roce-400", LT::kRoce, 400, 2000, 1500,
+          "400 GbE RoCEv2 (NVIDIA ConnectX-7 product brief)" + roce_common),
+      nic("roce-800", LT::kRoce, 800, 3000, 3000,
+          "800 GbE RoCEv2 (NVIDIA ConnectX-8 SuperNIC product brief)" + roce_common),
+      nic("eth-tcp-100", LT::kEthernetTcp, 100, 700, 300,
+          "100 GbE, TCP sockets (IEEE 802.3ba/cd line rate)" + tcp_common),
+      nic("eth-tcp-200", LT::kEthernetTcp, 200, 1100, 600,
+          "200 GbE, TCP sockets (IEEE 802.3bs/cd line rate)" + tcp_common),
+      nic("eth-tcp-400", LT::kEthernetTcp, 400, 1800, 1500,
+          "400 GbE, TCP sockets (IEEE 802.3bs line rate)" + tcp_common),
+  };
+}
+
+std::vector<SwitchSpec> make_switches() {
+  using LT = LinkTechnology;
+  return {
+      {.id = "quantum-qm8700",
+       .technology = LT::kInfiniband,
+       .radix = 40,
+       .port_Bps = 200 * kG / 8,
+       .latency_s = 130e-9,
+       .price_usd = 22000,
+       .power_w = 500,
+       .in_network_reduction = true,
+       .source = "NVIDIA Quantum QM8700 HDR switch product brief: 40 x 200 Gb/s, 130 ns "
+                 "port-to-port, SHARPv2; power (with passive cables) and price approximate"},
+      {.id = "quantum-2-qm9700",
+       .technology = LT::kInfiniband,
+       .radix = 64,
+       .port_Bps = 400 * kG / 8,
+       .latency_s = 200e-9,
+       .price_usd = 33000,
+       .power_w = 750,
+       .in_network_reduction = true,
+       .source = "NVIDIA Quantum-2 QM9700 NDR switch product brief: 64 x 400 Gb/s (32 twin-port "
+                 "OSFP), 51.2 Tb/s, SHARPv3; NVIDIA publishes no port-to-port latency, resellers "
+                 "quote 150-330 ns: 200 ns assumed; power and price approximate"},
+      {.id = "quantum-x800-q3400",
+       .technology = LT::kInfiniband,
+       .radix = 144,
+       .port_Bps = 800 * kG / 8,
+       .latency_s = 200e-9,
+       .price_usd = 150000,
+       .power_w = 4000,
+       .in_network_reduction = true,
+       .source = "NVIDIA Quantum-X800 Q3400 XDR switch (GTC 2024 announcement): 144 x 800 Gb/s, "
+                 "SHARPv4; latency assumed as Quantum-2; power and price rough estimates"},
+      {.id = "spectrum-3-sn4600c",
+       .technology = LT::kRoce,
+       .radix = 64,
+       .port_Bps = 100 * kG / 8,
+       .latency_s = 450e-9,
+       .price_usd = 25000,
+       .power_w = 450,
+       .in_network_reduction = false,
+       .source = "NVIDIA Spectrum SN4600C product brief: 64 x 100 GbE, 12.8 Tb/s, RoCE; "
+                 "cut-through latency ~450 ns (Spectrum-3 class); power and price approximate"},
+      {.id = "spectrum-3-sn4700-2x200g",
+       .technology = LT::kRoce,
+       .radix = 64,
+       .port_Bps = 200 * kG / 8,
+       .latency_s = 450e-9,
+       .price_usd = 35000,
+       .power_w = 550,
+       .in_network_reduction = false,
+       .source = "NVIDIA Spectrum SN4700 product brief: 32 x 400 GbE, split 2 x 200 GbE per "
+                 "port with breakout cables = 64 x 200 GbE, 12.8 Tb/s; latency ~450 ns; power "
+                 "and price approximate"},
+      {.id = "spectrum-3-sn4700",
+       .technology = LT::kRoce,
+       .radix = 32,
+       .port_Bps = 400 * kG / 8,
+       .latency_s = 450e-9,
+       .price_usd = 35000,
+       .power_w = 550,
+       .in_network_reduction = false,
+       .source = "NVIDIA Spectrum SN4700 product brief: 32 x 400 GbE, 12.8 Tb/s, RoCE; latency "
+                 "~450 ns; power and price approximate"},
+      {.id = "spectrum-4-sn5600",
+       .technology = LT::kRoce,
+       .radix = 64,
+       .port_Bps = 800 * kG / 8,
+       .latency_s = 550e-9,
+       .price_usd = 60000,
+       .power_w = 1500,
+       .in_network_reduction = false,
+       .source = "NVIDIA Spectrum-4 SN5600 product brief: 64 x 800 GbE (or 128 x 400 GbE), 51.2 "
+                 "Tb/s, RoCE, Spectrum-X; latency ~550 ns assumed; power and price approximate"},
+  };
+}
+
+std::vector<ModelSpec> make_models() {
+  return {
+      {.id = "gpt2-124m",
+       .name = "GPT-2 124M",
+       .layers = 12,
+       .hidden = 768,
+       .heads = 12,
+       .kv_heads = 12,
+       .ffn_hidden = 3072,
+       .vocab = 50257,
+       .gated_ffn = false,
+       .tied_embeddings = true,
+       .source = "Radford et al. 2019, 'Language Models are Unsupervised Multitask Learners'; "
+                 "Hugging Face openai-community/gpt2 config.json (n_layer 12, n_embd 768, n_head "
+                 "12, vocab 50257, tied lm_head)"},
+      {.id = "gpt3-175b",
+       .name = "GPT-3 175B",
+       .layers = 96,
+       .hidden = 12288,
+       .heads = 96,
+       .kv_heads = 96,
+       .ffn_hidden = 49152,
+       .vocab = 50257,
+       .gated_ffn = false,
+       .tied_embeddings = true,
+       .source = "Brown et al. 2020, 'Language Models are Few-Shot Learners', Table 2.1 (96 "
+                 "layers, d_model 12288, 96 heads, d_ff = 4 d_model, GPT-2 tokenizer); embeddings "
+                 "tied as in GPT-2 and Narayanan et al. 2021's parameter count"},
+      {.id = "llama2-7b",
+       .name = "Llama 2 7B",
+       .layers = 32,
+       .hidden = 4096,
+       .heads = 32,
+       .kv_heads = 32,
+       .ffn_hidden = 11008,
+       .vocab = 32000,
+       .gated_ffn = true,
+       .tied_embeddings = false,
+       .source = "Touvron et al. 2023, 'Llama 2'; Hugging Face meta-llama/Llama-2-7b-hf "
+                 "config.json"},
+      {.id = "llama2-13b",
+       .name = "Llama 2 13B",
+       .layers = 40,
+       .hidden = 5120,
+       .heads = 40,
+       .kv_heads = 40,
+       .ffn_hidden = 13824,
+       .vocab = 32000,
+       .gated_ffn = true,
+       .tied_embeddings = false,
+       .source = "Touvron et al. 2023, 'Llama 2'; Hugging Face meta-llama/Llama-2-13b-hf "
+                 "config.json"},
+      {.id = "llama2-70b",
+       .name = "Llama 2 70B",
+       .layers = 80,
+       .hidden = 8192,
+       .heads = 64,
+       .kv_heads = 8,
+       .ffn_hidden = 28672,
+       .vocab = 32000,
+       .gated_ffn = true,
+       .tied_embeddings = false,
+       .source = "Touvron et al. 2023, 'Llama 2' (GQA with 8 KV heads); Hugging Face "
+                 "meta-llama/Llama-2-70b-hf config.json"},
+      {.id = "llama3-8b",
+       .name = "Llama 3 8B",
+       .layers = 32,
+       .hidden = 4096,
+       .heads = 32,
+       .kv_heads = 8,
+       .ffn_hidden = 14336,
+       .vocab = 128256,
+       .gated_ffn = true,
+       .tied_embeddings = false,
+       .source = "Llama Team 2024, 'The Llama 3 Herd of Models', Table 3; Hugging Face "
+                 "meta-llama/Meta-Llama-3-8B config.json"},
+      {.id = "llama3-70b",
+       .name = "Llama 3 70B",
+       .layers = 80,
+       .hidden = 8192,
+       .heads = 64,
+       .kv_heads = 8,
+       .ffn_hidden = 28672,
+       .vocab = 128256,
+       .gated_ffn = true,
+       .tied_embeddings = false,
+       .source = "Llama Team 2024, 'The Llama 3 Herd of Models', Table 3; Hugging Face "
+                 "meta-llama/Meta-Llama-3-70B config.json"},
+      {.id = "llama3-405b",
+       .name = "Llama 3.1 405B",
+       .layers = 126,
+       .hidden = 16384,
+       .heads = 128,
+       .kv_heads = 8,
+       .ffn_hidden = 53248,
+       .vocab = 128256,
+       .gated_ffn = true,
+       .tied_embeddings = false,
+       .source = "Llama Team 2024, 'The Llama 3 Herd of Models', Table 3; Hugging Face "
+                 "meta-llama/Llama-3.1-405B config.json"},
+  };
+}
+
+template <class Spec>
+const Spec* find_by_id(const std::vector<Spec>& specs, std::string_view id) {
+  for (const auto& s : specs) {
+    if (s.id == id) return &s;
+  }
+  return nullptr;
+}
+
+template <class Spec>
+std::string join_ids(const std::vector<Spec>& specs) {
+  std::string out;
+  for (const auto& s : specs) {
+    if (!out.empty()) out += ", ";
+    out += s.id;
+  }
+  return out;
+}
+
+// RoCE and TCP are two protocols over the same Ethernet switches.
+bool is_ethernet(LinkTechnology t) {
+  return t == LinkTechnology::kRoce || t == LinkTechnology::kEthernetTcp;
+}
+
+}  // namespace
+
+bool parse_precision(std::string_view name, Precision* out) {
+  static constexpr std::pair<std::string_view, Precision> kNames[] = {
+      {"fp32", Precision::kFp32}, {"tf32", Precision::kTf32}, {"bf16", Precision::kBf16},
+      {"fp16", Precision::kFp16}, {"fp8", Precision::kFp8}};
+  for (const auto& [n, p] : kNames) {
+    if (n == name) {
+      *out = p;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string_view to_string(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return "fp32";
+    case Precision::kTf32: return "tf32";
+    case Precision::kBf16: return "bf16";
+    case Precision::kFp16: return "fp16";
+    case Precision::kFp8: return "fp8";
+  }
+  return "?";
+}
+
+double bytes_per_element(Precision p) {
+  switch (p) {
+    case Precision::kFp32:
+    case Precision::kTf32: return 4;
+    case Precision::kBf16:
+    case Precision::kFp16: return 2;
+    case Precision::kFp8: return 1;
+  }
+  return 0;
+}
+
+std::string_view to_string(LinkTechnology t) {
+  switch (t) {
+    case LinkTechnology::kNvlink: return "nvlink";
+    case LinkTechnology::kPcie: return "pcie";
+    case LinkTechnology::kInfiniband: return "infiniband";
+    case LinkTechnology::kRoce: return "roce";
+    case LinkTechnology::kEthernetTcp: return "ethernet-tcp";
+  }
+  return "?";
+}
+
+double GpuSpec::peak_flops(Precision p) const {
+  switch (p) {
+    case Precision::kFp32: return fp32_flops;
+    case Precision::kTf32: return tf32_flops;
+    case Precision::kBf16: return bf16_flops;
+    case Precision::kFp16: return fp16_flops;
+    case Precision::kFp8: return fp8_flops;
+  }
+  return 0;
+}
+
+double GpuSpec::pcie_Bps() const {
+  // Per lane per direction: transfer rate x encoding efficiency / 8 bits (PCI-SIG base specs).
+  // Gen 1-2 use 8b/10b, gen 3-5 128b/130b, gen 6 FLIT mode (242 payload bytes of 256).
+  double lane_Bps = 0;
+  switch (pcie_gen) {
+    case 1: lane_Bps = 2.5e9 * 8 / 10 / 8; break;
+    case 2: lane_Bps = 5e9 * 8 / 10 / 8; break;
+    case 3: lane_Bps = 8e9 * 128 / 130 / 8; break;
+    case 4: lane_Bps = 16e9 * 128 / 130 / 8; break;
+    case 5: lane_Bps = 32e9 * 128 / 130 / 8; break;
+    case 6: lane_Bps = 64e9 * 242 / 256 / 8; break;
+    default: return 0;
+  }
+  return lane_Bps * pcie_lanes;
+}
+
+const std::vector<GpuSpec>& gpu_catalog() {
+  static const std::vector<GpuSpec> kGpus = make_gpus();
+  return kGpus;
+}
+const std::vector<ScaleUpSpec>& scale_up_catalog() {
+  static const std::vector<ScaleUpSpec> kScaleUp = make_scale_up();
+  return kScaleUp;
+}
+const std::vector<NicSpec>& nic_catalog() {
+  static const std::vector<NicSpec> kNics = make_nics();
+  return kNics;
+}
+const std::vector<SwitchSpec>& switch_catalog() {
+  static const std::vector<SwitchSpec> kSwitches = make_switches();
+  return kSwitches;
+}
+const std::vector<ModelSpec>& model_catalog() {
+  static const std::vector<ModelSpec> kModels = make_models();
+  return kModels;
+}
+
+const GpuSpec* find_gpu(std::string_view id) { return find_by_id(gpu_catalog(), id); }
+const ScaleUpSpec* find_scale_up(std::string_view id) {
+  return find_by_id(scale_up_catalog(), id);
+}
+const NicSpec* find_nic(std::string_view id) { return find_by_id(nic_catalog(), id); }
+const SwitchSpec* find_switch(std::string_view id) { return find_by_id(switch_catalog(), id); }
+const ModelSpec* find_model(std::string_view id) { return find_by_id(model_catalog(), id); }
+
+const GpuSpec* find_gpu_by_pci_id(std::uint16_t vendor_id, std::uint16_t device_id) {
+  for (const auto& g : gpu_catalog()) {
+    if (g.pci_vendor_id != vendor_id) continue;
+    for (auto id : g.pci_device_ids) {
+      if (id == device_id) return &g;
+    }
+  }
+  return nullptr;
+}
+
+bool switch_serves(const SwitchSpec& sw, const NicSpec& nic) {
+  const bool same_medium = sw.technology == nic.technology ||
+                           (is_ethernet(sw.technology) && is_ethernet(nic.technology));
+  return same_medium && sw.port_Bps >= nic.line_rate_Bps;
+}
+
+const SwitchSpec* default_switch_for(const NicSpec& nic) {
+  const SwitchSpec* best = nullptr;
+  for (const auto& sw : switch_catalog()) {
+    if (!switch_serves(sw, nic)) continue;
+    if (best == nullptr || sw.port_Bps < best->port_Bps ||
+        (sw.port_Bps == best->port_Bps && sw.price_usd < best->price_usd)) {
+      best = &sw;
+    }
+  }
+  return best;
+}
+
+std::string known_gpu_ids() { return join_ids(gpu_catalog()); }
+std::string known_scale_up_ids() { return join_ids(scale_up_catalog()); }
+std::string known_nic_ids() { return join_ids(nic_catalog()); }
+std::string known_switch_ids() { return join_ids(switch_catalog()); }
+std::string known_model_ids() { return join_ids(model_catalog()); }
+
+}  // namespace clustersim::models
