@@ -1,0 +1,615 @@
+#include "models/collective_model.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+namespace clustersim::models {
+namespace {
+
+using Algo = CollectiveAlgorithm;
+using Proto = CollectiveProtocol;
+using Op = CollectiveOp;
+using Neck = CollectiveBottleneck;
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+template <class E, std::size_t N>
+bool parse_name(std::string_view name, const std::pair<std::string_view, E> (&table)[N], E* out) {
+  for (const auto& [n, e] : table) {
+    if (iequals(n, name)) {
+      *out = e;
+      return true;
+    }
+  }
+  return false;
+}
+
+int proto_index(Proto p) {
+  CS_ASSERT(p != Proto::kAuto, "protocol must be resolved");
+  return static_cast<int>(p) - 1;  // LL 0, LL128 1, Simple 2 as in NCCL's tables
+}
+
+int log2_floor(int n) {  // NCCL's log2i
+  int l = 0;
+  while (n >>= 1) ++l;
+  return l;
+}
+
+// The two terms of one candidate before calibration.
+struct Terms {
+  double latency_s = 0;
+  double bandwidth_s = 0;
+  Neck bottleneck = Neck::kNone;
+};
+
+// A bandwidth with the resource that sets it.
+struct Bus {
+  double Bps = 0;
+  Neck neck = Neck::kNone;
+};
+
+// Bytes over a rate, with the resource named: the slower of several resources wins.
+struct Leg {
+  double seconds = 0;
+  Neck neck = Neck::kNone;
+};
+Leg slower(Leg a, Leg b) { return a.seconds >= b.seconds ? a : b; }
+
+class Model {
+ public:
+  Model(const CollectiveTopology& t, const CollectiveParams& p) : t_(t), p_(p) {}
+
+  Result<Terms> terms(Op op, double bytes, Algo algo, Proto proto) const {
+    switch (algo) {
+      case Algo::kRing: return ring(op, bytes, proto);
+      case Algo::kTree: return tree(op, bytes, proto);
+      case Algo::kNvls: return nvls(op, bytes, proto);
+      case Algo::kCollNet: return collnet(op, bytes, proto);
+      case Algo::kHierarchical: return hierarchical(op, bytes, proto);
+      case Algo::kP2p: return p2p(op, bytes, proto);
+      case Algo::kAuto: break;
+    }
+    CS_ASSERT(false, "algorithm must be resolved");
+    return Error{""};
+  }
+
+ private:
+  int n() const { return t_.ranks; }
+  int g() const { return t_.ranks_per_node; }
+  int nodes() const { return t_.nodes; }
+  bool multi_node() const { return t_.nodes > 1; }
+  NcclHardware intra_hw() const {
+    return t_.scale_up_technology == LinkTechnology::kNvlink ? NcclHardware::kNvlink
+                                                             : NcclHardware::kPcie;
+  }
+  double base(NcclAlgo a, Proto p) const {
+    return p_.base_latency_s[static_cast<int>(a)][proto_index(p)];
+  }
+  double hw(NcclHardware h, NcclAlgo a, Proto p) const {
+    return p_.hw_latency_s[static_cast<int>(h)][static_cast<int>(a)][proto_index(p)];
+  }
+  // One inter-node step: NCCL's network constant plus what this fabric adds over the
+  // InfiniBand reference (twice for Simple: NCCL's flush).
+  double inter_latency(NcclAlgo a, Proto p) const {
+    const double excess = std::max(0.0, t_.network_latency_s - p_.reference_network_latency_s);
+    return hw(NcclHardware::kNetwork, a, p) + excess * (p == Proto::kSimple ? 2 : 1);
+  }
+
+  double scale_up_efficiency() const {
+    if (p_.scale_up_efficiency > 0) return p_.scale_up_efficiency;
+    if (t_.scale_up_technology != LinkTechnology::kNvlink) return 12.0 / 15.75;
+    if (t_.gpu_arch == "sm_80") return 20.0 / 25.0;
+    if (t_.gpu_arch == "sm_90") return 20.6 / 25.0;
+    if (t_.gpu_arch == "sm_100") return 40.1 / 50.0;
+    return 0.80;  // other NVLink generations: Ampere's ratio
+  }
+  // Achievable scale-up bandwidth per GPU per direction (370.8 GB/s for 18 Hopper links).
+  double scale_up_Bps() const { return t_.scale_up_Bps * scale_up_efficiency(); }
+
+  // The LL bus-bandwidth cap of a communicator on one node, or across this many nodes.
+  double ll_max_Bps() const { return ll_max_Bps(multi_node()); }
+  double ll_max_Bps(bool across_nodes) const {
+    if (across_nodes) return nodes() <= 2 ? p_.ll_max_two_nodes_Bps : p_.ll_max_more_nodes_Bps;
+    if (p_.ll_max_one_node_Bps > 0) return p_.ll_max_one_node_Bps;
+    if (t_.gpu_arch == "sm_70") return 39.0e9;
+    if (t_.gpu_arch == "sm_80") return 87.7e9;
+    if (t_.gpu_arch == "sm_90") return 141.0e9;
+    if (t_.gpu_arch == "sm_100") return 282.0e9;
+    return 39.0e9;  // unknown: the lowest (Volta) cap
+  }
+  // Ring-family protocol factor on a bus bandwidth.
+  double ring_protocol_Bps(double bus_Bps, Proto p, bool across_nodes) const {
+    switch (p) {
+      case Proto::kLL: return std::min(bus_Bps * p_.ring_ll_fraction, ll_max_Bps(across_nodes));
+      case Proto::kLL128: return bus_Bps * p_.ll128_fraction;
+      default: return bus_Bps;
+    }
+  }
+  Bus ring_protocol(Bus bus, Proto p) const {
+    return {ring_protocol_Bps(bus.Bps, p, multi_node()), bus.neck};
+  }
+  // The bus bandwidth of a ring over this communicator. One node: the GPU's scale-up link.
+  // Several nodes: each ring enters and leaves a node once, so a node's NICs carry the whole
+  // ring volume (busbw <= the node's network bandwidth) while each GPU's scale-up link carries
+  // (g-1)/g of it (busbw <= B x g/(g-1)).
+  Bus ring_bus() const {
+    if (!multi_node()) return {scale_up_Bps(), Neck::kScaleUp};
+    const Bus net{t_.node_network_Bps, Neck::kNetwork};
+    if (g() == 1) return net;
+    const Bus scale_up{scale_up_Bps() * g() / (g() - 1.0), Neck::kScaleUp};
+    return scale_up.Bps < net.Bps ? scale_up : net;
+  }
+
+  Status need_network() const {
+    if (multi_node() && t_.node_network_Bps <= 0) {
+      return Error{"the communicator spans " + std::to_string(nodes()) +
+                   " nodes but the nodes have no network bandwidth (nics_per_node 0?)"};
+    }
+    return Status::Ok();
+  }
+  static Error unsupported(Algo a, Op op, std::string_view why) {
+    return Error{"algorithm " + std::string(to_string(a)) + " cannot run " +
+                 std::string(to_string(op)) + ": " + std::string(why)};
+  }
+  static Status simple_only(Algo a, Proto p) {
+    if (p == Proto::kSimple) return Status::Ok();
+    return Error{"algorithm " + std::string(to_string(a)) + " has only the simple protocol, not " +
+                 std::string(to_string(p))};
+  }
+
+  // Ring: every rank sends bus_factor x S to its neighbour, at the ring's bus bandwidth.
+  Result<Terms> ring(Op op, double bytes, Proto p) const {
+    if (op == Op::kAllToAll || op == Op::kSendRecv) {
+      return unsupported(Algo::kRing, op, "NCCL runs it as point-to-point sends (use auto or p2p)");
+    }
+    if (auto s = need_network(); !s) return Error{s.message()};
+    const Bus bus = ring_protocol(ring_bus(), p);
+    // Latency (tuning.cc): base + (steps - inter steps) x intra + inter steps x inter. A chain
+    // (broadcast, reduce) has n-1 steps; NCCL charges n, a one-step difference.
+    const int steps = op == Op::kAllReduce ? 2 * (n() - 1) : n() - 1;
+    const int inter_steps =
+        !multi_node() ? 0 : (op == Op::kAllReduce ? 2 * (nodes() - 1) : nodes() - 1);
+    double intra = hw(intra_hw(), NcclAlgo::kRing, p);
+    if (multi_node()) {
+      intra = std::max(intra, p_.net_overhead_s * (p == Proto::kSimple ? 3 : 1));
+    }
+    // With one rank per node every step is exposed: NCCL uses the tree's network latency.
+    const double inter = inter_latency(g() == 1 ? NcclAlgo::kTree : NcclAlgo::kRing, p);
+    Terms out;
+    out.latency_s = base(NcclAlgo::kRing, p) + (steps - inter_steps) * intra + inter_steps * inter;
+    out.bandwidth_s = bytes * bus_bandwidth_factor(op, n()) / bus.Bps;
+    out.bottleneck = bus.neck;
+    return out;
+  }
+
+  // Tree (all_reduce only, as in NCCL): a chain inside the node, a double binary tree across
+  // nodes. Every GPU and every node sends S up and S down: algbw = busbw / 2.
+  Result<Terms> tree(Op op, double bytes, Proto p) const {
+    if (op != Op::kAllReduce) return unsupported(Algo::kTree, op, "NCCL's tree is all_reduce only");
+    if (auto s = need_network(); !s) return Error{s.message()};
+    Bus bus = ring_bus();  // a chain and a tree load the same links as the ring does
+    bus.Bps *= p_.tree_efficiency;
+    if (p == Proto::kLL) bus.Bps = std::min(bus.Bps * p_.tree_ll_fraction, ll_max_Bps());
+    if (p == Proto::kLL128) {
+      bus.Bps *= multi_node() ? p_.tree_ll128_fraction_multi_node
+                              : p_.tree_ll128_fraction_one_node;
+    }
+    Terms out;
+    out.latency_s = base(NcclAlgo::kTree, p) +
+                    2 * ((g() - 1) * hw(intra_hw(), NcclAlgo::kTree, p) +
+                         log2_floor(nodes()) * inter_latency(NcclAlgo::kTree, p));
+    out.bandwidth_s = 2 * bytes / bus.Bps;
+    out.bottleneck = bus.neck;
+    return out;
+  }
+
+  // Seconds to move `per_gpu_bytes` each way through every GPU's NVLink with NVLS.
+  double nvls_seconds(double per_gpu_bytes) const {
+    return per_gpu_bytes / (scale_up_Bps() * p_.nvls_efficiency);
+  }
+  Status nvls_capable(Op op) const {
+    if (!t_.switch_reduction || t_.scale_up_technology != LinkTechnology::kNvlink) {
+      return unsupported(Algo::kNvls, op, "the scale-up switch has no NVLink SHARP reduction");
+    }
+    if (g() < 2) return unsupported(Algo::kNvls, op, "needs at least 2 GPUs per node");
+    return Status::Ok();
+  }
+
+  // NVLS: the NVSwitch reduces (multimem.ld_reduce) and multicasts (multimem.st). all_reduce
+  // moves S(1+1/g) each way per GPU; all_gather and reduce_scatter S (the multicast includes
+  // the issuing GPU). Across nodes (all_reduce only): NCCL's NVLS-Tree, pipelined, so the
+  // slower of NVLink and the network tree (2S per node, S with two nodes) sets the pace.
+  Result<Terms> nvls(Op op, double bytes, Proto p) const {
+    if (op != Op::kAllReduce && op != Op::kAllGather && op != Op::kReduceScatter) {
+      return unsupported(Algo::kNvls, op, "NVLS runs all_reduce, all_gather and reduce_scatter");
+    }
+    if (auto s = nvls_capable(op); !s) return Error{s.message()};
+    if (auto s = simple_only(Algo::kNvls, p); !s) return Error{s.message()};
+    Terms out;
+    if (!multi_node()) {
+      const double per_gpu = op == Op::kAllReduce ? bytes * (1 + 1.0 / g()) : bytes;
+      out.latency_s = base(NcclAlgo::kNvls, p) + hw(NcclHardware::kNvlink, NcclAlgo::kNvls, p);
+      out.bandwidth_s = nvls_seconds(per_gpu);
+      out.bottleneck = Neck::kScaleUp;
+      return out;
+    }
+    if (op != Op::kAllReduce) {
+      return unsupported(Algo::kNvls, op, "across nodes NCCL needs CollNet for it (not modelled)");
+    }
+    if (auto s = need_network(); !s) return Error{s.message()};
+    const Leg intra{nvls_seconds(bytes * (1 + 1.0 / g())), Neck::kScaleUp};
+    const Leg net{bytes * (nodes() <= 2 ? 1 : 2) / t_.node_network_Bps, Neck::kNetwork};
+    const Leg leg = slower(intra, net);
+    out.latency_s = base(NcclAlgo::kNvlsTree, p) +
+                    hw(NcclHardware::kNvlink, NcclAlgo::kNvlsTree, p) +
+                    2 * log2_floor(nodes()) * inter_latency(NcclAlgo::kNvlsTree, p);
+    out.bandwidth_s = leg.seconds;
+    out.bottleneck = leg.neck;
+    return out;
+  }
+
+  // In-network reduction (SHARP): each node sends its S to the switches once and receives the
+  // reduced S once. Inside the node: NVLS where the switch reduces (NCCL's NVLS+CollNet),
+  // otherwise CollNet-Direct's NVLink reduce-scatter + all-gather (2(g-1)/g S per GPU).
+  Result<Terms> collnet(Op op, double bytes, Proto p) const {
+    if (op != Op::kAllReduce) {
+      return unsupported(Algo::kCollNet, op, "in-network reduction is modelled for all_reduce");
+    }
+    if (!multi_node()) return unsupported(Algo::kCollNet, op, "needs more than one node");
+    if (!t_.in_network_reduction) {
+      return unsupported(Algo::kCollNet, op,
+                         "the fabric has no in-network reduction (fabric.in_network_reduction)");
+    }
+    if (auto s = simple_only(Algo::kCollNet, p); !s) return Error{s.message()};
+    if (auto s = need_network(); !s) return Error{s.message()};
+    const bool nvls_inside = t_.switch_reduction && g() > 1;
+    Leg intra{0, Neck::kScaleUp};
+    if (nvls_inside) {
+      intra.seconds = nvls_seconds(bytes * (1 + 1.0 / g()));
+    } else if (g() > 1) {
+      intra.seconds = bytes * 2 * (g() - 1) / g() / scale_up_Bps();
+    }
+    const Leg net{bytes / (t_.node_network_Bps * p_.collnet_efficiency), Neck::kNetwork};
+    const Leg leg = slower(intra, net);
+    Terms out;
+    if (nvls_inside) {
+      out.latency_s = hw(NcclHardware::kNvlink, NcclAlgo::kNvls, p) +
+                      inter_latency(NcclAlgo::kNvls, p);
+    } else {
+      out.latency_s =
+          base(NcclAlgo::kCollNetDirect, p) +
+          2 * (std::min(1, g() - 1) * hw(intra_hw(), NcclAlgo::kCollNetDirect, p) +
+               (g() - 1) * p_.collnet_arity_latency_s) +
+          inter_latency(NcclAlgo::kCollNetDirect, p);
+    }
+    out.bandwidth_s = leg.seconds;
+    out.bottleneck = leg.neck;
+    return out;
+  }
+
+  // Two levels in sequence: an NVLink ring inside each node and one ring per rail across the
+  // nodes (each GPU with its 1/g of the node's network). all_reduce = reduce-scatter (intra),
+  // all_reduce of S/g (inter), all-gather (intra); all_gather = inter then intra; reduce_scatter
+  // = intra then inter. Each phase is a separate launch with ring constants.
+  Result<Terms> hierarchical(Op op, double bytes, Proto p) const {
+    if (op != Op::kAllReduce && op != Op::kAllGather && op != Op::kReduceScatter) {
+      return unsupported(Algo::kHierarchical, op, "it runs all_reduce, all_gather, reduce_scatter");
+    }
+    if (!multi_node()) return unsupported(Algo::kHierarchical, op, "needs more than one node");
+    if (auto s = need_network(); !s) return Error{s.message()};
+    const bool ar = op == Op::kAllReduce;
+    const int intra_phases = g() > 1 ? (ar ? 2 : 1) : 0;
+    const double intra_phase_s =
+        g() > 1 ? bytes * (g() - 1) / g() / ring_protocol_Bps(scale_up_Bps(), p, false) : 0;
+    const double inter_fraction = (ar ? 2.0 : 1.0) * (nodes() - 1) / nodes();
+    const double inter_s = bytes * inter_fraction / ring_protocol_Bps(t_.node_network_Bps, p, true);
+    const Leg intra{intra_phases * intra_phase_s, Neck::kScaleUp};
+    const Leg net{inter_s, Neck::kNetwork};
+    Terms out;
+    out.latency_s = (intra_phases + 1) * base(NcclAlgo::kRing, p) +
+                    intra_phases * (g() - 1) * hw(intra_hw(), NcclAlgo::kRing, p) +
+                    (ar ? 2 : 1) * (nodes() - 1) * inter_latency(NcclAlgo::kTree, p);
+    out.bandwidth_s = intra.seconds + net.seconds;
+    out.bottleneck = slower(intra, net).neck;
+    return out;
+  }
+
+  // Point to point. sendrecv: rank r sends S to r+1; a pair inside a node uses the GPU's
+  // scale-up link, a pair across nodes one NIC. alltoall: every rank sends S/n to each other
+  // rank: (g-1)/n of S over the scale-up link, g(n-g)/n of S per node through the NICs.
+  // Latency: one ring-protocol step plus, for alltoall, a serialization charge per peer.
+  Result<Terms> p2p(Op op, double bytes, Proto p) const {
+    if (op != Op::kAllToAll && op != Op::kSendRecv) {
+      return unsupported(Algo::kP2p, op, "p2p runs alltoall and sendrecv");
+    }
+    if (p == Proto::kLL128) return Error{"p2p has the ll and simple protocols, not ll128"};
+    if (auto s = need_network(); !s) return Error{s.message()};
+    const double link_factor = p == Proto::kLL ? p_.ring_ll_fraction : 1.0;
+    Leg intra{0, Neck::kScaleUp};
+    Leg net{0, Neck::kNetwork};
+    if (op == Op::kSendRecv) {
+      if (g() > 1) intra.seconds = bytes / (scale_up_Bps() * link_factor);
+      if (multi_node()) {
+        net.seconds = bytes / (std::min(t_.nic_Bps, t_.node_network_Bps) * link_factor);
+      }
+    } else {
+      intra.seconds = bytes * (g() - 1) / n() / (scale_up_Bps() * link_factor);
+      if (multi_node()) {
+        net.seconds = bytes * g() * (n() - g()) / n() / (t_.node_network_Bps * link_factor);
+      }
+    }
+    const double hop = multi_node() ? inter_latency(NcclAlgo::kRing, p)
+                                    : hw(intra_hw(), NcclAlgo::kRing, p);
+    const Leg leg = slower(intra, net);
+    Terms out;
+    out.latency_s = base(NcclAlgo::kRing, p) + hop +
+                    (op == Op::kAllToAll ? (n() - 1) * p_.p2p_per_peer_latency_s : 0);
+    out.bandwidth_s = leg.seconds;
+    out.bottleneck = leg.neck;
+    return out;
+  }
+
+  const CollectiveTopology& t_;
+  const CollectiveParams& p_;
+};
+
+constexpr Algo kAlgorithms[] = {Algo::kRing, Algo::kTree, Algo::kNvls, Algo::kCollNet,
+                                Algo::kHierarchical, Algo::kP2p};
+constexpr Proto kProtocols[] = {Proto::kLL, Proto::kLL128, Proto::kSimple};
+
+CollectiveEstimate finish(const CollectiveTopology& topo, const CollectiveParams& params, Op op,
+                          double bytes, Algo algo, Proto proto, const Terms& terms) {
+  CollectiveEstimate e;
+  e.op = op;
+  e.algorithm = algo;
+  e.protocol = proto;
+  e.ranks = topo.ranks;
+  e.size_bytes = bytes;
+  e.latency_s = terms.latency_s;
+  e.bandwidth_s = terms.bandwidth_s;
+  e.bottleneck = bytes > 0 ? terms.bottleneck : Neck::kNone;
+  for (const auto& fit : params.fits) {
+    if (fit.op == op && fit.algorithm == algo && fit.protocol == proto &&
+        (fit.ranks == 0 || fit.ranks == topo.ranks)) {
+      CS_ASSERT(fit.busbw_Bps > 0, "a calibration fit needs a positive busbw");
+      e.latency_s = fit.latency_s;
+      e.bandwidth_s = bytes * bus_bandwidth_factor(op, topo.ranks) / fit.busbw_Bps;
+      e.bottleneck = Neck::kCalibrated;
+      break;
+    }
+  }
+  e.time_s = e.latency_s + e.bandwidth_s;
+  if (e.time_s > 0) {
+    e.algbw_Bps = bytes / e.time_s;
+    e.busbw_Bps = e.algbw_Bps * bus_bandwidth_factor(op, topo.ranks);
+  }
+  return e;
+}
+
+bool point_to_point(Op op) { return op == Op::kAllToAll || op == Op::kSendRecv; }
+
+// Every (algorithm, protocol) pair the request allows, estimated. kAuto for the algorithm means
+// every one NCCL runs (not hierarchical); kAuto for the protocol every one the algorithm has.
+// *first_error gets the first refusal, for a request nothing satisfies.
+std::vector<CollectiveEstimate> enumerate(const CollectiveTopology& topology,
+                                          const CollectiveParams& params, Op op, double bytes,
+                                          Algo want_algo, Proto want_proto,
+                                          std::string* first_error) {
+  const Model model(topology, params);
+  std::vector<CollectiveEstimate> out;
+  for (Algo a : kAlgorithms) {
+    if (want_algo == Algo::kAuto ? a == Algo::kHierarchical : a != want_algo) continue;
+    for (Proto p : kProtocols) {
+      if (want_proto != Proto::kAuto && p != want_proto) continue;
+      auto terms = model.terms(op, bytes, a, p);
+      if (terms) {
+        out.push_back(finish(topology, params, op, bytes, a, p, *terms));
+      } else if (first_error->empty()) {
+        *first_error = terms.message();
+      }
+    }
+  }
+  return out;
+}
+
+// Fat-tree and leaf-spine leaves split their ports between nodes and uplinks in the
+// oversubscription ratio; a rail-optimized leaf takes one NIC from each of radix/2 nodes.
+int switch_hops(const ClusterConfig& c, int nodes) {
+  const FabricConfig& f = c.fabric;
+  if (nodes <= 1) return 0;
+  if (f.topology == TopologyKind::kSingleSwitch) return 1;
+  const double o = std::max(f.oversubscription, 1e-9);
+  const int down_ports = std::max(1, static_cast<int>(f.switch_radix * o / (1 + o)));
+  const int nodes_per_leaf =
+      f.topology == TopologyKind::kRailOptimized
+          ? down_ports
+          : std::max(1, down_ports / std::max(1, c.node.nics_per_node * c.node.links_per_nic));
+  if (nodes <= nodes_per_leaf) return 1;
+  if (f.topology == TopologyKind::kFatTree && f.tiers >= 3) {
+    const int nodes_per_pod = nodes_per_leaf * std::max(1, f.switch_radix / 2);
+    if (nodes > nodes_per_pod) return 5;
+  }
+  return 3;
+}
+
+Result<CollectiveTopology> group_topology(const ClusterConfig& c, int size, int stride,
+                                          bool siblings_active) {
+  const int total = c.total_gpus();
+  const int gpn = std::max(1, c.node.gpus_per_node);
+  if (size < 1) return Error{"a communicator needs at least 1 GPU, got " + std::to_string(size)};
+  if (stride < 1) return Error{"rank stride must be at least 1, got " + std::to_string(stride)};
+  const long span = static_cast<long>(size - 1) * stride + 1;
+  if (span > total) {
+    return Error{std::to_string(size) + " GPUs" +
+                 (stride > 1 ? " " + std::to_string(stride) + " ranks apart" : std::string()) +
+                 " do not fit the cluster's " + std::to_string(total) + " GPUs (" +
+                 std::to_string(c.nodes) + " nodes x " + std::to_string(gpn) + ")"};
+  }
+  CollectiveTopology t;
+  t.ranks = size;
+  t.ranks_per_node = stride >= gpn ? 1 : std::min(size, gpn / stride);
+  t.nodes = (size + t.ranks_per_node - 1) / t.ranks_per_node;
+  t.gpu_arch = c.node.gpu.arch;
+  t.scale_up_technology = c.node.scale_up.technology;
+  t.scale_up_Bps = c.node.scale_up.per_gpu_Bps;
+  t.switch_reduction = c.node.scale_up.switch_reduction;
+  const NicSpec& nic = c.node.nic;
+  if (c.node.nics_per_node > 0 && nic.line_rate_Bps > 0) {
+    // A NIC reaches its GPUs through one PCIe x16 link: bonding more links than that carries
+    // (8 x 200G on one NIC) cannot go faster than the link.
+    const double pcie_Bps = c.node.gpu.pcie_Bps();
+    double nic_Bps = c.node.links_per_nic * nic.line_rate_Bps * nic.protocol_efficiency;
+    if (pcie_Bps > 0) nic_Bps = std::min(nic_Bps, pcie_Bps);
+    const int sharing = siblings_active ? std::max(1, gpn / t.ranks_per_node) : 1;
+    t.nic_Bps = nic_Bps;
+    t.node_network_Bps = c.node.nics_per_node * nic_Bps / sharing;
+  }
+  if (t.nodes > 1 && t.node_network_Bps <= 0) {
+    return Error{std::to_string(size) + " GPUs span " + std::to_string(t.nodes) +
+                 " nodes, but cluster.node has no NIC (nics_per_node, nic)"};
+  }
+  const int hops = switch_hops(c, t.nodes);
+  t.network_latency_s =
+      hops > 0 ? nic.latency_s + (hops - 1) * c.fabric.switch_spec.latency_s : 0;
+  t.in_network_reduction = c.fabric.in_network_reduction && nic.in_network_reduction_capable;
+  return t;
+}
+
+}  // namespace
+
+std::string_view to_string(CollectiveOp op) {
+  switch (op) {
+    case Op::kAllReduce: return "all_reduce";
+    case Op::kAllGather: return "all_gather";
+    case Op::kReduceScatter: return "reduce_scatter";
+    case Op::kAllToAll: return "alltoall";
+    case Op::kBroadcast: return "broadcast";
+    case Op::kReduce: return "reduce";
+    case Op::kSendRecv: return "sendrecv";
+  }
+  return "?";
+}
+
+std::string_view to_string(CollectiveAlgorithm a) {
+  switch (a) {
+    case Algo::kAuto: return "auto";
+    case Algo::kRing: return "ring";
+    case Algo::kTree: return "tree";
+    case Algo::kNvls: return "nvls";
+    case Algo::kCollNet: return "collnet";
+    case Algo::kHierarchical: return "hierarchical";
+    case Algo::kP2p: return "p2p";
+  }
+  return "?";
+}
+
+std::string_view to_string(CollectiveProtocol p) {
+  switch (p) {
+    case Proto::kAuto: return "auto";
+    case Proto::kLL: return "ll";
+    case Proto::kLL128: return "ll128";
+    case Proto::kSimple: return "simple";
+  }
+  return "?";
+}
+
+std::string_view to_string(CollectiveBottleneck b) {
+  switch (b) {
+    case Neck::kNone: return "none";
+    case Neck::kScaleUp: return "scale_up";
+    case Neck::kNetwork: return "network";
+    case Neck::kCalibrated: return "calibrated";
+  }
+  return "?";
+}
+
+bool parse_collective_op(std::string_view name, CollectiveOp* out) {
+  static constexpr std::pair<std::string_view, Op> kNames[] = {
+      {"all_reduce", Op::kAllReduce},        {"allreduce", Op::kAllReduce},
+      {"all_gather", Op::kAllGather},        {"allgather", Op::kAllGather},
+      {"reduce_scatter", Op::kReduceScatter}, {"reducescatter", Op::kReduceScatter},
+      {"alltoall", Op::kAllToAll},           {"all_to_all", Op::kAllToAll},
+      {"broadcast", Op::kBroadcast},         {"reduce", Op::kReduce},
+      {"sendrecv", Op::kSendRecv}};
+  return parse_name(name, kNames, out);
+}
+
+bool parse_collective_algorithm(std::string_view name, CollectiveAlgorithm* out) {
+  static constexpr std::pair<std::string_view, Algo> kNames[] = {
+      {"auto", Algo::kAuto},       {"ring", Algo::kRing},
+      {"tree", Algo::kTree},       {"nvls", Algo::kNvls},
+      {"collnet", Algo::kCollNet}, {"sharp", Algo::kCollNet},
+      {"hierarchical", Algo::kHierarchical}, {"p2p", Algo::kP2p}};
+  return parse_name(name, kNames, out);
+}
+
+bool parse_collective_protocol(std::string_view name, CollectiveProtocol* out) {
+  static constexpr std::pair<std::string_view, Proto> kNames[] = {
+      {"auto", Proto::kAuto}, {"ll", Proto::kLL}, {"ll128", Proto::kLL128},
+      {"simple", Proto::kSimple}};
+  return parse_name(name, kNames, out);
+}
+
+double bus_bandwidth_factor(CollectiveOp op, int ranks) {
+  CS_ASSERT(ranks >= 1, "a communicator has at least one rank");
+  switch (op) {
+    case Op::kAllReduce: return 2.0 * (ranks - 1) / ranks;
+    case Op::kAllGather:
+    case Op::kReduceScatter:
+    case Op::kAllToAll: return double(ranks - 1) / ranks;
+    case Op::kBroadcast:
+    case Op::kReduce:
+    case Op::kSendRecv: return 1.0;
+  }
+  return 1.0;
+}
+
+Result<CollectiveTopology> collective_topology(const ClusterConfig& cluster, int ranks) {
+  return group_topology(cluster, ranks, 1, false);
+}
+
+Result<CollectiveTopology> parallel_group_topology(const ClusterConfig& cluster, int group_size,
+                                                   int stride) {
+  return group_topology(cluster, group_size, stride, true);
+}
+
+std::vector<CollectiveEstimate> collective_candidates(const CollectiveTopology& topology,
+                                                      CollectiveOp op, double size_bytes,
+                                                      const CollectiveParams& params) {
+  if (topology.ranks <= 1) return {};
+  std::string ignored;
+  return enumerate(topology, params, op, size_bytes, Algo::kAuto, Proto::kAuto, &ignored);
+}
+
+Result<CollectiveEstimate> estimate_collective(const CollectiveTopology& topology,
+                                               const CollectiveRequest& request,
+                                               const CollectiveParams& params) {
+  const Op op = request.op;
+  const double bytes = request.size_bytes;
+  CS_ASSERT(bytes >= 0 && std::isfinite(bytes), "collective size must be finite and >= 0");
+  if (topology.ranks <= 1) {
+    Algo a = request.algorithm;
+    if (a == Algo::kAuto) a = point_to_point(op) ? Algo::kP2p : Algo::kRing;
+    const Proto p = request.protocol == Proto::kAuto ? Proto::kSimple : request.protocol;
+    return finish(topology, params, op, bytes, a, p, Terms{});
+  }
+  std::string first_error;
+  const auto all =
+      enumerate(topology, params, op, bytes, request.algorithm, request.protocol, &first_error);
+  if (all.empty()) return Error{first_error};
+  return *std::min_element(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    return a.time_s < b.time_s;
+  });
+}
+
+}  // namespace clustersim::models

@@ -1,0 +1,217 @@
+// Alpha-beta model of one NCCL collective, as NCCL's own tuner (src/graph/tuning.cc) models it:
+// time_s = latency(algorithm, protocol) + bytes / bandwidth(algorithm, protocol), the cheapest
+// enabled pair winning when the caller asks for "auto". Latency constants are NCCL's; bandwidths
+// come from the links (NVLink/PCIe per GPU, NICs per node) and the bytes each algorithm moves
+// over them, with NCCL's protocol factors. Units: bytes, seconds, bytes per second per direction.
+// Pure functions over plain structs; thread-safe; nothing is owned or cached.
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/result.h"
+#include "models/scenario.h"
+
+namespace clustersim::models {
+
+enum class CollectiveOp {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kBroadcast,
+  kReduce,
+  kSendRecv
+};
+
+// kAuto: the cheapest supported pair, as NCCL chooses. kNvls on one node is NVLink SHARP; on
+// several nodes it is NCCL's NVLS-Tree (NVLS inside each node, a tree across nodes). kCollNet
+// is in-network reduction (SHARP) across nodes, with NVLS inside the node where the switch
+// reduces, CollNet-Direct's NVLink exchange otherwise. kHierarchical is the textbook two-level
+// algorithm (NVLink reduce-scatter, one ring per rail across nodes, NVLink all-gather) run as
+// three sequential phases; NCCL does not run it, so kAuto never picks it. kP2p is the grouped
+// send/recv that NCCL runs for alltoall and sendrecv (they have no algorithm choice).
+enum class CollectiveAlgorithm { kAuto, kRing, kTree, kNvls, kCollNet, kHierarchical, kP2p };
+enum class CollectiveProtocol { kAuto, kLL, kLL128, kSimple };
+// Which resource bounds the bandwidth term: NVLink/PCIe inside the node, the NICs, or nothing
+// (zero bytes), or a calibration fit that replaced the model.
+enum class CollectiveBottleneck { kNone, kScaleUp, kNetwork, kCalibrated };
+
+// Names as nccl-tests spells its programs ("all_reduce", "all_gather", "reduce_scatter",
+// "alltoall", "broadcast", "reduce", "sendrecv"); algorithms "auto", "ring", "tree", "nvls",
+// "collnet", "hierarchical", "p2p"; protocols "auto", "ll", "ll128", "simple".
+std::string_view to_string(CollectiveOp op);
+std::string_view to_string(CollectiveAlgorithm a);
+std::string_view to_string(CollectiveProtocol p);
+std::string_view to_string(CollectiveBottleneck b);
+// Parse the names above (case-insensitive; "allreduce", "all_to_all", "sharp" also accepted).
+// Return false for an unknown name and leave *out unchanged.
+bool parse_collective_op(std::string_view name, CollectiveOp* out);
+bool parse_collective_algorithm(std::string_view name, CollectiveAlgorithm* out);
+bool parse_collective_protocol(std::string_view name, CollectiveProtocol* out);
+
+// nccl-tests' busbw / algbw factor (doc/PERFORMANCE.md): all_reduce 2(n-1)/n; all_gather,
+// reduce_scatter, alltoall (n-1)/n; broadcast, reduce, sendrecv 1. REQUIRES: ranks >= 1.
+double bus_bandwidth_factor(CollectiveOp op, int ranks);
+
+// What one communicator sees of the cluster. Derived from a scenario by the functions below, or
+// built by hand in tests. Bandwidths are raw (datasheet) where marked; the model applies the
+// efficiencies in CollectiveParams.
+struct CollectiveTopology {
+  int ranks = 1;           // GPUs in the communicator
+  int ranks_per_node = 1;  // the most ranks of this communicator on one node
+  int nodes = 1;           // nodes the communicator spans
+  std::string gpu_arch;    // "sm_90": selects NCCL's per-architecture constants
+  LinkTechnology scale_up_technology = LinkTechnology::kNvlink;  // kNvlink or kPcie
+  double scale_up_Bps = 0;        // per GPU per direction, raw (450e9 for 18 NVLink4 links)
+  bool switch_reduction = false;  // NVLink SHARP (NVLS) in the node's switch
+  // Per node per direction, achievable: NICs x links x line rate x protocol efficiency, each NIC
+  // capped at one PCIe x16 link, divided among the communicators of the same kind that run on
+  // the node at the same time (eight DP groups, one per rail, share a node's eight NICs).
+  double node_network_Bps = 0;
+  double nic_Bps = 0;  // one NIC, achievable: the ceiling of a single flow (sendrecv)
+  // One inter-node hop for a small message: NIC to NIC through the switches between the nodes.
+  double network_latency_s = 0;
+  bool in_network_reduction = false;  // SHARP on the fabric and the NICs
+};
+
+// One communicator over the first `ranks` GPUs of the cluster, filling nodes of
+// gpus_per_node in order (as `mpirun -np N` over whole nodes does); only this communicator runs.
+// Fails when ranks < 1, ranks exceeds the cluster, or a multi-node group has no NIC.
+Result<CollectiveTopology> collective_topology(const ClusterConfig& cluster, int ranks);
+
+// One of the parallel groups of a training job: `group_size` ranks whose global ranks are
+// `stride` apart (global rank r sits on node r / gpus_per_node), while every sibling group of the
+// same dimension runs at the same time and shares the nodes' NICs. TP (stride 1), DP (stride
+// tp * cp), PP (stride tp * cp * dp) groups follow from the rank order. Fails like the above.
+Result<CollectiveTopology> parallel_group_topology(const ClusterConfig& cluster, int group_size,
+                                                  int stride);
+
+// A calibration fit for one (op, algorithm, protocol) and, optionally, one communicator size:
+// time_s = latency_s + size_bytes * bus_bandwidth_factor(op, n) / busbw_Bps. It replaces the
+// model's two terms where it matches (calibrate fits it to nccl-tests-style measurements).
+struct CollectiveFit {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;  // never kAuto
+  CollectiveProtocol protocol = CollectiveProtocol::kSimple;   // never kAuto
+  int ranks = 0;  // 0: any communicator size
+  double latency_s = 0;
+  double busbw_Bps = 0;  // > 0
+};
+
+// The NCCL algorithms this model runs, in the order of NCCL's tuning tables (CollNet-Chain and
+// PAT left out); the rows of the latency tables below.
+enum class NcclAlgo { kTree, kRing, kCollNetDirect, kNvls, kNvlsTree };
+inline constexpr int kNcclAlgos = 5;
+inline constexpr int kNcclProtocols = 3;  // LL, LL128, Simple
+enum class NcclHardware { kNvlink, kPcie, kNetwork };
+using NcclLatencyTable = std::array<std::array<double, kNcclProtocols>, kNcclAlgos>;
+
+// Every constant of the model, with NCCL's defaults (NVIDIA/nccl src/graph/tuning.cc and
+// topo.h, 2.2x; REFERENCE.md "NCCL's own cost model") or the measurement it was derived from.
+// Calibration copies this, changes fields and appends fits; the defaults never change.
+struct CollectiveParams {
+  // Base latency per NCCL algorithm x protocol, seconds (tuning.cc baseLatencies).
+  NcclLatencyTable base_latency_s = {{{6.8e-6, 14.0e-6, 8.4e-6},  // tree
+                                      {6.6e-6, 14.0e-6, 8.4e-6},  // ring
+                                      {0, 0, 0},                  // collnet direct
+                                      {0, 0, 0},                  // nvls
+                                      {0, 0, 0}}};                // nvls tree
+  // Latency per hop class (NVLink, PCIe, network) x algorithm x protocol (tuning.cc
+  // hwLatencies). NCCL's network figures assume an InfiniBand-class hop.
+  std::array<NcclLatencyTable, 3> hw_latency_s = {{
+      // tree                     ring                       collnet direct  nvls
+      // nvls tree
+      {{{0.6e-6, 1.25e-6, 4.0e-6}, {0.6e-6, 1.9e-6, 3.4e-6}, {0, 0, 3.7e-6}, {0, 0, 25e-6},
+        {0, 0, 25e-6}}},  // NVLink
+      {{{1.0e-6, 1.9e-6, 4.0e-6}, {1.0e-6, 2.5e-6, 5.7e-6}, {0, 0, 3.7e-6}, {0, 0, 0},
+        {0, 0, 0}}},  // PCIe
+      {{{5.0e-6, 8.5e-6, 14e-6}, {2.7e-6, 4.0e-6, 14e-6}, {0, 0, 31e-6}, {0, 0, 18e-6},
+        {0, 0, 20.9e-6}}},  // network
+  }};
+  // A multi-node ring step costs at least this on the GPU side (tuning.cc getNetOverhead, x86
+  // Intel host: 1 us; x3 for Simple).
+  double net_overhead_s = 1.0e-6;
+  // NCCL adds the network plugin's latency (0 for InfiniBand) to each inter-node step, twice
+  // for Simple (the flush). Here: the part of topology.network_latency_s above this reference,
+  // an InfiniBand NIC-to-NIC hop through up to three switches (~1 us ib_write_lat through one
+  // switch, catalog ib-*, plus two switch hops of 130-200 ns, quantum switch briefs).
+  double reference_network_latency_s = 1.5e-6;
+  // Achievable fraction of the raw scale-up bandwidth. 0 = NCCL's per-architecture figure:
+  // NVLink SM80 20.0 of 25 GB/s per link = 0.80, SM90 20.6/25 = 0.824, SM100 40.1/50 = 0.802
+  // (topo.h SM*_NVLINK_BW); PCIe 12 GB/s of Gen3 x16's 15.75 = 0.762 (topo.h PCI_BW).
+  double scale_up_efficiency = 0;
+  // NVLS all_reduce moves S(1+1/g) through each GPU's NVLink in each direction (the switch
+  // reads the g shards for multimem.ld_reduce and writes g copies for multimem.st). One node
+  // of 8 x H100 measures busbw 480 GB/s (nccl-tests #212/#290/#347): 480 = B * eff * 2(g-1)/(g+1)
+  // with B = 18 x 20.6 = 370.8 GB/s gives eff = 480 / (370.8 * 14/9) = 0.832 (NCCL's own Hopper
+  // nvlsEfficiency is 0.85, applied to the same bandwidth).
+  double nvls_efficiency = 0.832;
+  // Protocol bandwidth factors (tuning.cc "model refinements"): ring LL moves 8 of 16 bytes
+  // per line (x0.5) and is capped; LL128 moves 120 of 128 (NCCL uses 0.92).
+  double ring_ll_fraction = 0.5;
+  double ll128_fraction = 0.92;
+  // LL bus-bandwidth cap one node, by architecture (llMaxBws: Volta 39, Ampere 87.7, Hopper
+  // 141, Blackwell 282 GB/s); 0 = that table. Multi-node (x86 Intel host): 2 nodes 39.0,
+  // more 20.4 GB/s.
+  double ll_max_one_node_Bps = 0;
+  double ll_max_two_nodes_Bps = 39.0e9;
+  double ll_max_more_nodes_Bps = 20.4e9;
+  // Tree all_reduce: x0.92; LL 1/3.8; LL128 7/9 on one node, 120/128 across nodes.
+  double tree_efficiency = 0.92;
+  double tree_ll_fraction = 1.0 / 3.8;
+  double tree_ll128_fraction_one_node = 7.0 / 9.0;
+  double tree_ll128_fraction_multi_node = 120.0 / 128.0;
+  // CollNet-Direct on SM90+ runs at 0.85 of the network (tuning.cc), and serialises 0.4 us per
+  // extra local rank ("arity serialization latency").
+  double collnet_efficiency = 0.85;
+  double collnet_arity_latency_s = 0.4e-6;
+  // alltoall issues n-1 sends and receives: NCCL does not model it; we charge each extra peer
+  // the same 0.4 us serialization as CollNet's arity term (an assumption; calibrate it).
+  double p2p_per_peer_latency_s = 0.4e-6;
+  // Calibration fits; the first match (op, algorithm, protocol, ranks or 0) wins.
+  std::vector<CollectiveFit> fits;
+};
+
+struct CollectiveRequest {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  // nccl-tests' size column: the buffer of all_reduce/broadcast/reduce/sendrecv, the total
+  // over ranks for all_gather/reduce_scatter (the gathered buffer) and alltoall (one rank's
+  // send buffer).
+  double size_bytes = 0;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
+  CollectiveProtocol protocol = CollectiveProtocol::kAuto;
+};
+
+struct CollectiveEstimate {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;  // the one chosen (never kAuto)
+  CollectiveProtocol protocol = CollectiveProtocol::kSimple;   // never kAuto
+  int ranks = 1;
+  double size_bytes = 0;
+  double latency_s = 0;    // alpha term
+  double bandwidth_s = 0;  // beta term: the bytes over the bottleneck
+  double time_s = 0;       // latency_s + bandwidth_s
+  double algbw_Bps = 0;    // size_bytes / time_s (nccl-tests)
+  double busbw_Bps = 0;    // algbw x bus_bandwidth_factor
+  CollectiveBottleneck bottleneck = CollectiveBottleneck::kNone;
+};
+
+// Predicts one collective. One rank or zero bytes costs nothing (time 0). Fails, naming what is
+// missing, when the algorithm cannot run the op or on this topology (tree: all_reduce only;
+// nvls: needs switch_reduction, all_gather/reduce_scatter one node only; collnet: all_reduce
+// across nodes with in_network_reduction; hierarchical: across nodes; alltoall/sendrecv: p2p),
+// or the protocol is not one the algorithm has (nvls, collnet, hierarchical... see .cc).
+Result<CollectiveEstimate> estimate_collective(const CollectiveTopology& topology,
+                                               const CollectiveRequest& request,
+                                               const CollectiveParams& params = {});
+
+// Every (algorithm, protocol) pair that kAuto considers for this op and topology, each
+// estimated; empty for one rank. The chosen one is the minimum time.
+std::vector<CollectiveEstimate> collective_candidates(const CollectiveTopology& topology,
+                                                      CollectiveOp op, double size_bytes,
+                                                      const CollectiveParams& params = {});
+
+}  // namespace clustersim::models
