@@ -509,6 +509,17 @@ std::vector<SwitchSpec> make_switches() {
        .in_network_reduction = false,
        .source = "NVIDIA Spectrum SN4700 product brief: 32 x 400 GbE, 12.8 Tb/s, RoCE; latency "
                  "~450 ns; power and price approximate"},
+      {.id = "spectrum-4-sn5600-2x400g",
+       .technology = LT::kRoce,
+       .radix = 128,
+       .port_Bps = 400 * kG / 8,
+       .latency_s = 550e-9,
+       .price_usd = 60000,
+       .power_w = 1500,
+       .in_network_reduction = false,
+       .source = "NVIDIA Spectrum-4 SN5600 product brief: 64 x 800 GbE OSFP, split 2 x 400 GbE "
+                 "per port = 128 x 400 GbE, 51.2 Tb/s; latency ~550 ns assumed; power and price "
+                 "approximate"},
       {.id = "spectrum-4-sn5600",
        .technology = LT::kRoce,
        .radix = 64,

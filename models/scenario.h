@@ -33,12 +33,25 @@ struct SourceLocation {
   std::string to_string() const;  // "file:line:col" (or "file" when line is unknown)
 };
 
+// `gpu:`, `scale_up:`, `nic:` and `fabric.switch:` take a catalog id, or a map with `base:` (an
+// id) plus fields that override the catalog entry (units required):
+//   gpu:      name, bf16, fp16, fp8, tf32, fp32 (FLOP/s), hbm (size), hbm_bandwidth,
+//             nvlink_links, nvlink_link_bandwidth (per link per direction), pcie_gen, pcie_lanes,
+//             tdp (W), price (USD), sm_count
+//   scale_up: bandwidth (per GPU per direction), latency, switch_reduction
+//   nic:      line_rate (per link per direction), latency, efficiency (0..1),
+//             in_network_reduction_capable, price, cable_price
+//   switch:   radix, port_bandwidth, latency, price, power, in_network_reduction
+// An overridden entry keeps its base id; its source says which keys the scenario changed.
 struct NodeConfig {
   GpuSpec gpu;
   int gpus_per_node = 8;
+  // Defaults from the GPU when not given (sm_80 nvlink3, sm_90 nvlink4, sm_100 nvlink5, else
+  // PCIe of the GPU's generation). per_gpu_Bps is capped at what the GPU's own links carry
+  // (an H800's 8 NVLinks give 200 GB/s on an nvlink4 switch; a gen-4 card on pcie5 gets gen 4).
   ScaleUpSpec scale_up;
   int nics_per_node = 0;
-  NicSpec nic;
+  NicSpec nic;  // empty (id "") for a one-node cluster that names no NIC
   int links_per_nic = 1;  // bonded links per NIC
   // Per-direction bandwidth leaving one node through all its NICs and links.
   double injection_Bps() const { return nics_per_node * links_per_nic * nic.line_rate_Bps; }
@@ -47,14 +60,14 @@ struct NodeConfig {
 struct FabricConfig {
   TopologyKind topology = TopologyKind::kFatTree;
   int tiers = 2;            // fat-tree: 2 or 3
-  int switch_radix = 64;    // ports per switch
+  int switch_radix = 64;    // ports per switch; not given: the switch's own radix
   int leaves = 0;           // leaf-spine only; 0 = not given
   int spines = 0;           // leaf-spine only; 0 = not given
   int uplinks_per_leaf = 0; // leaf-spine only; 0 = spread the leaf's remaining ports evenly
   double oversubscription = 1.0;  // leaf downlink : uplink bandwidth
   Routing routing = Routing::kAdaptive;
   bool in_network_reduction = false;  // SHARP-style reduction in the switches
-  SwitchSpec switch_spec;  // `switch:` id, or the catalog default for the NIC
+  SwitchSpec switch_spec;  // `switch:` id, or the catalog default for the NIC; empty without NIC
 };
 
 struct StorageConfig {

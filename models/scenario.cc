@@ -1,0 +1,974 @@
+#include "models/scenario.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <set>
+#include <span>
+#include <sstream>
+#include <utility>
+
+#include "models/units.h"
+
+namespace clustersim::models {
+
+std::string_view to_string(TopologyKind k) {
+  switch (k) {
+    case TopologyKind::kFatTree: return "fat-tree";
+    case TopologyKind::kLeafSpine: return "leaf-spine";
+    case TopologyKind::kRailOptimized: return "rail-optimized";
+    case TopologyKind::kSingleSwitch: return "single-switch";
+  }
+  return "?";
+}
+
+std::string_view to_string(Routing r) {
+  switch (r) {
+    case Routing::kAdaptive: return "adaptive";
+    case Routing::kEcmp: return "ecmp";
+    case Routing::kStatic: return "static";
+  }
+  return "?";
+}
+
+std::string_view to_string(Recompute r) {
+  switch (r) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "?";
+}
+
+std::string_view to_string(PipelineSchedule s) {
+  switch (s) {
+    case PipelineSchedule::kGpipe: return "gpipe";
+    case PipelineSchedule::k1F1B: return "1f1b";
+    case PipelineSchedule::kInterleaved: return "interleaved";
+  }
+  return "?";
+}
+
+std::string SourceLocation::to_string() const {
+  if (line <= 0) return file;
+  return file + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
+std::string Scenario::where(const std::string& key_path) const {
+  auto it = locations.find(key_path);
+  if (it == locations.end()) return path + ": " + key_path;
+  return it->second.to_string() + ": " + key_path;
+}
+
+int WorkloadConfig::micro_batches_per_step() const {
+  const int per_step = parallelism.dp * micro_batch;
+  return per_step > 0 ? global_batch / per_step : 0;
+}
+
+namespace {
+
+using Keys = std::span<const std::string_view>;
+
+constexpr std::string_view kTopKeys[] = {"name",    "cluster",     "workload",
+                                         "cost",    "reliability", "calibration"};
+constexpr std::string_view kClusterKeys[] = {"nodes", "node", "fabric", "storage"};
+constexpr std::string_view kNodeKeys[] = {"gpu", "gpus_per_node", "scale_up",
+                                          "nics_per_node", "nic", "links_per_nic"};
+constexpr std::string_view kFabricKeys[] = {
+    "topology",         "tiers",          "switch_radix", "leaves",  "spines",
+    "uplinks_per_leaf", "oversubscription", "routing",    "in_network_reduction", "switch"};
+constexpr std::string_view kStorageKeys[] = {"write_bandwidth"};
+constexpr std::string_view kWorkloadKeys[] = {
+    "model",   "layers",    "hidden",       "heads",       "kv_heads",  "ffn_hidden",
+    "vocab",   "gated_ffn", "tied_embeddings", "seq_len",  "global_batch", "micro_batch",
+    "precision", "parallelism", "train_tokens"};
+constexpr std::string_view kParallelismKeys[] = {"tp",   "pp",        "dp",          "cp",
+                                                 "sp",   "zero",      "recompute",   "pp_schedule",
+                                                 "virtual_stages"};
+constexpr std::string_view kCostKeys[] = {"gpu_hour"};
+constexpr std::string_view kReliabilityKeys[] = {"gpu_mtbf", "checkpoint_interval",
+                                                 "restart_time"};
+
+// Edit distance, for "did you mean" suggestions.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The nearest candidate, when it is near enough to be a likely typo; "" otherwise.
+template <class Range>
+std::string nearest(std::string_view word, const Range& candidates) {
+  std::string best;
+  std::size_t best_d = std::numeric_limits<std::size_t>::max();
+  for (const auto& c : candidates) {
+    const std::size_t d = edit_distance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = std::string(c);
+    }
+  }
+  const std::size_t limit = std::max<std::size_t>(2, word.size() / 3);
+  return best_d <= limit ? best : std::string();
+}
+
+template <class Range>
+std::string join(const Range& items) {
+  std::string out;
+  for (const auto& s : items) {
+    if (!out.empty()) out += ", ";
+    out += s;
+  }
+  return out;
+}
+
+std::string did_you_mean(std::string_view word, Keys candidates) {
+  const std::string best = nearest(word, candidates);
+  return best.empty() ? std::string() : "did you mean '" + best + "'? ";
+}
+
+std::string child(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+
+// Parses a plain decimal number (no unit), the whole text.
+std::optional<double> plain_number(std::string_view text) {
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(v)) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+// How a field of a catalog entry is read from a scenario override map.
+enum class FieldKind { kFlops, kBytes, kBandwidth, kTime, kUsd, kWatts, kFraction, kCount, kInt,
+                       kBool, kString };
+
+template <class Spec>
+struct OverrideField {
+  std::string_view key;
+  FieldKind kind;
+  double Spec::*number = nullptr;
+  int Spec::*integer = nullptr;
+  bool Spec::*flag = nullptr;
+  std::string Spec::*text = nullptr;
+};
+
+template <class Spec>
+OverrideField<Spec> num(std::string_view key, FieldKind kind, double Spec::*m) {
+  return {key, kind, m, nullptr, nullptr, nullptr};
+}
+template <class Spec>
+OverrideField<Spec> integer(std::string_view key, int Spec::*m) {
+  return {key, FieldKind::kInt, nullptr, m, nullptr, nullptr};
+}
+template <class Spec>
+OverrideField<Spec> flag(std::string_view key, bool Spec::*m) {
+  return {key, FieldKind::kBool, nullptr, nullptr, m, nullptr};
+}
+template <class Spec>
+OverrideField<Spec> text(std::string_view key, std::string Spec::*m) {
+  return {key, FieldKind::kString, nullptr, nullptr, nullptr, m};
+}
+
+const std::vector<OverrideField<GpuSpec>>& gpu_fields() {
+  using K = FieldKind;
+  static const std::vector<OverrideField<GpuSpec>> kFields = {
+      text("name", &GpuSpec::name),
+      num("bf16", K::kFlops, &GpuSpec::bf16_flops),
+      num("fp16", K::kFlops, &GpuSpec::fp16_flops),
+      num("fp8", K::kFlops, &GpuSpec::fp8_flops),
+      num("tf32", K::kFlops, &GpuSpec::tf32_flops),
+      num("fp32", K::kFlops, &GpuSpec::fp32_flops),
+      num("hbm", K::kBytes, &GpuSpec::hbm_bytes),
+      num("hbm_bandwidth", K::kBandwidth, &GpuSpec::hbm_Bps),
+      integer("nvlink_links", &GpuSpec::nvlink_links),
+      num("nvlink_link_bandwidth", K::kBandwidth, &GpuSpec::nvlink_link_Bps),
+      integer("pcie_gen", &GpuSpec::pcie_gen),
+      integer("pcie_lanes", &GpuSpec::pcie_lanes),
+      num("tdp", K::kWatts, &GpuSpec::tdp_w),
+      num("price", K::kUsd, &GpuSpec::list_price_usd),
+      integer("sm_count", &GpuSpec::sm_count),
+  };
+  return kFields;
+}
+
+const std::vector<OverrideField<ScaleUpSpec>>& scale_up_fields() {
+  using K = FieldKind;
+  static const std::vector<OverrideField<ScaleUpSpec>> kFields = {
+      num("bandwidth", K::kBandwidth, &ScaleUpSpec::per_gpu_Bps),
+      num("latency", K::kTime, &ScaleUpSpec::latency_s),
+      flag("switch_reduction", &ScaleUpSpec::switch_reduction),
+  };
+  return kFields;
+}
+
+const std::vector<OverrideField<NicSpec>>& nic_fields() {
+  using K = FieldKind;
+  static const std::vector<OverrideField<NicSpec>> kFields = {
+      num("line_rate", K::kBandwidth, &NicSpec::line_rate_Bps),
+      num("latency", K::kTime, &NicSpec::latency_s),
+      num("efficiency", K::kFraction, &NicSpec::protocol_efficiency),
+      flag("in_network_reduction_capable", &NicSpec::in_network_reduction_capable),
+      num("price", K::kUsd, &NicSpec::price_usd),
+      num("cable_price", K::kUsd, &NicSpec::cable_price_usd),
+  };
+  return kFields;
+}
+
+const std::vector<OverrideField<SwitchSpec>>& switch_fields() {
+  using K = FieldKind;
+  static const std::vector<OverrideField<SwitchSpec>> kFields = {
+      integer("radix", &SwitchSpec::radix),
+      num("port_bandwidth", K::kBandwidth, &SwitchSpec::port_Bps),
+      num("latency", K::kTime, &SwitchSpec::latency_s),
+      num("price", K::kUsd, &SwitchSpec::price_usd),
+      num("power", K::kWatts, &SwitchSpec::power_w),
+      flag("in_network_reduction", &SwitchSpec::in_network_reduction),
+  };
+  return kFields;
+}
+
+// One pass over the YAML tree. The first error wins: fail() records it and every reader then
+// returns false, so the caller unwinds with one message.
+class Loader {
+ public:
+  explicit Loader(std::string origin) { sc_.path = std::move(origin); }
+
+  Result<Scenario> load(std::string_view text);
+
+ private:
+  // --- errors and locations ---
+  bool fail_at(const YAML::Mark& mark, const std::string& path, const std::string& what) {
+    if (!error_) {
+      SourceLocation at;
+      if (!mark.is_null()) {
+        at = SourceLocation{sc_.path, mark.line + 1, mark.column + 1};
+      } else if (auto it = sc_.locations.find(path); it != sc_.locations.end()) {
+        at = it->second;
+      } else {
+        at.file = sc_.path;
+      }
+      error_ = Error{at.to_string() + ": " + (path.empty() ? "" : path + ": ") + what};
+    }
+    return false;
+  }
+  bool fail(const YAML::Node& node, const std::string& path, const std::string& what) {
+    return fail_at(node.IsDefined() ? node.Mark() : YAML::Mark::null_mark(), path, what);
+  }
+  // For checks across keys: cites where `path` was given (or the file when it was defaulted).
+  bool fail_key(const std::string& path, const std::string& what) {
+    return fail_at(YAML::Mark::null_mark(), path, what);
+  }
+
+  // Checks that `node` is a map whose keys are all in `allowed` (suggesting the nearest for a
+  // typo) and records where each key was given.
+  bool open_map(const YAML::Node& node, const std::string& path, Keys allowed) {
+    if (!node.IsMap()) {
+      return fail(node, path, "expected a map with keys " + join(allowed));
+    }
+    std::set<std::string> seen;
+    for (const auto& entry : node) {
+      const YAML::Node key = entry.first;  // a copy: the iterator hands out a temporary pair
+      if (!key.IsScalar()) return fail(key, path, "a key must be a plain name");
+      const std::string name = key.Scalar();
+      const std::string key_path = child(path, name);
+      if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+        return fail(key, key_path,
+                    "unknown key (" + did_you_mean(name, allowed) + "known: " + join(allowed) +
+                        ")");
+      }
+      if (!seen.insert(name).second) return fail(key, key_path, "key given twice");
+      const YAML::Mark m = key.Mark();
+      sc_.locations[key_path] = SourceLocation{sc_.path, m.line + 1, m.column + 1};
+    }
+    return true;
+  }
+
+  // The scalar text of `node`, or an error naming what was expected.
+  bool scalar(const YAML::Node& node, const std::string& path, std::string_view expected,
+              std::string* out) {
+    if (node.IsScalar()) {
+      *out = node.Scalar();
+      return true;
+    }
+    const char* got = node.IsMap() ? "a map" : node.IsSequence() ? "a list" : "nothing";
+    return fail(node, path, "expected " + std::string(expected) + ", got " + got);
+  }
+
+  // --- typed readers: absent keys leave *out unchanged and return true ---
+  bool read_int(const YAML::Node& map, const std::string& path, std::string_view key, int min,
+                int* out) {
+    const YAML::Node v = map[std::string(key)];
+    if (!v.IsDefined()) return true;
+    return parse_int(v, child(path, key), min, out);
+  }
+
+  bool parse_int(const YAML::Node& v, const std::string& p, int min, int* out) {
+    std::string s;
+    if (!scalar(v, p, "a whole number", &s)) return false;
+    auto r = parse_count(s);
+    if (!r) return fail(v, p, r.message());
+    const double d = *r;
+    if (d != std::floor(d) || d > std::numeric_limits<int>::max()) {
+      return fail(v, p, "'" + s + "' is not a whole number that fits an int");
+    }
+    if (d < min) {
+      return fail(v, p, "must be at least " + std::to_string(min) + ", got " + s);
+    }
+    *out = static_cast<int>(d);
+    return true;
+  }
+
+  bool read_bool(const YAML::Node& map, const std::string& path, std::string_view key,
+                 bool* out) {
+    const YAML::Node v = map[std::string(key)];
+    if (!v.IsDefined()) return true;
+    return parse_bool(v, child(path, key), out);
+  }
+
+  bool parse_bool(const YAML::Node& v, const std::string& p, bool* out) {
+    std::string s;
+    if (!scalar(v, p, "true or false", &s)) return false;
+    if (s == "true" || s == "yes" || s == "on") {
+      *out = true;
+    } else if (s == "false" || s == "no" || s == "off") {
+      *out = false;
+    } else {
+      return fail(v, p, "expected true or false, got '" + s + "'");
+    }
+    return true;
+  }
+
+  bool read_string(const YAML::Node& map, const std::string& path, std::string_view key,
+                   std::string* out) {
+    const YAML::Node v = map[std::string(key)];
+    if (!v.IsDefined()) return true;
+    std::string s;
+    if (!scalar(v, child(path, key), "a string", &s)) return false;
+    if (s.empty()) return fail(v, child(path, key), "must not be empty");
+    *out = s;
+    return true;
+  }
+
+  // A quantity with a unit (or a plain fraction / USD), parsed by kind; must be > 0 unless
+  // zero_ok.
+  bool parse_quantity(const YAML::Node& v, const std::string& p, FieldKind kind, bool zero_ok,
+                      double* out) {
+    std::string s;
+    if (!scalar(v, p, "a value with a unit", &s)) return false;
+    Result<double> r = Error{};
+    switch (kind) {
+      case FieldKind::kFlops: r = parse_flops(s); break;
+      case FieldKind::kBytes: r = parse_size_bytes(s); break;
+      case FieldKind::kBandwidth: r = parse_bandwidth_Bps(s); break;
+      case FieldKind::kTime: r = parse_time_s(s); break;
+      case FieldKind::kUsd: r = parse_usd(s); break;
+      case FieldKind::kWatts: r = parse_watts(s); break;
+      case FieldKind::kCount: r = parse_count(s); break;
+      case FieldKind::kFraction: {
+        auto d = plain_number(s);
+        if (!d || *d < 0 || *d > 1) {
+          return fail(v, p, "expected a fraction between 0 and 1, got '" + s + "'");
+        }
+        r = *d;
+        break;
+      }
+      default: return fail(v, p, "internal: not a quantity");
+    }
+    if (!r) return fail(v, p, r.message());
+    if (*r == 0 && !zero_ok) return fail(v, p, "must be greater than zero");
+    *out = *r;
+    return true;
+  }
+
+  bool read_quantity(const YAML::Node& map, const std::string& path, std::string_view key,
+                     FieldKind kind, bool zero_ok, double* out) {
+    const YAML::Node v = map[std::string(key)];
+    if (!v.IsDefined()) return true;
+    return parse_quantity(v, child(path, key), kind, zero_ok, out);
+  }
+
+  template <class E, std::size_t N>
+  bool read_enum(const YAML::Node& map, const std::string& path, std::string_view key,
+                 const std::pair<std::string_view, E> (&names)[N], E* out) {
+    const YAML::Node v = map[std::string(key)];
+    if (!v.IsDefined()) return true;
+    const std::string p = child(path, key);
+    std::string s;
+    if (!scalar(v, p, "a name", &s)) return false;
+    std::vector<std::string_view> known;
+    for (const auto& [n, e] : names) {
+      if (n == s) {
+        *out = e;
+        return true;
+      }
+      known.push_back(n);
+    }
+    return fail(v, p, "unknown value '" + s + "' (" + did_you_mean(s, known) +
+                          "expected one of: " + join(known) + ")");
+  }
+
+  // A catalog entry: an id, or a map {base: id, field: value, ...} overriding fields.
+  template <class Spec>
+  bool read_spec(const YAML::Node& map, const std::string& path, std::string_view key,
+                 std::string_view kind, const Spec* (*find)(std::string_view),
+                 std::string (*known)(), const std::vector<OverrideField<Spec>>& fields,
+                 Spec* out, bool* given) {
+    const YAML::Node v = map[std::string(key)];
+    *given = v.IsDefined();
+    if (!v.IsDefined()) return true;
+    const std::string p = child(path, key);
+    YAML::Node base_node = v;
+    if (v.IsMap()) {
+      std::vector<std::string_view> allowed{"base"};
+      for (const auto& f : fields) allowed.push_back(f.key);
+      if (!open_map(v, p, allowed)) return false;
+      base_node = v["base"];
+      if (!base_node.IsDefined()) {
+        return fail(v, p, "an override map needs 'base: <" + std::string(kind) +
+                              " id>' (known: " + known() + ")");
+      }
+    }
+    const std::string id_path = v.IsMap() ? child(p, "base") : p;
+    std::string id;
+    if (!scalar(base_node, id_path, "a catalog id or a map with 'base:'", &id)) return false;
+    const Spec* spec = find(id);
+    if (spec == nullptr) {
+      std::vector<std::string> ids;
+      std::stringstream ss(known());
+      for (std::string t; std::getline(ss, t, ',');) ids.push_back(t.substr(t[0] == ' '));
+      const std::string best = nearest(id, ids);
+      return fail(base_node, id_path,
+                  "unknown " + std::string(kind) + " '" + id + "' (" +
+                      (best.empty() ? "" : "did you mean '" + best + "'? ") +
+                      "known: " + known() + ")");
+    }
+    *out = *spec;
+    if (!v.IsMap()) return true;
+    std::vector<std::string> changed;
+    for (const auto& f : fields) {
+      const YAML::Node fv = v[std::string(f.key)];
+      if (!fv.IsDefined()) continue;
+      const std::string fp = child(p, f.key);
+      bool ok = true;
+      switch (f.kind) {
+        case FieldKind::kInt: ok = parse_int(fv, fp, 0, &(out->*f.integer)); break;
+        case FieldKind::kBool: ok = parse_bool(fv, fp, &(out->*f.flag)); break;
+        case FieldKind::kString: ok = scalar(fv, fp, "a string", &(out->*f.text)); break;
+        default: ok = parse_quantity(fv, fp, f.kind, /*zero_ok=*/true, &(out->*f.number)); break;
+      }
+      if (!ok) return false;
+      changed.emplace_back(f.key);
+    }
+    if (!changed.empty()) {
+      out->source += "; overridden by " + sc_.path + ": " + join(changed);
+    }
+    return true;
+  }
+
+  // "3", "3.0" or "3:1"; at least 1 (1 = non-blocking).
+  bool read_oversubscription(const YAML::Node& map, const std::string& path) {
+    const YAML::Node v = map["oversubscription"];
+    if (!v.IsDefined()) return true;
+    const std::string p = child(path, "oversubscription");
+    std::string s;
+    if (!scalar(v, p, "a ratio", &s)) return false;
+    std::string_view t = s;
+    if (t.size() > 2 && t.substr(t.size() - 2) == ":1") t.remove_suffix(2);
+    auto d = plain_number(t);
+    if (!d) return fail(v, p, "expected a ratio such as 1, 2.0 or 3:1, got '" + s + "'");
+    if (*d < 1) {
+      return fail(v, p, "must be at least 1 (downlink : uplink bandwidth; 1 = non-blocking), got " + s);
+    }
+    sc_.cluster.fabric.oversubscription = *d;
+    return true;
+  }
+
+  bool required(const YAML::Node& map, const std::string& path, std::string_view key,
+                const std::string& hint) {
+    if (map[std::string(key)].IsDefined()) return true;
+    return fail(map, path, "missing key '" + std::string(key) + "'" + hint);
+  }
+
+  bool load_cluster(const YAML::Node& node);
+  bool load_node(const YAML::Node& node, const std::string& path);
+  bool load_fabric(const YAML::Node& node, const std::string& path);
+  bool load_workload(const YAML::Node& node);
+  bool load_parallelism(const YAML::Node& node, const std::string& path);
+  bool load_model(const YAML::Node& node);
+  bool check_combinations();
+
+  Scenario sc_;
+  std::optional<Error> error_;
+  bool nic_given_ = false;
+  bool switch_given_ = false;
+  bool radix_given_ = false;
+};
+
+bool Loader::load_node(const YAML::Node& node, const std::string& path) {
+  if (!open_map(node, path, kNodeKeys)) return false;
+  NodeConfig& n = sc_.cluster.node;
+  bool given = false;
+  if (!required(node, path, "gpu", " (a catalog id: " + known_gpu_ids() + ")")) return false;
+  if (!read_spec<GpuSpec>(node, path, "gpu", "gpu", find_gpu, known_gpu_ids, gpu_fields(),
+                          &n.gpu, &given)) {
+    return false;
+  }
+  if (!read_int(node, path, "gpus_per_node", 1, &n.gpus_per_node)) return false;
+  bool scale_up_given = false;
+  if (!read_spec<ScaleUpSpec>(node, path, "scale_up", "scale_up", find_scale_up,
+                              known_scale_up_ids, scale_up_fields(), &n.scale_up,
+                              &scale_up_given)) {
+    return false;
+  }
+  if (!scale_up_given) {
+    // Default from the GPU: its NVLink generation behind an NVSwitch, else its PCIe generation.
+    const std::string& arch = n.gpu.arch;
+    const char* id = n.gpu.pcie_gen >= 5 ? "pcie5" : "pcie4";
+    if (n.gpu.nvlink_links > 0 && n.gpu.vendor == "nvidia") {
+      id = arch == "sm_80" ? "nvlink3" : arch == "sm_100" ? "nvlink5" : "nvlink4";
+    }
+    n.scale_up = *find_scale_up(id);
+  }
+  const std::string su_path = child(path, "scale_up");
+  if (n.scale_up.technology == LinkTechnology::kNvlink) {
+    if (n.gpu.nvlink_Bps() <= 0) {
+      return fail_key(su_path, n.gpu.id + " has no NVLink (use pcie4 or pcie5)");
+    }
+    n.scale_up.per_gpu_Bps = std::min(n.scale_up.per_gpu_Bps, n.gpu.nvlink_Bps());
+  } else if (n.gpu.pcie_Bps() > 0) {
+    n.scale_up.per_gpu_Bps = std::min(n.scale_up.per_gpu_Bps, n.gpu.pcie_Bps());
+  }
+  if (!read_int(node, path, "nics_per_node", 0, &n.nics_per_node)) return false;
+  if (!read_spec<NicSpec>(node, path, "nic", "nic", find_nic, known_nic_ids, nic_fields(), &n.nic,
+                          &nic_given_)) {
+    return false;
+  }
+  if (!read_int(node, path, "links_per_nic", 1, &n.links_per_nic)) return false;
+  return true;
+}
+
+bool Loader::load_fabric(const YAML::Node& node, const std::string& path) {
+  if (!open_map(node, path, kFabricKeys)) return false;
+  FabricConfig& f = sc_.cluster.fabric;
+  static constexpr std::pair<std::string_view, TopologyKind> kTopologies[] = {
+      {"fat-tree", TopologyKind::kFatTree},
+      {"leaf-spine", TopologyKind::kLeafSpine},
+      {"rail-optimized", TopologyKind::kRailOptimized},
+      {"single-switch", TopologyKind::kSingleSwitch}};
+  static constexpr std::pair<std::string_view, Routing> kRoutings[] = {
+      {"adaptive", Routing::kAdaptive}, {"ecmp", Routing::kEcmp}, {"static", Routing::kStatic}};
+  radix_given_ = node["switch_radix"].IsDefined();
+  return read_enum(node, path, "topology", kTopologies, &f.topology) &&
+         read_int(node, path, "tiers", 1, &f.tiers) &&
+         read_int(node, path, "switch_radix", 2, &f.switch_radix) &&
+         read_int(node, path, "leaves", 1, &f.leaves) &&
+         read_int(node, path, "spines", 1, &f.spines) &&
+         read_int(node, path, "uplinks_per_leaf", 1, &f.uplinks_per_leaf) &&
+         read_oversubscription(node, path) &&
+         read_enum(node, path, "routing", kRoutings, &f.routing) &&
+         read_bool(node, path, "in_network_reduction", &f.in_network_reduction) &&
+         read_spec<SwitchSpec>(node, path, "switch", "switch", find_switch, known_switch_ids,
+                               switch_fields(), &f.switch_spec, &switch_given_);
+}
+
+
+bool Loader::load_cluster(const YAML::Node& node) {
+  const std::string path = "cluster";
+  if (!open_map(node, path, kClusterKeys)) return false;
+  ClusterConfig& c = sc_.cluster;
+  if (!read_int(node, path, "nodes", 1, &c.nodes)) return false;
+  if (!required(node, path, "node", " (gpu, gpus_per_node, scale_up, nics_per_node, nic)")) {
+    return false;
+  }
+  if (!load_node(node["node"], child(path, "node"))) return false;
+  const YAML::Node fabric = node["fabric"];
+  if (fabric.IsDefined() && !load_fabric(fabric, child(path, "fabric"))) return false;
+  const YAML::Node storage = node["storage"];
+  if (storage.IsDefined()) {
+    const std::string sp = child(path, "storage");
+    if (!open_map(storage, sp, kStorageKeys) ||
+        !read_quantity(storage, sp, "write_bandwidth", FieldKind::kBandwidth, false,
+                       &c.storage.write_Bps)) {
+      return false;
+    }
+  }
+
+  // The NIC and the switch it plugs into.
+  NodeConfig& n = c.node;
+  if (!nic_given_) {
+    if (c.nodes > 1 || n.nics_per_node > 0) {
+      return fail(node["node"], "cluster.node",
+                  "missing key 'nic' (" +
+                      std::string(c.nodes > 1 ? "a multi-node cluster" : "nics_per_node > 0") +
+                      " needs a NIC; known: " + known_nic_ids() + ")");
+    }
+    return true;
+  }
+  FabricConfig& f = c.fabric;
+  const std::string sw_path = "cluster.fabric.switch";
+  if (switch_given_) {
+    if (!switch_serves(f.switch_spec, n.nic)) {
+      return fail_key(sw_path, "switch '" + f.switch_spec.id + "' (" +
+                                   std::string(to_string(f.switch_spec.technology)) + ", " +
+                                   format_bandwidth_bits(f.switch_spec.port_Bps) +
+                                   " ports) cannot carry nic '" + n.nic.id + "' (" +
+                                   std::string(to_string(n.nic.technology)) + ", " +
+                                   format_bandwidth_bits(n.nic.line_rate_Bps) + ")");
+    }
+  } else {
+    const SwitchSpec* sw = default_switch_for(n.nic);
+    if (sw == nullptr) {
+      return fail_key("cluster.node.nic", "no catalog switch carries a " +
+                                              format_bandwidth_bits(n.nic.line_rate_Bps) + " " +
+                                              std::string(to_string(n.nic.technology)) +
+                                              " link; name one in fabric.switch");
+    }
+    f.switch_spec = *sw;
+  }
+  if (!radix_given_) f.switch_radix = f.switch_spec.radix;
+  return true;
+}
+
+bool Loader::load_model(const YAML::Node& node) {
+  const std::string path = "workload";
+  ModelSpec& m = sc_.workload.model;
+  bool given = false;
+  if (!read_spec<ModelSpec>(node, path, "model", "model", find_model, known_model_ids, {}, &m,
+                            &given)) {
+    return false;
+  }
+  static constexpr std::string_view kDims[] = {"layers", "hidden", "ffn_hidden", "vocab",
+                                               "heads"};
+  if (!given) {
+    for (auto d : kDims) {
+      if (!required(node, path, d,
+                    " (give 'model: <id>' (" + known_model_ids() +
+                        ") or all of layers, hidden, heads, ffn_hidden, vocab)")) {
+        return false;
+      }
+    }
+    m.id = "custom";
+    m.name = "custom transformer";
+    m.source = "dimensions given in " + sc_.path;
+  }
+  std::vector<std::string> overridden;
+  auto dim = [&](std::string_view key, int* out) {
+    if (node[std::string(key)].IsDefined()) overridden.emplace_back(key);
+    return read_int(node, path, key, 1, out);
+  };
+  auto flag_dim = [&](std::string_view key, bool* out) {
+    if (node[std::string(key)].IsDefined()) overridden.emplace_back(key);
+    return read_bool(node, path, key, out);
+  };
+  const bool kv_given = node["kv_heads"].IsDefined();
+  if (!dim("layers", &m.layers) || !dim("hidden", &m.hidden) || !dim("heads", &m.heads) ||
+      !dim("kv_heads", &m.kv_heads) || !dim("ffn_hidden", &m.ffn_hidden) ||
+      !dim("vocab", &m.vocab) || !flag_dim("gated_ffn", &m.gated_ffn) ||
+      !flag_dim("tied_embeddings", &m.tied_embeddings)) {
+    return false;
+  }
+  if (!given && !kv_given) m.kv_heads = m.heads;  // no grouped-query attention
+  if (given && !overridden.empty()) {
+    m.name += " (modified)";
+    m.source += "; overridden by " + sc_.path + ": " + join(overridden);
+  }
+  return true;
+}
+
+bool Loader::load_parallelism(const YAML::Node& node, const std::string& path) {
+  if (!open_map(node, path, kParallelismKeys)) return false;
+  ParallelismConfig& p = sc_.workload.parallelism;
+  static constexpr std::pair<std::string_view, Recompute> kRecompute[] = {
+      {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}};
+  static constexpr std::pair<std::string_view, PipelineSchedule> kSchedules[] = {
+      {"gpipe", PipelineSchedule::kGpipe},
+      {"1f1b", PipelineSchedule::k1F1B},
+      {"interleaved", PipelineSchedule::kInterleaved}};
+  if (!read_int(node, path, "tp", 1, &p.tp) || !read_int(node, path, "pp", 1, &p.pp) ||
+      !read_int(node, path, "dp", 1, &p.dp) || !read_int(node, path, "cp", 1, &p.cp) ||
+      !read_bool(node, path, "sp", &p.sp) || !read_int(node, path, "zero", 0, &p.zero) ||
+      !read_enum(node, path, "recompute", kRecompute, &p.recompute) ||
+      !read_enum(node, path, "pp_schedule", kSchedules, &p.pp_schedule) ||
+      !read_int(node, path, "virtual_stages", 1, &p.virtual_stages)) {
+    return false;
+  }
+  if (p.zero > 3) {
+    return fail(node["zero"], child(path, "zero"),
+                "must be 0, 1, 2 or 3 (3 = FSDP full shard), got " + std::to_string(p.zero));
+  }
+  return true;
+}
+
+bool Loader::load_workload(const YAML::Node& node) {
+  const std::string path = "workload";
+  if (!open_map(node, path, kWorkloadKeys)) return false;
+  WorkloadConfig& w = sc_.workload;
+  static constexpr std::pair<std::string_view, Precision> kPrecisions[] = {
+      {"fp32", Precision::kFp32},
+      {"tf32", Precision::kTf32},
+      {"bf16", Precision::kBf16},
+      {"fp16", Precision::kFp16},
+      {"fp8", Precision::kFp8}};
+  if (!load_model(node) || !read_int(node, path, "seq_len", 1, &w.seq_len) ||
+      !read_int(node, path, "global_batch", 1, &w.global_batch) ||
+      !read_int(node, path, "micro_batch", 1, &w.micro_batch) ||
+      !read_enum(node, path, "precision", kPrecisions, &w.precision) ||
+      !read_quantity(node, path, "train_tokens", FieldKind::kCount, false, &w.train_tokens)) {
+    return false;
+  }
+  const YAML::Node par = node["parallelism"];
+  return !par.IsDefined() || load_parallelism(par, child(path, "parallelism"));
+}
+
+// Rules between keys, each citing the key a user would change.
+bool Loader::check_combinations() {
+  const ClusterConfig& c = sc_.cluster;
+  const NodeConfig& n = c.node;
+  const FabricConfig& f = c.fabric;
+  const WorkloadConfig& w = sc_.workload;
+  const ParallelismConfig& p = w.parallelism;
+  const ModelSpec& m = w.model;
+  auto given = [&](const std::string& key) { return sc_.locations.count(key) > 0; };
+  auto cite = [&](const std::string& key, const std::string& fallback) {
+    return given(key) ? key : fallback;
+  };
+  auto str = [](auto v) { return std::to_string(v); };
+  const std::string par = "workload.parallelism";
+
+  // Cluster.
+  if (c.nodes > 1 && n.nics_per_node == 0) {
+    return fail_key(cite("cluster.node.nics_per_node", "cluster.nodes"),
+                    str(c.nodes) + " nodes need nics_per_node >= 1 (typically one per GPU: " +
+                        str(n.gpus_per_node) + ")");
+  }
+  const bool fat_tree_like =
+      f.topology == TopologyKind::kFatTree || f.topology == TopologyKind::kRailOptimized;
+  if (given("cluster.fabric.tiers")) {
+    if (!fat_tree_like) {
+      return fail_key("cluster.fabric.tiers",
+                      "tiers applies to fat-tree and rail-optimized fabrics, not " +
+                          std::string(to_string(f.topology)));
+    }
+    if (f.tiers != 2 && f.tiers != 3) {
+      return fail_key("cluster.fabric.tiers", "must be 2 or 3, got " + str(f.tiers));
+    }
+  }
+  for (const char* key : {"leaves", "spines", "uplinks_per_leaf"}) {
+    const std::string k = std::string("cluster.fabric.") + key;
+    if (given(k) && f.topology != TopologyKind::kLeafSpine) {
+      return fail_key(k, "applies to topology: leaf-spine only (this fabric is " +
+                             std::string(to_string(f.topology)) + ")");
+    }
+  }
+  if (f.in_network_reduction) {
+    const std::string k = "cluster.fabric.in_network_reduction";
+    if (n.nic.id.empty() || !n.nic.in_network_reduction_capable) {
+      return fail_key(k, "needs an InfiniBand NIC with SHARP (nic is '" + n.nic.id + "')");
+    }
+    if (!f.switch_spec.in_network_reduction) {
+      return fail_key(k, "switch '" + f.switch_spec.id + "' has no in-network reduction");
+    }
+  }
+
+  // Parallelism against the cluster.
+  if (p.gpus() != c.total_gpus()) {
+    return fail_key(cite(par, "workload"),
+                    "tp " + str(p.tp) + " x pp " + str(p.pp) + " x dp " + str(p.dp) + " x cp " +
+                        str(p.cp) + " = " + str(p.gpus()) + " GPUs, but the cluster has " +
+                        str(c.total_gpus()) + " (" + str(c.nodes) + " nodes x " +
+                        str(n.gpus_per_node) + " gpus_per_node)");
+  }
+  const std::string tp_key = cite(par + ".tp", par);
+  if (p.tp > n.gpus_per_node) {
+    return fail_key(tp_key, "tp " + str(p.tp) + " exceeds gpus_per_node " +
+                                str(n.gpus_per_node) +
+                                ": tensor parallelism must stay inside one node's scale-up "
+                                "domain");
+  }
+  if (n.gpus_per_node % p.tp != 0) {
+    return fail_key(tp_key, "tp " + str(p.tp) + " does not divide gpus_per_node " +
+                                str(n.gpus_per_node) +
+                                ": tensor-parallel groups would straddle nodes");
+  }
+
+  // Parallelism against the model.
+  const std::string model_key = cite("workload.model", "workload");
+  if (m.hidden % m.heads != 0) {
+    return fail_key(cite("workload.hidden", model_key),
+                    "hidden " + str(m.hidden) + " is not divisible by heads " + str(m.heads));
+  }
+  if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0) {
+    return fail_key(cite("workload.kv_heads", model_key),
+                    "kv_heads " + str(m.kv_heads) + " must divide heads " + str(m.heads) +
+                        " (grouped-query attention shares each KV head among a group)");
+  }
+  if (m.heads % p.tp != 0) {
+    return fail_key(tp_key, "heads " + str(m.heads) + " are not divisible by tp " + str(p.tp) +
+                                ": each tensor-parallel rank needs whole attention heads");
+  }
+  if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0) {
+    return fail_key(tp_key, "kv_heads " + str(m.kv_heads) + " and tp " + str(p.tp) +
+                                ": kv_heads must be divisible by tp, or tp a multiple of "
+                                "kv_heads (each KV head then replicated on tp/kv_heads ranks)");
+  }
+  const bool interleaved = p.pp_schedule == PipelineSchedule::kInterleaved;
+  const std::string vs_key = par + ".virtual_stages";
+  if (p.virtual_stages > 1 && !interleaved) {
+    return fail_key(vs_key, "virtual_stages " + str(p.virtual_stages) +
+                                " needs pp_schedule: interleaved (got " +
+                                std::string(to_string(p.pp_schedule)) + ")");
+  }
+  if (interleaved && p.pp < 2) {
+    return fail_key(cite(par + ".pp_schedule", par), "the interleaved schedule needs pp >= 2");
+  }
+  // Layers split evenly over pp x virtual_stages model chunks, or in Llama 3's balanced layout:
+  // the embedding and the output head each take a layer's slot, so layers + 2 split evenly
+  // (Llama Team 2024, "The Llama 3 Herd of Models", sec. 3.3.2: 126 layers on 16 stages).
+  const int chunks = p.pp * p.virtual_stages;
+  if (chunks > 1 && m.layers % chunks != 0 && (m.layers + 2) % chunks != 0) {
+    return fail_key(cite(par + ".pp", par),
+                    "layers " + str(m.layers) + " are not divisible by pp " + str(p.pp) +
+                        (p.virtual_stages > 1 ? " x virtual_stages " + str(p.virtual_stages)
+                                              : std::string()) +
+                        " (nor is layers + 2, Llama 3's layout with the embedding and the "
+                        "output head in the first and last stages): pipeline stages would be "
+                        "unbalanced");
+  }
+
+  // Batch and sequence.
+  const int per_step = p.dp * w.micro_batch;
+  if (w.global_batch % per_step != 0) {
+    return fail_key(cite("workload.global_batch", "workload"),
+                    "global_batch " + str(w.global_batch) + " is not divisible by dp " +
+                        str(p.dp) + " x micro_batch " + str(w.micro_batch) + " = " +
+                        str(per_step));
+  }
+  if (interleaved && w.micro_batches_per_step() % p.pp != 0) {
+    // Megatron-LM's interleaved schedule requires it (schedules.py).
+    return fail_key(cite(par + ".pp_schedule", par),
+                    "the interleaved schedule needs micro-batches per step (" +
+                        str(w.micro_batches_per_step()) + ") divisible by pp " + str(p.pp));
+  }
+  const std::string seq_key = cite("workload.seq_len", "workload");
+  if (p.cp > 1 && w.seq_len % (2 * p.cp) != 0) {
+    return fail_key(seq_key, "seq_len " + str(w.seq_len) + " is not divisible by 2 x cp = " +
+                                 str(2 * p.cp) +
+                                 ": context parallelism cuts the sequence into 2 x cp chunks, "
+                                 "two per rank, to balance causal attention (Megatron-LM)");
+  }
+  if (p.sp && p.tp > 1 && (w.seq_len / p.cp) % p.tp != 0) {
+    return fail_key(seq_key, "with sp, each rank's " + str(w.seq_len / p.cp) +
+                                 " tokens must divide by tp " + str(p.tp));
+  }
+  if (n.gpu.peak_flops(w.precision) <= 0) {
+    return fail_key(cite("workload.precision", "workload"),
+                    n.gpu.id + " has no " + std::string(to_string(w.precision)) +
+                        " tensor-core peak (use bf16)");
+  }
+  return true;
+}
+
+Result<Scenario> Loader::load(std::string_view text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    fail_at(e.mark, "", "YAML syntax error: " + e.msg);
+    return *error_;
+  }
+  try {
+    if (!root.IsDefined() || root.IsNull()) {
+      fail_at(YAML::Mark::null_mark(), "", "empty scenario (expected a map with cluster and workload)");
+      return *error_;
+    }
+    if (!open_map(root, "", kTopKeys)) return *error_;
+    const std::string stem = std::filesystem::path(sc_.path).stem().string();
+    sc_.name = stem.empty() || sc_.path.front() == '<' ? "scenario" : stem;
+    if (!read_string(root, "", "name", &sc_.name)) return *error_;
+    if (!required(root, "", "cluster", " (nodes, node, fabric)") ||
+        !load_cluster(root["cluster"]) ||
+        !required(root, "", "workload", " (model, seq_len, global_batch, parallelism)") ||
+        !load_workload(root["workload"])) {
+      return *error_;
+    }
+    const YAML::Node cost = root["cost"];
+    if (cost.IsDefined() &&
+        (!open_map(cost, "cost", kCostKeys) ||
+         !read_quantity(cost, "cost", "gpu_hour", FieldKind::kUsd, true, &sc_.cost.gpu_hour_usd))) {
+      return *error_;
+    }
+    const YAML::Node rel = root["reliability"];
+    ReliabilityConfig& r = sc_.reliability;
+    if (rel.IsDefined() &&
+        (!open_map(rel, "reliability", kReliabilityKeys) ||
+         !read_quantity(rel, "reliability", "gpu_mtbf", FieldKind::kTime, false, &r.gpu_mtbf_s) ||
+         !read_quantity(rel, "reliability", "checkpoint_interval", FieldKind::kTime, false,
+                        &r.checkpoint_interval_s) ||
+         !read_quantity(rel, "reliability", "restart_time", FieldKind::kTime, true,
+                        &r.restart_s))) {
+      return *error_;
+    }
+    std::string calibration;
+    if (!read_string(root, "", "calibration", &calibration)) return *error_;
+    if (!calibration.empty()) {
+      namespace fs = std::filesystem;
+      fs::path cal(calibration);
+      if (cal.is_relative() && sc_.path.front() != '<') {
+        cal = fs::path(sc_.path).parent_path() / cal;
+      }
+      sc_.calibration_path = cal.lexically_normal().string();
+      std::error_code ec;
+      if (!fs::is_regular_file(sc_.calibration_path, ec)) {
+        fail(root["calibration"], "calibration",
+             "no such file '" + sc_.calibration_path + "' (resolved relative to the scenario)");
+        return *error_;
+      }
+    }
+    if (!check_combinations()) return *error_;
+  } catch (const YAML::Exception& e) {
+    fail_at(e.mark, "", "cannot read the YAML: " + e.msg);
+    return *error_;
+  }
+  return std::move(sc_);
+}
+
+}  // namespace
+
+Result<Scenario> load_scenario_text(std::string_view yaml_text, const std::string& origin) {
+  return Loader(origin).load(yaml_text);
+}
+
+Result<Scenario> load_scenario_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Error{path + ": is a directory, not a scenario file"};
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{path + ": cannot open scenario file (" + std::strerror(errno) + ")"};
+  std::stringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) return Error{path + ": cannot read scenario file"};
+  return load_scenario_text(buf.str(), path);
+}
+
+}  // namespace clustersim::models
