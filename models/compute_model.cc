@@ -1,0 +1,73 @@
+#include "models/compute_model.h"
+
+#include <algorithm>
+
+#include "models/result.h"
+
+namespace clustersim::models {
+namespace {
+
+double checked_peak(const GpuSpec& gpu, Precision precision) {
+  const double peak = gpu.peak_flops(precision);
+  CS_ASSERT(peak > 0, gpu.id + " has no " + std::string(to_string(precision)) + " peak");
+  return peak;
+}
+
+// Time of `flops` at `efficiency` of `peak` and `bytes` at the achievable HBM rate: the roofline.
+KernelTime roofline(const GpuSpec& gpu, double peak, double flops, double bytes,
+                    double efficiency, const ComputeParams& params) {
+  CS_ASSERT(gpu.hbm_Bps > 0, gpu.id + " has no memory bandwidth");
+  KernelTime k;
+  k.flops = flops;
+  k.bytes = bytes;
+  const double compute_s = flops > 0 ? flops / (peak * efficiency) : 0;
+  const double memory_s = bytes / (gpu.hbm_Bps * params.hbm_efficiency);
+  k.memory_bound = memory_s > compute_s;
+  k.time_s = std::max(compute_s, memory_s);
+  k.efficiency = k.time_s > 0 && peak > 0 ? flops / k.time_s / peak : 0;
+  return k;
+}
+
+}  // namespace
+
+ComputeParams default_compute_params(const GpuSpec& gpu) {
+  ComputeParams p;
+  if (gpu.arch == "sm_90") p.gemm_max_efficiency = 655.0 / 989.0;
+  if (gpu.arch == "sm_80") p.gemm_max_efficiency = 267.9 / 312.0;
+  return p;
+}
+
+double AttentionShape::forward_flops() const {
+  return 2 * 2 * batch * heads * q_tokens * kv_tokens * head_dim * (causal ? 0.5 : 1.0);
+}
+
+KernelTime gemm_time(const GpuSpec& gpu, Precision precision, const GemmShape& shape,
+                     const ComputeParams& params) {
+  const double flops = shape.flops();
+  const double efficiency =
+      params.gemm_max_efficiency * flops / (flops + params.gemm_half_efficiency_flops);
+  const double bytes = (shape.m * shape.k + shape.k * shape.n + shape.m * shape.n) *
+                       bytes_per_element(precision);
+  return roofline(gpu, checked_peak(gpu, precision), flops, bytes, efficiency, params);
+}
+
+KernelTime attention_time(const GpuSpec& gpu, Precision precision, const AttentionShape& shape,
+                          bool backward, const ComputeParams& params) {
+  const double flops = shape.forward_flops() * (backward ? 2.5 : 1.0);
+  const double ceiling =
+      backward ? params.attention_bwd_max_efficiency : params.attention_fwd_max_efficiency;
+  const double efficiency = ceiling * shape.kv_tokens /
+                            (shape.kv_tokens + params.attention_half_efficiency_kv_tokens);
+  // Q and O (query heads), K and V (kv heads) read once, O written; backward moves each twice
+  // (inputs and their gradients).
+  const double elements = shape.batch * shape.head_dim *
+                          (2 * shape.q_tokens * shape.heads + 2 * shape.kv_tokens * shape.kv_heads);
+  const double bytes = elements * bytes_per_element(precision) * (backward ? 2 : 1);
+  return roofline(gpu, checked_peak(gpu, precision), flops, bytes, efficiency, params);
+}
+
+KernelTime memory_bound_time(const GpuSpec& gpu, double bytes, const ComputeParams& params) {
+  return roofline(gpu, 0, 0, bytes, 0, params);
+}
+
+}  // namespace clustersim::models
