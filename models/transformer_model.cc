@@ -1,0 +1,233 @@
+#include "models/transformer_model.h"
+
+#include <algorithm>
+
+namespace clustersim::models {
+namespace {
+
+bool is_fp32(Precision p) { return p == Precision::kFp32 || p == Precision::kTf32; }
+
+// Weights, gradients and activations are kept in 16 bits under mixed precision (fp8 training
+// keeps bf16 copies: Transformer Engine), in 32 bits otherwise.
+double working_bytes(Precision p) { return is_fp32(p) ? 4 : 2; }
+
+// fp32 master weights + two Adam moments (12 bytes), or just the moments in fp32 training.
+double optimizer_bytes_per_param(Precision p) { return is_fp32(p) ? 8 : 12; }
+
+// Parameters of one GPU in `stage` before ZeRO sharding: the stage's layers split by TP, the
+// embedding on the first stage and the output head (or, when tied, a copy of the embedding, as
+// Megatron keeps) with the final norm on the last. Norm weights are replicated across TP.
+double stage_parameters(const WorkloadConfig& w, const ParameterCount& pc, int stage) {
+  const auto& par = w.parallelism;
+  const int last = par.pp - 1;
+  double p = layers_per_stage(w) * (pc.matmul_per_layer() / par.tp + pc.norms_per_layer);
+  if (stage == 0) p += pc.embedding / par.tp;
+  if (stage == last) {
+    const double head = pc.output_head > 0 ? pc.output_head : (last > 0 ? pc.embedding : 0);
+    p += head / par.tp + pc.final_norm;
+  }
+  return p;
+}
+
+// Micro-batches whose activations a stage holds at its peak, in units of "one micro-batch
+// through all the stage's layers" (Korthikanti et al. 2022, sec. 4.2.3).
+double microbatches_in_flight(const WorkloadConfig& w, int stage) {
+  const auto& par = w.parallelism;
+  const int m = w.micro_batches_per_step();
+  switch (par.pp_schedule) {
+    case PipelineSchedule::kGpipe: return m;
+    case PipelineSchedule::k1F1B: return std::min(par.pp - stage, m);
+    case PipelineSchedule::kInterleaved:
+      return std::min(par.pp - stage, m) *
+             (1.0 + (par.pp - 1.0) / (par.pp * std::max(1, par.virtual_stages)));
+  }
+  return 1;
+}
+
+MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
+                             const MemoryParams& params, int stage) {
+  const auto& par = w.parallelism;
+  const ModelSpec& m = w.model;
+  const double t = par.tp;
+  const double shard = double(par.dp) * par.cp;
+  const double wb = working_bytes(w.precision);
+  MemoryBreakdown out;
+  out.stage = stage;
+  out.parameters = stage_parameters(w, pc, stage);
+  out.weights_bytes = out.parameters * wb / (par.zero >= 3 ? shard : 1);
+  out.gradients_bytes = out.parameters * wb / (par.zero >= 2 ? shard : 1);
+  out.optimizer_bytes =
+      out.parameters * optimizer_bytes_per_param(w.precision) / (par.zero >= 1 ? shard : 1);
+
+  // Korthikanti et al. 2022 count 16-bit activations: s b h (34 + 5 a s / h) per layer.
+  const double s = double(w.seq_len) / par.cp;
+  const double sbh = s * w.micro_batch * m.hidden * (wb / 2);
+  const bool keep_scores = !params.flash_attention && par.recompute == Recompute::kNone;
+  const double scores = keep_scores ? 5.0 * m.heads * s / m.hidden : 0;
+  const bool sp = par.sp || par.tp == 1;
+  const double full_layer = sbh * (sp ? 34 / t : 10 + 24 / t) + sbh * scores / t;
+  const double in_flight = microbatches_in_flight(w, stage) * layers_per_stage(w);
+  if (par.recompute == Recompute::kFull) {
+    out.activations_bytes = in_flight * 2 * sbh / (sp ? t : 1) + full_layer;
+  } else {
+    out.activations_bytes = in_flight * full_layer;
+  }
+  // Embedding output on the first stage; on the last, the final norm's output and the fp32
+  // logits of the loss: 4 s b h / t (1 + V / h) (Korthikanti et al. 2022, sec. 4.3).
+  if (stage == 0) out.logits_bytes += microbatches_in_flight(w, stage) * sbh / t;
+  if (stage == par.pp - 1) out.logits_bytes += 4 * sbh / t * (1 + double(m.vocab) / m.hidden);
+  if (par.zero >= 3) out.gathered_weights_bytes = 2 * pc.matmul_per_layer() / t * wb;
+  out.overhead_bytes = params.framework_overhead_bytes;
+  return out;
+}
+
+}  // namespace
+
+ParameterCount count_parameters(const ModelSpec& model) {
+  const double h = model.hidden;
+  const double head_dim = h / model.heads;
+  const double kv_dim = model.kv_heads * head_dim;
+  ParameterCount pc;
+  pc.layers = model.layers;
+  pc.embedding = double(model.vocab) * h;
+  pc.output_head = model.tied_embeddings ? 0 : double(model.vocab) * h;
+  pc.attention_per_layer = 2 * h * h + 2 * h * kv_dim;
+  pc.ffn_per_layer = (model.gated_ffn ? 3 : 2) * h * model.ffn_hidden;
+  pc.norms_per_layer = 2 * h;
+  pc.final_norm = h;
+  return pc;
+}
+
+FlopsPerToken flops_per_token(const ModelSpec& model, int seq_len, bool causal) {
+  const ParameterCount pc = count_parameters(model);
+  FlopsPerToken f;
+  f.head_forward = 2.0 * model.vocab * model.hidden;
+  f.dense_forward = 2 * model.layers * pc.matmul_per_layer() + f.head_forward;
+  f.attention_forward =
+      4.0 * seq_len * model.hidden * model.layers * (causal ? 0.5 : 1.0);
+  return f;
+}
+
+double hardware_flops_per_token(const FlopsPerToken& f, Recompute recompute) {
+  switch (recompute) {
+    case Recompute::kNone: return f.training();
+    case Recompute::kSelective: return f.training() + f.attention_forward;
+    case Recompute::kFull: return f.training() + f.forward() - f.head_forward;
+  }
+  return f.training();
+}
+
+int layers_per_stage(const WorkloadConfig& workload) {
+  const int pp = std::max(1, workload.parallelism.pp);
+  return (workload.model.layers + pp - 1) / pp;
+}
+
+MemoryBreakdown memory_per_gpu(const WorkloadConfig& workload, const MemoryParams& params) {
+  const ParameterCount pc = count_parameters(workload.model);
+  const MemoryBreakdown first = stage_memory(workload, pc, params, 0);
+  if (workload.parallelism.pp == 1) return first;
+  const MemoryBreakdown last = stage_memory(workload, pc, params, workload.parallelism.pp - 1);
+  return last.total() > first.total() ? last : first;
+}
+
+std::string_view to_string(ParallelDim d) {
+  switch (d) {
+    case ParallelDim::kTp: return "tp";
+    case ParallelDim::kPp: return "pp";
+    case ParallelDim::kDp: return "dp";
+    case ParallelDim::kCp: return "cp";
+  }
+  return "?";
+}
+
+std::vector<CommCall> communication_per_step(const WorkloadConfig& w, const CommParams& params) {
+  const auto& par = w.parallelism;
+  const ModelSpec& m = w.model;
+  const double ab = working_bytes(w.precision);
+  const double layers = layers_per_stage(w);
+  const double s = double(w.seq_len) / par.cp;
+  const double activation_bytes = s * w.micro_batch * m.hidden * ab;
+  const bool full = par.recompute == Recompute::kFull;
+  std::vector<CommCall> calls;
+  auto add = [&](ParallelDim dim, CommPhase phase, CollectiveOp op, double size, double count,
+                 int size_ranks, int stride, const char* what) {
+    if (count > 0 && size_ranks > 1) {
+      calls.push_back({dim, phase, op, size, count, size_ranks, stride, what});
+    }
+  };
+
+  // TP: the attention and MLP blocks each end in an all-reduce (forward) and begin with one
+  // (backward); SP splits each into a reduce-scatter and an all-gather of the same total.
+  const double tp_per_pass = 2 * layers;
+  const double tp_backward = tp_per_pass * (full ? 2 : 1);  // the recompute forward repeats it
+  if (par.sp) {
+    for (auto op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
+      add(ParallelDim::kTp, CommPhase::kForward, op, activation_bytes, tp_per_pass, par.tp, 1,
+          "sequence-parallel block inputs/outputs");
+      add(ParallelDim::kTp, CommPhase::kBackward, op, activation_bytes, tp_backward, par.tp, 1,
+          "sequence-parallel block gradients (and recompute)");
+    }
+  } else {
+    add(ParallelDim::kTp, CommPhase::kForward, CollectiveOp::kAllReduce, activation_bytes,
+        tp_per_pass, par.tp, 1, "attention and MLP outputs");
+    add(ParallelDim::kTp, CommPhase::kBackward, CollectiveOp::kAllReduce, activation_bytes,
+        tp_backward, par.tp, 1, "attention and MLP input gradients (and recompute)");
+  }
+
+  // CP (ring attention): each layer passes K and V around the ring (cp-1 steps); backward
+  // passes K, V and their gradients.
+  const double head_dim = double(m.hidden) / m.heads;
+  const double kv_local = std::max(1.0, double(m.kv_heads) / par.tp) * head_dim;
+  const double kv_bytes = 2 * s * w.micro_batch * kv_local * ab;
+  const double cp_steps = (par.cp - 1) * layers;
+  add(ParallelDim::kCp, CommPhase::kForward, CollectiveOp::kSendRecv, kv_bytes, cp_steps, par.cp,
+      par.tp, "ring attention K/V");
+  add(ParallelDim::kCp, CommPhase::kBackward, CollectiveOp::kSendRecv, 2 * kv_bytes, cp_steps,
+      par.cp, par.tp, "ring attention K/V and gradients");
+  if (full) {
+    add(ParallelDim::kCp, CommPhase::kBackward, CollectiveOp::kSendRecv, kv_bytes, cp_steps,
+        par.cp, par.tp, "ring attention K/V (recompute)");
+  }
+
+  // PP: one activation (forward) and one gradient (backward) per micro-batch and model chunk.
+  const double pp_bytes = activation_bytes / (par.sp ? par.tp : 1);
+  const int stage_stride = par.tp * par.cp * par.dp;
+  const double chunks = par.pp_schedule == PipelineSchedule::kInterleaved ? par.virtual_stages : 1;
+  add(ParallelDim::kPp, CommPhase::kForward, CollectiveOp::kSendRecv, pp_bytes, chunks, par.pp,
+      stage_stride, "stage-boundary activations");
+  add(ParallelDim::kPp, CommPhase::kBackward, CollectiveOp::kSendRecv, pp_bytes, chunks, par.pp,
+      stage_stride, "stage-boundary activation gradients");
+
+  // DP over the dp x cp ranks that hold the same weights.
+  const ParameterCount pc = count_parameters(m);
+  double stage_params = stage_parameters(w, pc, 0);
+  if (par.pp > 1) stage_params = std::max(stage_params, stage_parameters(w, pc, par.pp - 1));
+  const double grad_bytes = stage_params * params.gradient_reduce_bytes;
+  const double weight_bytes = stage_params * ab;
+  const int dp_size = par.dp * par.cp;
+  switch (par.zero) {
+    case 0:
+      add(ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllReduce, grad_bytes, 1, dp_size,
+          par.tp, "gradient all-reduce");
+      break;
+    case 1:
+    case 2:
+      add(ParallelDim::kDp, par.zero == 1 ? CommPhase::kStep : CommPhase::kBackward,
+          CollectiveOp::kReduceScatter, grad_bytes, 1, dp_size, par.tp,
+          "gradient reduce-scatter");
+      add(ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllGather, weight_bytes, 1, dp_size,
+          par.tp, "updated-parameter all-gather");
+      break;
+    default:
+      add(ParallelDim::kDp, CommPhase::kForward, CollectiveOp::kAllGather, weight_bytes, 1,
+          dp_size, par.tp, "ZeRO-3 parameter gather (forward)");
+      add(ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kAllGather, weight_bytes, 1,
+          dp_size, par.tp, "ZeRO-3 parameter gather (backward)");
+      add(ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kReduceScatter, grad_bytes, 1,
+          dp_size, par.tp, "ZeRO-3 gradient reduce-scatter");
+      break;
+  }
+  return calls;
+}
+
+}  // namespace clustersim::models

@@ -1,0 +1,140 @@
+// A decoder-only transformer's arithmetic: parameters, FLOPs per token, memory per GPU under
+// TP/SP/PP/DP/CP/ZeRO/recompute, and the collectives each parallel dimension issues per step.
+// Units: parameter counts, FLOPs, bytes. Pure functions of ModelSpec / WorkloadConfig; the
+// collectives are described here and timed by the step model with the collective model.
+// Sources: Narayanan et al. 2021 (Megatron-LM FLOPs), Korthikanti et al. 2022 (activation
+// memory, sequence parallelism, selective recompute), Rajbhandari et al. 2020 (ZeRO).
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "models/catalog.h"
+#include "models/collective_model.h"
+#include "models/scenario.h"
+
+namespace clustersim::models {
+
+// Weights by role. Biases are not counted (Llama has none; GPT-3's are ~0.01% of it).
+struct ParameterCount {
+  double embedding = 0;            // vocab x hidden (input)
+  double output_head = 0;          // vocab x hidden; 0 when tied to the embedding
+  double attention_per_layer = 0;  // Q, O: h x h; K, V: h x kv_heads * head_dim
+  double ffn_per_layer = 0;        // gated: 3 h x ffn; else 2
+  double norms_per_layer = 0;      // two norm weight vectors of h
+  double final_norm = 0;           // h
+  int layers = 0;
+
+  // The weights of one layer's matmuls (what 2 x params FLOPs per token multiplies).
+  double matmul_per_layer() const { return attention_per_layer + ffn_per_layer; }
+  double per_layer() const { return matmul_per_layer() + norms_per_layer; }
+  double total() const {
+    return embedding + output_head + layers * per_layer() + final_norm;
+  }
+};
+
+ParameterCount count_parameters(const ModelSpec& model);
+
+// Forward FLOPs per token of a sequence of seq_len tokens (the training figures follow).
+struct FlopsPerToken {
+  double dense_forward = 0;      // 2 x (layer matmul weights + the output head's vocab x hidden)
+  double attention_forward = 0;  // QK^T and AV: 4 s h per layer, halved when causal
+  double head_forward = 0;       // the part of dense_forward that is the output head: 2 V h
+
+  double forward() const { return dense_forward + attention_forward; }
+  // Model FLOPs of a training step per token: forward + backward (2x forward), no recompute.
+  // The MFU numerator (PaLM, Chowdhery et al. 2022, appendix B; the "6N" rule plus attention).
+  double training() const { return 3 * forward(); }
+};
+
+// causal = false counts full attention, as Narayanan et al. 2021's formula does.
+FlopsPerToken flops_per_token(const ModelSpec& model, int seq_len, bool causal = true);
+
+// Hardware FLOPs per token of a training step: model FLOPs plus what recomputation repeats:
+// full adds the forward of every layer (not the output head), selective adds the attention
+// forward (QK^T, softmax, AV: Korthikanti et al. 2022).
+double hardware_flops_per_token(const FlopsPerToken& flops, Recompute recompute);
+
+// Memory assumptions that the scenario does not spell out.
+struct MemoryParams {
+  // Flash attention keeps no s x s score matrix: drops the 5as/h term of Korthikanti et al.
+  // 2022 (as selective recomputation does). Megatron, TorchTitan and Llama 3 all use it.
+  bool flash_attention = true;
+  // Memory outside the model: CUDA context and cuBLAS workspace (~0.5-1 GiB), NCCL buffers
+  // (4 MiB NCCL_BUFFSIZE plus LL/LL128 buffers per channel per peer: ~0.6 GiB per communicator
+  // at 32 channels x 2 peers, and a job has 3-5: NCCL docs, env NCCL_BUFFSIZE), and the caching
+  // allocator's slack. An assumption; validate measures the real figure.
+  double framework_overhead_bytes = 3.0 * 1024 * 1024 * 1024;
+};
+
+// Peak memory of one GPU in the busiest pipeline stage, by kind, bytes.
+struct MemoryBreakdown {
+  double weights_bytes = 0;      // half-precision working weights (sharded under ZeRO-3)
+  double gradients_bytes = 0;    // (sharded under ZeRO-2/3)
+  double optimizer_bytes = 0;    // fp32 master weights + Adam moments (sharded under ZeRO-1+)
+  double activations_bytes = 0;  // stored for backward, all micro-batches in flight
+  double logits_bytes = 0;       // embedding output and fp32 logits of the loss
+  double gathered_weights_bytes = 0;  // ZeRO-3: current + prefetched layer, unsharded
+  double overhead_bytes = 0;     // MemoryParams::framework_overhead_bytes
+  double parameters = 0;         // parameters this GPU holds before ZeRO sharding
+  int stage = 0;                 // the pipeline stage (0-based) this breakdown is for
+  double total() const {
+    return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes +
+           logits_bytes + gathered_weights_bytes + overhead_bytes;
+  }
+};
+
+// Memory per GPU of the busiest stage (the first or the last). Mixed-precision Adam: 2 + 2 +
+// 12 bytes per parameter (Rajbhandari et al. 2020), 4 + 4 + 8 in fp32; ZeRO shards over dp x
+// cp. Activations per layer (Korthikanti et al. 2022, eq. 1-4): s b h (34 + 5 a s / h) bytes,
+// /t with TP+SP, 10 + 24/t without SP; flash attention or selective recompute drop the 5as/h
+// term; full recompute keeps 2 s b h (/t with SP) per layer plus one layer being recomputed;
+// s is seq_len / cp. Stage 0 holds pp micro-batches in flight under 1F1B (x (1 + (pp-1) /
+// (pp v)) interleaved), all m under GPipe. Logits: 4 s b V / t bytes (fp32) on the last stage.
+// REQUIRES: a workload the scenario loader accepted (divisibility checked there).
+MemoryBreakdown memory_per_gpu(const WorkloadConfig& workload, const MemoryParams& params = {});
+
+// Which parallel dimension a collective belongs to.
+enum class ParallelDim { kTp, kPp, kDp, kCp };
+std::string_view to_string(ParallelDim d);
+
+// When a collective runs: inside the forward or backward pass of each micro-batch (backward
+// includes the forward recomputation of full recompute), or once per optimizer step.
+enum class CommPhase { kForward, kBackward, kStep };
+
+// One kind of collective a GPU takes part in, with how many times per micro-batch (forward,
+// backward) or per step, on which group. size_bytes is nccl-tests' size column (the gathered
+// total for all_gather/reduce_scatter).
+struct CommCall {
+  ParallelDim dim = ParallelDim::kTp;
+  CommPhase phase = CommPhase::kForward;
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  double size_bytes = 0;
+  double count = 0;   // calls per micro-batch (forward/backward) or per step (kStep)
+  int group_size = 1;
+  int group_stride = 1;  // global-rank distance between group members (rank order tp, cp, dp, pp)
+  const char* what = "";  // "attention+MLP outputs", "ZeRO-3 parameter gather", ...
+};
+
+// Communication assumptions the scenario does not spell out.
+struct CommParams {
+  // Gradients are reduced in fp32: Megatron-LM forces it for bf16 (arguments.py,
+  // accumulate_allreduce_grads_in_fp32) and Llama 3 reduce-scatters in fp32 (sec. 3.3.2).
+  double gradient_reduce_bytes = 4;
+};
+
+// The collectives one GPU of the busiest stage issues per micro-batch / per step:
+// TP: per layer 2 all-reduces of s b h forward and 2 backward (with SP: 2 all-gathers + 2
+// reduce-scatters each way), repeated in the recompute forward; PP: one activation send per
+// micro-batch and model chunk each way, s b h / t with SP (Megatron's scatter/gather); DP over
+// dp x cp ranks: gradient all-reduce (ZeRO-0), reduce-scatter + parameter all-gather once per
+// step (ZeRO-1), reduce-scatter per micro-batch (ZeRO-2), and ZeRO-3's parameter all-gathers in
+// forward and backward of every micro-batch; CP: cp-1 ring steps of K and V per layer forward,
+// K, V and their gradients backward.
+std::vector<CommCall> communication_per_step(const WorkloadConfig& workload,
+                                             const CommParams& params = {});
+
+// Layers of the busiest stage: ceil(layers / pp).
+int layers_per_stage(const WorkloadConfig& workload);
+
+}  // namespace clustersim::models

@@ -1,0 +1,249 @@
+#include "models/transformer_model.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "models/units.h"
+
+using namespace clustersim::models;
+
+namespace {
+
+const ModelSpec& preset(const char* id) {
+  const ModelSpec* m = find_model(id);
+  REQUIRE(m != nullptr);
+  return *m;
+}
+
+// The seed's default job: Llama 2 70B on 32 H100, TP 8 + SP, DP 4, ZeRO-3, full recompute.
+WorkloadConfig llama2_70b_default() {
+  WorkloadConfig w;
+  w.model = preset("llama2-70b");
+  w.seq_len = 4096;
+  w.global_batch = 1024;
+  w.micro_batch = 1;
+  w.parallelism.tp = 8;
+  w.parallelism.dp = 4;
+  w.parallelism.sp = true;
+  w.parallelism.zero = 3;
+  w.parallelism.recompute = Recompute::kFull;
+  return w;
+}
+
+const CommCall* find_call(const std::vector<CommCall>& calls, ParallelDim dim, CommPhase phase,
+                          CollectiveOp op) {
+  for (const auto& c : calls) {
+    if (c.dim == dim && c.phase == phase && c.op == op) return &c;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_SUITE("models") {
+  // Published sizes: Llama 2 70B (Touvron et al. 2023: "70B"; Hugging Face config: 68.98B),
+  // GPT-3 175B (Brown et al. 2020), Llama 3 8B and 405B (Llama Team 2024).
+  TEST_CASE("transformer: parameter counts of the presets") {
+    CHECK(count_parameters(preset("llama2-70b")).total() == doctest::Approx(69.0e9).epsilon(0.01));
+    CHECK(count_parameters(preset("llama2-70b")).total() == doctest::Approx(70e9).epsilon(0.02));
+    CHECK(count_parameters(preset("gpt3-175b")).total() == doctest::Approx(175e9).epsilon(0.01));
+    CHECK(count_parameters(preset("llama3-8b")).total() == doctest::Approx(8.0e9).epsilon(0.01));
+    CHECK(count_parameters(preset("llama3-405b")).total() == doctest::Approx(405e9).epsilon(0.01));
+    CHECK(count_parameters(preset("llama2-7b")).total() == doctest::Approx(6.74e9).epsilon(0.01));
+    CHECK(count_parameters(preset("gpt2-124m")).total() == doctest::Approx(124e6).epsilon(0.02));
+  }
+
+  TEST_CASE("transformer: parameters by hand (Llama 2 70B, GQA, gated FFN)") {
+    const auto pc = count_parameters(preset("llama2-70b"));
+    // Q and O 8192^2 each; K and V 8192 x (8 kv heads x 128).
+    CHECK(pc.attention_per_layer == 2.0 * 8192 * 8192 + 2.0 * 8192 * 1024);
+    CHECK(pc.ffn_per_layer == 3.0 * 8192 * 28672);
+    CHECK(pc.embedding == 32000.0 * 8192);
+    CHECK(pc.output_head == 32000.0 * 8192);
+    CHECK(pc.total() == 68976648192.0);
+    // GPT-3 ties the head to the embedding and has a 2-matrix MLP: 12 h^2 per layer.
+    const auto g = count_parameters(preset("gpt3-175b"));
+    CHECK(g.output_head == 0);
+    CHECK(g.matmul_per_layer() == 12.0 * 12288 * 12288);
+  }
+
+  TEST_CASE("transformer: 6N FLOPs plus attention") {
+    const ModelSpec& m = preset("llama3-8b");
+    const auto pc = count_parameters(m);
+    const auto f = flops_per_token(m, 8192);
+    // Dense: 2 FLOPs per matmul weight per token forward; the embedding lookup is free.
+    const double n_matmul = pc.layers * pc.matmul_per_layer() + pc.output_head;
+    CHECK(f.dense_forward == doctest::Approx(2 * n_matmul));
+    CHECK(3 * f.dense_forward == doctest::Approx(6 * n_matmul));
+    // Causal attention: 4 s h per layer, halved.
+    CHECK(f.attention_forward == doctest::Approx(2.0 * 8192 * 4096 * 32));
+    CHECK(flops_per_token(m, 8192, false).attention_forward ==
+          doctest::Approx(2 * f.attention_forward));
+    CHECK(f.training() == doctest::Approx(3 * (f.dense_forward + f.attention_forward)));
+    // Recompute: full repeats the layers' forward, selective the attention core.
+    CHECK(hardware_flops_per_token(f, Recompute::kNone) == doctest::Approx(f.training()));
+    CHECK(hardware_flops_per_token(f, Recompute::kSelective) ==
+          doctest::Approx(f.training() + f.attention_forward));
+    CHECK(hardware_flops_per_token(f, Recompute::kFull) ==
+          doctest::Approx(4 * f.forward() - f.head_forward));
+  }
+
+  // Narayanan et al. 2021, eq. (3): a training iteration with full recomputation does
+  // 96 B s l h^2 (1 + s / (6h) + V / (16 l h)) FLOPs (full attention counted).
+  TEST_CASE("transformer: Megatron-LM's FLOPs formula for GPT-3") {
+    const ModelSpec& m = preset("gpt3-175b");
+    const double B = 1536, s = 2048, l = 96, h = 12288, V = 50257;
+    const auto f = flops_per_token(m, 2048, /*causal=*/false);
+    const double megatron = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+    CHECK(hardware_flops_per_token(f, Recompute::kFull) * B * s ==
+          doctest::Approx(megatron).epsilon(1e-9));
+    // Without recomputation: 72 B s l h^2 (1 + s / (6h) + V / (12 l h)).
+    const double model = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+    CHECK(f.training() * B * s == doctest::Approx(model).epsilon(1e-9));
+  }
+
+  TEST_CASE("transformer: memory of the default job by hand") {
+    const auto w = llama2_70b_default();
+    const auto mem = memory_per_gpu(w);
+    // 80 layers x (855,638,016 / 8 + 2 x 8192 norm) + embedding and head / 8 + final norm.
+    CHECK(mem.parameters == doctest::Approx(8623235072.0));
+    // ZeRO-3 over dp 4: 2 + 2 + 12 bytes per parameter, all sharded by 4.
+    CHECK(mem.weights_bytes == doctest::Approx(8623235072.0 * 2 / 4));
+    CHECK(mem.gradients_bytes == doctest::Approx(8623235072.0 * 2 / 4));
+    CHECK(mem.optimizer_bytes == doctest::Approx(8623235072.0 * 12 / 4));
+    // Full recompute with SP: 2 s b h / t per layer x 80, plus one layer's 34 s b h / t.
+    const double sbh = 4096.0 * 8192;
+    CHECK(mem.activations_bytes == doctest::Approx(80 * 2 * sbh / 8 + 34 * sbh / 8));
+    // Embedding output s b h / t, and 4 s b h / t (1 + V / h) for the logits.
+    CHECK(mem.logits_bytes == doctest::Approx(sbh / 8 + 4 * sbh / 8 * (1 + 32000.0 / 8192)));
+    // Two unsharded layers for ZeRO-3's gather and prefetch.
+    CHECK(mem.gathered_weights_bytes == doctest::Approx(2 * 855638016.0 / 8 * 2));
+    CHECK(mem.overhead_bytes == doctest::Approx(3 * kGiB));
+    CHECK(mem.total() < 80 * kGiB);
+  }
+
+  TEST_CASE("transformer: activation memory follows Korthikanti et al. 2022") {
+    auto w = llama2_70b_default();
+    w.parallelism.zero = 0;
+    w.parallelism.recompute = Recompute::kNone;
+    const double sbh = 4096.0 * 8192;
+    MemoryParams no_flash;
+    no_flash.flash_attention = false;
+    // TP + SP, no recompute, no flash: s b h (34 + 5 a s / h) / t per layer.
+    CHECK(memory_per_gpu(w, no_flash).activations_bytes ==
+          doctest::Approx(80 * sbh * (34 + 5.0 * 64 * 4096 / 8192) / 8));
+    // Flash attention (or selective recompute) drops the 5as/h term.
+    CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(80 * sbh * 34 / 8));
+    w.parallelism.recompute = Recompute::kSelective;
+    CHECK(memory_per_gpu(w, no_flash).activations_bytes == doctest::Approx(80 * sbh * 34 / 8));
+    // TP without SP: 10 + 24 / t.
+    w.parallelism.sp = false;
+    CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(80 * sbh * (10 + 24.0 / 8)));
+    // Context parallelism divides s.
+    w.parallelism.sp = true;
+    w.parallelism.cp = 2;
+    CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(80 * sbh / 2 * 34 / 8));
+  }
+
+  TEST_CASE("transformer: pipeline stages hold micro-batches in flight") {
+    auto w = llama2_70b_default();
+    w.parallelism.zero = 1;
+    w.parallelism.recompute = Recompute::kNone;
+    w.parallelism.pp = 4;
+    w.parallelism.dp = 1;
+    const double sbh = 4096.0 * 8192;
+    const double per_layer = sbh * 34 / 8;
+    // 1F1B: stage 0 holds pp = 4 micro-batches of its 20 layers (all 80 layers' worth).
+    CHECK(layers_per_stage(w) == 20);
+    auto one_f = memory_per_gpu(w);
+    CHECK(one_f.stage == 0);
+    CHECK(one_f.activations_bytes == doctest::Approx(4 * 20 * per_layer));
+    // Interleaved with 2 chunks: x (1 + (p-1)/(p v)) = 1.375.
+    w.parallelism.pp_schedule = PipelineSchedule::kInterleaved;
+    w.parallelism.virtual_stages = 2;
+    CHECK(memory_per_gpu(w).activations_bytes ==
+          doctest::Approx(1.375 * 4 * 20 * per_layer));
+    // GPipe: all 1024 micro-batches.
+    w.parallelism.pp_schedule = PipelineSchedule::kGpipe;
+    CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(1024 * 20 * per_layer));
+  }
+
+  TEST_CASE("transformer: ZeRO stages shard more") {
+    auto w = llama2_70b_default();
+    w.parallelism.recompute = Recompute::kFull;
+    double previous = 1e30;
+    for (int zero : {0, 1, 2, 3}) {
+      w.parallelism.zero = zero;
+      const double total = memory_per_gpu(w).total();
+      CHECK(total < previous);
+      previous = total;
+    }
+    w.parallelism.zero = 0;
+    const auto z0 = memory_per_gpu(w);
+    CHECK(z0.weights_bytes + z0.gradients_bytes + z0.optimizer_bytes ==
+          doctest::Approx(16 * z0.parameters));
+  }
+
+  TEST_CASE("transformer: communication of the default job") {
+    const auto w = llama2_70b_default();
+    const auto calls = communication_per_step(w);
+    const double act = 4096.0 * 8192 * 2;  // s b h in bf16
+    // SP: 2 all-gathers per layer forward, 4 backward (2 + 2 in the recompute).
+    auto ag_fwd = find_call(calls, ParallelDim::kTp, CommPhase::kForward, CollectiveOp::kAllGather);
+    REQUIRE(ag_fwd != nullptr);
+    CHECK(ag_fwd->size_bytes == doctest::Approx(act));
+    CHECK(ag_fwd->count == 160);
+    CHECK(ag_fwd->group_size == 8);
+    auto rs_bwd =
+        find_call(calls, ParallelDim::kTp, CommPhase::kBackward, CollectiveOp::kReduceScatter);
+    REQUIRE(rs_bwd != nullptr);
+    CHECK(rs_bwd->count == 320);
+    // ZeRO-3 over dp 4, stride tp 8: parameter gathers both ways, fp32 gradient reduce-scatter.
+    auto gather =
+        find_call(calls, ParallelDim::kDp, CommPhase::kForward, CollectiveOp::kAllGather);
+    REQUIRE(gather != nullptr);
+    CHECK(gather->size_bytes == doctest::Approx(8623235072.0 * 2));
+    CHECK(gather->group_size == 4);
+    CHECK(gather->group_stride == 8);
+    auto rs = find_call(calls, ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kReduceScatter);
+    REQUIRE(rs != nullptr);
+    CHECK(rs->size_bytes == doctest::Approx(8623235072.0 * 4));
+    // No PP or CP traffic.
+    for (const auto& c : calls) {
+      CHECK(c.dim != ParallelDim::kPp);
+      CHECK(c.dim != ParallelDim::kCp);
+    }
+  }
+
+  TEST_CASE("transformer: communication of PP, CP and plain DP") {
+    auto w = llama2_70b_default();
+    w.parallelism.sp = false;
+    w.parallelism.zero = 0;
+    w.parallelism.recompute = Recompute::kNone;
+    w.parallelism.pp = 4;
+    w.parallelism.cp = 2;
+    w.parallelism.dp = 1;
+    const auto calls = communication_per_step(w);
+    const double act = 2048.0 * 8192 * 2;  // s / cp
+    auto ar = find_call(calls, ParallelDim::kTp, CommPhase::kForward, CollectiveOp::kAllReduce);
+    REQUIRE(ar != nullptr);
+    CHECK(ar->size_bytes == doctest::Approx(act));
+    CHECK(ar->count == 2 * 20);
+    auto pp = find_call(calls, ParallelDim::kPp, CommPhase::kForward, CollectiveOp::kSendRecv);
+    REQUIRE(pp != nullptr);
+    CHECK(pp->size_bytes == doctest::Approx(act));  // no SP: the whole s b h
+    CHECK(pp->group_stride == 8 * 2 * 1);
+    // CP: K and V of the local kv heads (8 / 8 = 1 head of 128) for s / cp tokens, cp-1 steps
+    // per layer.
+    auto cp = find_call(calls, ParallelDim::kCp, CommPhase::kForward, CollectiveOp::kSendRecv);
+    REQUIRE(cp != nullptr);
+    CHECK(cp->size_bytes == doctest::Approx(2 * 2048.0 * 128 * 2));
+    CHECK(cp->count == 20);
+    // Gradients all-reduced over dp x cp = 2 ranks once per step.
+    auto dp = find_call(calls, ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllReduce);
+    REQUIRE(dp != nullptr);
+    CHECK(dp->group_size == 2);
+    CHECK(dp->count == 1);
+  }
+}
