@@ -1,0 +1,149 @@
+#include "validate/measurement.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "validate/measurement_writer.h"
+
+using namespace clustersim::validate;
+
+namespace {
+
+Measurement sample() {
+  Measurement m;
+  m.tool = "clustersim validate";
+  m.run.command_line = {"clustersim", "validate", "-e", "1G"};
+  m.run.environment["NCCL_NVLS_ENABLE"] = "0";
+  m.run.world_size = 2;
+  HostInfo h;
+  h.hostname = "node1";
+  h.ranks = {0, 1};
+  m.hosts.push_back(h);
+  GpuInfo g;
+  g.name = "NVIDIA H200";
+  g.pci.vendor_id = 0x10de;
+  g.pci.device_id = 0x2335;
+  g.pci.nvml_pci_device_id = 0x233510DE;
+  g.memory_bytes = 150754820096ull;
+  g.ecc.volatile_corrected = 0;
+  g.throttle_reasons_during_burn = {"sw_power_cap"};
+  m.gpus.push_back(g);
+  CollectiveRow r;
+  r.op = "all_reduce";
+  r.ranks = 2;
+  r.size_bytes = 8589934592ull;
+  r.count = 2147483648ull;
+  r.type = "float";
+  r.redop = "sum";
+  r.out_of_place = {23000.5, 373.5, 373.5, 0};
+  r.in_place = {23100.25, 371.8, 371.8, 0};
+  m.collectives.push_back(r);
+  m.gemm.push_back({1, "bf16", 8192, 8192, 8192, true, 30.0, 1000, 700.5, 650.25});
+  m.bandwidth.push_back({0, "p2p", 1, 1u << 30, 380.0});
+  m.transports.push_back({0, 1, "P2P", "P2P/CUMEM/read", 24});
+  m.errors.push_back({"attention", "kernel failed"});
+  return m;
+}
+
+std::string temp_dir() {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("clustersim_measure_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+}  // namespace
+
+TEST_SUITE("validate") {
+  TEST_CASE("measurement JSON round-trips every section") {
+    const Measurement m = sample();
+    const std::string text = to_json_text(m);
+    CHECK(text.find("\"schema\": \"clustersim.measurements/1\"") != std::string::npos);
+    CHECK(text.find("\"device_id\": \"0x2335\"") != std::string::npos);
+    CHECK(text.find("\"nvml_pci_device_id\": \"0x233510de\"") != std::string::npos);
+    auto back = parse_measurement(text, "t.json");
+    REQUIRE(back.ok());
+    CHECK(to_json_text(*back) == text);
+    CHECK(back->gpus[0].pci.nvml_pci_device_id == 0x233510DEu);
+    CHECK(back->collectives[0].size_bytes == 8589934592ull);
+    CHECK(back->collectives[0].in_place.time_us == doctest::Approx(23100.25));
+    CHECK(back->gemm[0].tflops_min == doctest::Approx(650.25));
+    CHECK(back->run.environment.at("NCCL_NVLS_ENABLE") == "0");
+  }
+
+  TEST_CASE("parse errors name the file and the JSON path") {
+    auto bad_json = parse_measurement("{\"schema\": ", "x.json");
+    REQUIRE_FALSE(bad_json.ok());
+    CHECK(bad_json.message().find("x.json: not valid JSON") == 0);
+    auto no_schema = parse_measurement("{}", "x.json");
+    CHECK(no_schema.message().find("no \"schema\"") != std::string::npos);
+    auto other = parse_measurement("{\"schema\": \"clustersim.measurements/9\"}", "x.json");
+    CHECK(other.message().find("not the supported") != std::string::npos);
+    auto wrong_type = parse_measurement(
+        "{\"schema\": \"clustersim.measurements/1\", \"collectives\": "
+        "[{\"op\": \"all_reduce\", \"size_bytes\": \"big\"}]}",
+        "x.json");
+    REQUIRE_FALSE(wrong_type.ok());
+    CHECK(wrong_type.message() ==
+          "x.json: $.collectives[0].size_bytes: expected an integer, got \"big\"");
+    auto negative = parse_measurement(
+        "{\"schema\": \"clustersim.measurements/1\", \"gpus\": [{\"memory_bytes\": -1}]}", "x");
+    CHECK(negative.message().find("$.gpus[0].memory_bytes: expected a non-negative") !=
+          std::string::npos);
+    auto bad_hex = parse_measurement(
+        "{\"schema\": \"clustersim.measurements/1\", \"gpus\": [{\"pci\": {\"device_id\": "
+        "\"2335\"}}]}",
+        "x");
+    CHECK(bad_hex.message().find("$.gpus[0].pci.device_id: expected a hex string") !=
+          std::string::npos);
+  }
+
+  TEST_CASE("a partial file is valid JSON after every checkpoint; finish renames it") {
+    const std::string dir = temp_dir();
+    const std::string path = dir + "/m.json";
+    MeasurementWriter w(path);
+    Measurement m = sample();
+    REQUIRE(w.checkpoint(m).ok());
+    auto partial = read_measurement_file(w.partial_path());
+    REQUIRE(partial.ok());
+    CHECK_FALSE(partial->complete);
+    CHECK_FALSE(std::filesystem::exists(path));
+    m.collectives.push_back(m.collectives[0]);
+    REQUIRE(w.checkpoint(m).ok());
+    CHECK(read_measurement_file(w.partial_path())->collectives.size() == 2);
+    REQUIRE(w.finish(m).ok());
+    CHECK_FALSE(std::filesystem::exists(w.partial_path()));
+    auto final_file = read_measurement_file(path);
+    REQUIRE(final_file.ok());
+    CHECK(final_file->complete);
+    // No temporary files are left behind.
+    int files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
+    CHECK(files == 1);
+    std::filesystem::remove_all(dir);
+  }
+
+  TEST_CASE("writing into a missing directory fails naming the path") {
+    auto s = write_file_atomically("/nonexistent-dir-clustersim/m.json", "{}");
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.message().find("/nonexistent-dir-clustersim/m.json.tmp.") == 0);
+    CHECK(s.message().find("cannot create") != std::string::npos);
+  }
+
+  TEST_CASE("rank parts merge by host") {
+    Measurement into;
+    Measurement a = sample();
+    Measurement b = sample();
+    b.hosts[0].ranks = {2, 3};
+    append_rank_parts(into, a);
+    append_rank_parts(into, b);
+    REQUIRE(into.hosts.size() == 1);
+    CHECK(into.hosts[0].ranks == std::vector<int>{0, 1, 2, 3});
+    CHECK(into.gpus.size() == 2);
+    CHECK(into.collectives.empty());  // rows belong to rank 0 only
+  }
+}
