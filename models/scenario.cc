@@ -148,6 +148,14 @@ std::string child(const std::string& path, std::string_view key) {
   return path.empty() ? std::string(key) : path + "." + std::string(key);
 }
 
+// What a node holds, for "expected X, got Y".
+std::string describe(const YAML::Node& node) {
+  if (node.IsScalar()) return "'" + node.Scalar() + "'";
+  if (node.IsMap()) return "a map";
+  if (node.IsSequence()) return "a list";
+  return "nothing";
+}
+
 // Parses a plain decimal number (no unit), the whole text.
 std::optional<double> plain_number(std::string_view text) {
   double v = 0;
@@ -272,7 +280,9 @@ class Loader {
     return false;
   }
   bool fail(const YAML::Node& node, const std::string& path, const std::string& what) {
-    return fail_at(node.IsDefined() ? node.Mark() : YAML::Mark::null_mark(), path, what);
+    // An empty value ("gpu:") carries the position of whatever follows it: cite its key.
+    const bool has_mark = node.IsDefined() && !node.IsNull();
+    return fail_at(has_mark ? node.Mark() : YAML::Mark::null_mark(), path, what);
   }
   // For checks across keys: cites where `path` was given (or the file when it was defaulted).
   bool fail_key(const std::string& path, const std::string& what) {
@@ -283,7 +293,7 @@ class Loader {
   // typo) and records where each key was given.
   bool open_map(const YAML::Node& node, const std::string& path, Keys allowed) {
     if (!node.IsMap()) {
-      return fail(node, path, "expected a map with keys " + join(allowed));
+      return fail(node, path, "expected a map with keys " + join(allowed) + ", got " + describe(node));
     }
     std::set<std::string> seen;
     for (const auto& entry : node) {
@@ -310,8 +320,7 @@ class Loader {
       *out = node.Scalar();
       return true;
     }
-    const char* got = node.IsMap() ? "a map" : node.IsSequence() ? "a list" : "nothing";
-    return fail(node, path, "expected " + std::string(expected) + ", got " + got);
+    return fail(node, path, "expected " + std::string(expected) + ", got " + describe(node));
   }
 
   // --- typed readers: absent keys leave *out unchanged and return true ---
@@ -437,12 +446,14 @@ class Loader {
     *given = v.IsDefined();
     if (!v.IsDefined()) return true;
     const std::string p = child(path, key);
-    YAML::Node base_node = v;
     if (v.IsMap()) {
       std::vector<std::string_view> allowed{"base"};
       for (const auto& f : fields) allowed.push_back(f.key);
       if (!open_map(v, p, allowed)) return false;
-      base_node = v["base"];
+    }
+    // Never assign one YAML::Node to another: yaml-cpp's operator= writes through to the tree.
+    const YAML::Node base_node = v.IsMap() ? v["base"] : v;
+    if (v.IsMap()) {
       if (!base_node.IsDefined()) {
         return fail(v, p, "an override map needs 'base: <" + std::string(kind) +
                               " id>' (known: " + known() + ")");
@@ -889,13 +900,14 @@ bool Loader::check_combinations() {
 }
 
 Result<Scenario> Loader::load(std::string_view text) {
-  YAML::Node root;
+  std::optional<YAML::Node> parsed;
   try {
-    root = YAML::Load(std::string(text));
+    parsed.emplace(YAML::Load(std::string(text)));
   } catch (const YAML::Exception& e) {
     fail_at(e.mark, "", "YAML syntax error: " + e.msg);
     return *error_;
   }
+  const YAML::Node& root = *parsed;
   try {
     if (!root.IsDefined() || root.IsNull()) {
       fail_at(YAML::Mark::null_mark(), "", "empty scenario (expected a map with cluster and workload)");

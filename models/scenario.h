@@ -135,7 +135,23 @@ struct Scenario {
   std::string where(const std::string& key_path) const;
 };
 
-// Loads and validates a scenario file.
+// Loads and validates a scenario file. Besides each key's own type, unit and range, loading
+// checks the keys against each other (each error cites the key to change):
+//   - tp x pp x dp x cp == nodes x gpus_per_node; tp <= gpus_per_node and divides it;
+//   - heads % tp == 0; kv_heads divides heads and either kv_heads % tp == 0 or tp % kv_heads == 0
+//     (KV heads then replicated); hidden % heads == 0;
+//   - layers % (pp x virtual_stages) == 0, or (layers + 2) % (pp x virtual_stages) == 0 (Llama 3's
+//     layout: embedding and output head take a layer slot in the first and last stage);
+//   - global_batch % (dp x micro_batch) == 0; interleaved: pp >= 2 and micro-batches % pp == 0;
+//     virtual_stages > 1 only with interleaved;
+//   - cp > 1: seq_len % (2 x cp) == 0 (two chunks per rank for causal load balance); sp with
+//     tp > 1: (seq_len / cp) % tp == 0;
+//   - nodes > 1 needs nics_per_node >= 1 and a nic; a named switch must carry the NIC (same
+//     medium, port >= line rate); in_network_reduction needs an IB NIC and a SHARP switch;
+//   - tiers (2 or 3) only for fat-tree / rail-optimized; leaves, spines, uplinks_per_leaf only
+//     for leaf-spine; oversubscription >= 1; zero in 0..3; the GPU has a peak at the precision.
+// Whether the fabric can be built from the given switches (ports, radix) is the topology
+// builder's check, and whether the job fits in memory the planner's.
 Result<Scenario> load_scenario_file(const std::string& path);
 // Same, from text already in memory; `origin` names it in messages (a path or "<embedded>").
 Result<Scenario> load_scenario_text(std::string_view yaml_text, const std::string& origin);

@@ -1,0 +1,457 @@
+// Scenario loading: every shipped file loads; each class of bad input gives one message that
+// names file:line:col and the key path.
+#include "models/scenario.h"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace clustersim::models {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A small valid scenario; tests swap one line, so line numbers below refer to this text.
+constexpr const char* kBase =
+    "name: t\n"                    // 1
+    "cluster:\n"                   // 2
+    "  nodes: 2\n"                 // 3
+    "  node:\n"                    // 4
+    "    gpu: h100-sxm\n"          // 5
+    "    gpus_per_node: 8\n"       // 6
+    "    nics_per_node: 8\n"       // 7
+    "    nic: ib-ndr\n"            // 8
+    "  fabric:\n"                  // 9
+    "    topology: fat-tree\n"     // 10
+    "workload:\n"                  // 11
+    "  model: llama2-70b\n"        // 12
+    "  global_batch: 64\n"         // 13
+    "  parallelism:\n"             // 14
+    "    tp: 8\n"                  // 15
+    "    dp: 2\n";                 // 16
+
+// kBase with the line `from` (whole line, without newline) replaced by `to` (may span lines).
+std::string with(const std::string& from, const std::string& to) {
+  std::string s = kBase;
+  const auto at = s.find(from + "\n");
+  REQUIRE_MESSAGE(at != std::string::npos, from);
+  s.replace(at, from.size(), to);
+  return s;
+}
+
+Result<Scenario> load(const std::string& text) { return load_scenario_text(text, "t.yaml"); }
+
+// The error message of loading `text`; fails the test when it loads.
+std::string error_of(const std::string& text) {
+  auto r = load(text);
+  REQUIRE_FALSE_MESSAGE(r.ok(), "expected an error for:\n" << text);
+  return r.message();
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
+// Checks that `text` starts with `prefix`, showing the whole text when it does not.
+#define CHECK_PREFIX(text, prefix)                           \
+  do {                                                       \
+    const std::string text_ = (text);                        \
+    CHECK_MESSAGE(starts_with(text_, prefix), text_);        \
+  } while (0)
+
+TEST_SUITE("models") {
+  TEST_CASE("every scenario shipped in scenarios/ and scenarios/seed/ loads") {
+    int files = 0;
+    for (const char* dir : {"scenarios", "scenarios/seed"}) {
+      for (const auto& e : fs::directory_iterator(fs::path(CLUSTERSIM_SOURCE_DIR) / dir)) {
+        if (e.path().extension() != ".yaml") continue;
+        CAPTURE(e.path().string());
+        auto r = load_scenario_file(e.path().string());
+        CHECK_MESSAGE(r.ok(), (r.ok() ? std::string() : r.message()));
+        if (r.ok()) {
+          CHECK(r->workload.parallelism.gpus() == r->cluster.total_gpus());
+          CHECK(r->cluster.node.gpu.bf16_flops > 0);
+          ++files;
+        }
+      }
+    }
+    CHECK(files >= 17);
+  }
+
+  TEST_CASE("the default scenario loads with SI units and key locations") {
+    const std::string path = std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/default.yaml";
+    auto r = load_scenario_file(path);
+    REQUIRE_MESSAGE(r.ok(), (r.ok() ? std::string() : r.message()));
+    const Scenario& s = *r;
+    CHECK(s.name == "llama2-70b-on-32-h100");
+    CHECK(s.cluster.total_gpus() == 32);
+    CHECK(s.cluster.node.gpu.id == "h100-sxm");
+    CHECK(s.cluster.node.nic.id == "ib-ndr");
+    CHECK(s.cluster.node.injection_Bps() == doctest::Approx(8 * 50e9));
+    CHECK(s.cluster.node.scale_up.per_gpu_Bps == doctest::Approx(450e9));
+    CHECK(s.cluster.fabric.switch_spec.id == "quantum-2-qm9700");
+    CHECK(s.cluster.fabric.switch_radix == 64);
+    CHECK(s.cluster.storage.write_Bps == doctest::Approx(50e9));
+    CHECK(s.workload.model.layers == 80);
+    CHECK(s.workload.parallelism.zero == 3);
+    CHECK(s.workload.parallelism.recompute == Recompute::kFull);
+    CHECK(s.workload.parallelism.sp);
+    CHECK(s.workload.micro_batches_per_step() == 256);
+    CHECK(s.workload.tokens_per_step() == doctest::Approx(1024.0 * 4096));
+    CHECK(s.workload.train_tokens == doctest::Approx(2e12));
+    CHECK(s.cost.gpu_hour_usd == doctest::Approx(2.5));
+    CHECK(s.reliability.gpu_mtbf_s == doctest::Approx(50000.0 * 3600));
+    // default.yaml: line 17 is "    switch_radix: 64" (4 spaces in).
+    CHECK(s.where("cluster.fabric.switch_radix") == path + ":17:5: cluster.fabric.switch_radix");
+    CHECK(s.where("cluster.fabric.leaves") == path + ": cluster.fabric.leaves");
+  }
+
+  TEST_CASE("the base text loads, with defaults filled in") {
+    auto r = load(kBase);
+    REQUIRE_MESSAGE(r.ok(), (r.ok() ? std::string() : r.message()));
+    CHECK(r->cluster.node.scale_up.id == "nvlink4");  // default from sm_90
+    CHECK(r->cluster.fabric.switch_spec.id == "quantum-2-qm9700");
+    CHECK(r->cluster.fabric.switch_radix == 64);
+    CHECK(r->workload.seq_len == 4096);
+    CHECK(r->path == "t.yaml");
+    CHECK(r->locations.at("cluster.node.gpu").to_string() == "t.yaml:5:5");
+    CHECK(r->locations.at("workload.parallelism.dp").line == 16);
+  }
+
+  TEST_CASE("unknown key: location, path and the nearest valid key") {
+    const std::string m = error_of(with("    gpus_per_node: 8", "    gpus_per_nod: 8"));
+    CHECK_PREFIX(m, "t.yaml:6:5: cluster.node.gpus_per_nod: unknown key");
+    CHECK(m.find("did you mean 'gpus_per_node'?") != std::string::npos);
+    const std::string top = error_of(std::string(kBase) + "costs:\n  gpu_hour: 2\n");
+    CHECK_PREFIX(top, "t.yaml:17:1: costs: unknown key (did you mean 'cost'?");
+    // Far from every key: no suggestion, the known keys instead.
+    const std::string far = error_of(with("    dp: 2", "    dp: 2\n    banana: 1"));
+    CHECK_PREFIX(far, "t.yaml:17:5: workload.parallelism.banana: unknown key (known: tp,");
+  }
+
+  TEST_CASE("wrong types name what was expected") {
+    CHECK_PREFIX(error_of(with("  nodes: 2", "  nodes: [1, 2]")),
+                      "t.yaml:3:10: cluster.nodes: expected a whole number, got a list");
+    CHECK_PREFIX(error_of(with("  nodes: 2", "  nodes: 2.5")),
+                      "t.yaml:3:10: cluster.nodes: '2.5' is not a whole number");
+    CHECK_PREFIX(error_of(with("  nodes: 2", "  nodes: two")),
+                      "t.yaml:3:10: cluster.nodes: 'two' is not a count");
+    CHECK_PREFIX(error_of(std::string(kBase) + "cost: 3\n"),
+                 "t.yaml:17:7: cost: expected a map with keys gpu_hour, got");
+    // An empty value is cited at its key, not at whatever follows it.
+    CHECK_PREFIX(error_of(with("    gpu: h100-sxm", "    gpu:")),
+                 "t.yaml:5:5: cluster.node.gpu: expected a catalog id or a map with 'base:', got "
+                 "nothing");
+    CHECK_PREFIX(error_of(with("    topology: fat-tree", "    topology: {a: 1}")),
+                 "t.yaml:10:15: cluster.fabric.topology: expected a name, got a map");
+    CHECK_PREFIX(error_of(with("    tp: 8", "    tp: 8\n    sp: maybe")),
+                      "t.yaml:16:9: workload.parallelism.sp: expected true or false, got 'maybe'");
+  }
+
+  TEST_CASE("bandwidths, sizes and times need units") {
+    const std::string m =
+        error_of(with("    topology: fat-tree", "    topology: fat-tree\n  storage:\n"
+                                                 "    write_bandwidth: 50"));
+    CHECK_PREFIX(m, "t.yaml:12:22: cluster.storage.write_bandwidth: '50' has no unit");
+    CHECK_PREFIX(error_of(std::string(kBase) + "reliability:\n  gpu_mtbf: 50000\n"),
+                      "t.yaml:18:13: reliability.gpu_mtbf: '50000' has no unit");
+    CHECK_PREFIX(error_of(with("    gpu: h100-sxm", "    gpu: {base: h100-sxm, hbm: 96}")),
+                      "t.yaml:5:32: cluster.node.gpu.hbm: '96' has no unit");
+    // With units they load, in SI.
+    auto r = load(std::string(kBase) + "reliability:\n  gpu_mtbf: 50000h\n  restart_time: 10min\n");
+    REQUIRE(r.ok());
+    CHECK(r->reliability.gpu_mtbf_s == doctest::Approx(1.8e8));
+    CHECK(r->reliability.restart_s == doctest::Approx(600));
+  }
+
+  TEST_CASE("unknown catalog ids list the known ones") {
+    const std::string m = error_of(with("    gpu: h100-sxm", "    gpu: h100"));
+    CHECK_PREFIX(m, "t.yaml:5:10: cluster.node.gpu: unknown gpu 'h100' (");
+    CHECK(m.find("known: a100-sxm-40gb, a100-sxm-80gb") != std::string::npos);
+    const std::string nic = error_of(with("    nic: ib-ndr", "    nic: ib-nrd"));
+    CHECK_PREFIX(nic, "t.yaml:8:10: cluster.node.nic: unknown nic 'ib-nrd' (did you mean "
+                           "'ib-ndr'?");
+    CHECK_PREFIX(error_of(with("  model: llama2-70b", "  model: llama-2-70b")),
+                      "t.yaml:12:10: workload.model: unknown model 'llama-2-70b' (did you mean "
+                      "'llama2-70b'?");
+    CHECK_PREFIX(error_of(with("    topology: fat-tree", "    topology: fat_tree")),
+                      "t.yaml:10:15: cluster.fabric.topology: unknown value 'fat_tree' (did you "
+                      "mean 'fat-tree'?");
+  }
+
+  TEST_CASE("a gpu map overrides catalog fields") {
+    auto r = load(with("    gpu: h100-sxm",
+                       "    gpu: {base: h100-sxm, bf16: 900TFLOP/s, hbm: 96GiB, "
+                       "hbm_bandwidth: 3TB/s, name: custom}"));
+    REQUIRE_MESSAGE(r.ok(), (r.ok() ? std::string() : r.message()));
+    const GpuSpec& g = r->cluster.node.gpu;
+    CHECK(g.id == "h100-sxm");
+    CHECK(g.name == "custom");
+    CHECK(g.bf16_flops == doctest::Approx(900e12));
+    CHECK(g.hbm_bytes == doctest::Approx(96 * 1024.0 * 1024 * 1024));
+    CHECK(g.hbm_Bps == doctest::Approx(3e12));
+    CHECK(g.fp8_flops == doctest::Approx(1979e12));  // untouched
+    CHECK(g.source.find("overridden by t.yaml: name, bf16, hbm, hbm_bandwidth") !=
+          std::string::npos);
+    CHECK(r->locations.count("cluster.node.gpu.bf16") == 1);
+    CHECK_PREFIX(error_of(with("    gpu: h100-sxm", "    gpu: {bf16: 900TFLOP/s}")),
+                      "t.yaml:5:10: cluster.node.gpu: an override map needs 'base: <gpu id>'");
+    CHECK_PREFIX(error_of(with("    gpu: h100-sxm", "    gpu: {base: h100-sxm, bf61: 1}")),
+                      "t.yaml:5:27: cluster.node.gpu.bf61: unknown key (did you mean 'bf16'?");
+    // NIC overrides, e.g. a calibrated efficiency.
+    auto n = load(with("    nic: ib-ndr", "    nic: {base: ib-ndr, efficiency: 0.9, latency: 2us}"));
+    REQUIRE(n.ok());
+    CHECK(n->cluster.node.nic.protocol_efficiency == doctest::Approx(0.9));
+    CHECK(n->cluster.node.nic.latency_s == doctest::Approx(2e-6));
+    CHECK_PREFIX(error_of(with("    nic: ib-ndr", "    nic: {base: ib-ndr, efficiency: 1.5}")),
+                      "t.yaml:8:37: cluster.node.nic.efficiency: expected a fraction between 0 "
+                      "and 1");
+  }
+
+  TEST_CASE("tp x pp x dp x cp must equal the GPU count") {
+    const std::string m = error_of(with("    dp: 2", "    dp: 4"));
+    CHECK_PREFIX(m, "t.yaml:14:3: workload.parallelism: tp 8 x pp 1 x dp 4 x cp 1 = 32 GPUs, "
+                         "but the cluster has 16 (2 nodes x 8 gpus_per_node)");
+  }
+
+  TEST_CASE("tensor parallelism stays inside a node") {
+    // 2 nodes x 4 GPUs, tp 8 x dp 1 = 8: the product is right, the TP group is not.
+    std::string s = with("    gpus_per_node: 8", "    gpus_per_node: 4");
+    s.replace(s.find("    dp: 2"), 9, "    dp: 1");
+    CHECK_PREFIX(error_of(s), "t.yaml:15:5: workload.parallelism.tp: tp 8 exceeds "
+                                   "gpus_per_node 4");
+    // 2 nodes x 6 GPUs, tp 4 x dp 3 = 12: a TP group would straddle two nodes.
+    std::string straddle = with("    gpus_per_node: 8", "    gpus_per_node: 6");
+    straddle.replace(straddle.find("    tp: 8"), 9, "    tp: 4");
+    straddle.replace(straddle.find("    dp: 2"), 9, "    dp: 3");
+    straddle.replace(straddle.find("  global_batch: 64"), 18, "  global_batch: 63");
+    CHECK_PREFIX(error_of(straddle), "t.yaml:15:5: workload.parallelism.tp: tp 4 does not "
+                                          "divide gpus_per_node 6");
+  }
+
+  TEST_CASE("global batch divisible by dp x micro_batch") {
+    CHECK_PREFIX(error_of(with("  global_batch: 64", "  global_batch: 63")),
+                      "t.yaml:13:3: workload.global_batch: global_batch 63 is not divisible by "
+                      "dp 2 x micro_batch 1 = 2");
+    CHECK_PREFIX(
+        error_of(with("  global_batch: 64", "  global_batch: 64\n  micro_batch: 3")),
+        "t.yaml:13:3: workload.global_batch: global_batch 64 is not divisible by dp 2 x "
+        "micro_batch 3 = 6");
+  }
+
+  TEST_CASE("layers divisible by pipeline stages (x virtual stages), or Llama 3's layout") {
+    // llama2-70b has 80 layers; 2 nodes x 8: tp 8, pp 2, dp 1.
+    std::string s = with("    dp: 2", "    dp: 1\n    pp: 2");
+    CHECK(load(s).ok());
+    std::string v = with("    dp: 2", "    dp: 1\n    pp: 2\n    pp_schedule: interleaved\n"
+                                     "    virtual_stages: 3");
+    CHECK_PREFIX(error_of(v), "t.yaml:17:5: workload.parallelism.pp: layers 80 are not "
+                                   "divisible by pp 2 x virtual_stages 3");
+    // 126 layers on 16 stages: Llama 3 405B's balanced layout, (126 + 2) / 16 = 8.
+    std::string l3 = with("  model: llama2-70b", "  model: llama2-70b\n  layers: 126");
+    l3.replace(l3.find("  nodes: 2"), 10, "  nodes: 16");
+    l3.replace(l3.find("    dp: 2"), 9, "    dp: 1\n    pp: 16");
+    auto r = load(l3);
+    REQUIRE_MESSAGE(r.ok(), (r.ok() ? std::string() : r.message()));
+    CHECK(r->workload.model.layers == 126);
+    CHECK(r->workload.model.name == "Llama 2 70B (modified)");
+    l3.replace(l3.find("  layers: 126"), 13, "  layers: 125");
+    CHECK_PREFIX(error_of(l3), "t.yaml:18:5: workload.parallelism.pp: layers 125 are not "
+                                    "divisible by pp 16");
+  }
+
+  TEST_CASE("attention heads and KV heads split over tensor parallelism") {
+    // 12 heads (gpt2) on tp 8.
+    CHECK_PREFIX(error_of(with("  model: llama2-70b", "  model: gpt2-124m")),
+                      "t.yaml:15:5: workload.parallelism.tp: heads 12 are not divisible by tp 8");
+    // 64 heads, 16 KV heads on tp 8: 2 KV heads per rank, fine; 8 KV heads on tp 8: 1 each;
+    // 4 KV heads on tp 8: each replicated twice, fine; 6 KV heads: neither divides.
+    for (const char* kv : {"16", "8", "4", "2", "1"}) {
+      CAPTURE(kv);
+      CHECK(load(with("  model: llama2-70b", std::string("  model: llama2-70b\n  kv_heads: ") +
+                                                 kv)).ok());
+    }
+    const std::string m =
+        error_of(with("  model: llama2-70b", "  model: llama2-70b\n  heads: 96\n  kv_heads: 12\n"
+                                             "  hidden: 12288"));
+    CHECK_PREFIX(m, "t.yaml:18:5: workload.parallelism.tp: kv_heads 12 and tp 8");
+    CHECK_PREFIX(error_of(with("  model: llama2-70b", "  model: llama2-70b\n  kv_heads: 6")),
+                      "t.yaml:13:3: workload.kv_heads: kv_heads 6 must divide heads 64");
+    CHECK_PREFIX(error_of(with("  model: llama2-70b", "  model: llama2-70b\n  hidden: 8100")),
+                      "t.yaml:13:3: workload.hidden: hidden 8100 is not divisible by heads 64");
+  }
+
+  TEST_CASE("explicit dimensions instead of a preset") {
+    auto r = load(with("  model: llama2-70b",
+                       "  layers: 32\n  hidden: 4096\n  heads: 32\n  ffn_hidden: 11008\n"
+                       "  vocab: 32000"));
+    REQUIRE_MESSAGE(r.ok(), (r.ok() ? std::string() : r.message()));
+    CHECK(r->workload.model.id == "custom");
+    CHECK(r->workload.model.kv_heads == 32);  // defaults to heads: no GQA
+    CHECK(r->workload.model.gated_ffn);
+    CHECK_PREFIX(error_of(with("  model: llama2-70b", "  layers: 32\n  hidden: 4096")),
+                      "t.yaml:12:3: workload: missing key 'ffn_hidden' (give 'model: <id>'");
+  }
+
+  TEST_CASE("context parallelism splits the sequence into 2 x cp chunks") {
+    std::string s = with("    dp: 2", "    dp: 1\n    cp: 2");
+    s = s.replace(s.find("  global_batch: 64"), 18, "  global_batch: 64\n  seq_len: 4098");
+    CHECK_PREFIX(error_of(s), "t.yaml:14:3: workload.seq_len: seq_len 4098 is not divisible "
+                                   "by 2 x cp = 4");
+    s.replace(s.find("4098"), 4, "128K");
+    auto r = load(s);
+    REQUIRE_MESSAGE(r.ok(), (r.ok() ? std::string() : r.message()));
+    CHECK(r->workload.seq_len == 128000);
+    s.replace(s.find("128K"), 4, "1Mi");
+    CHECK(load(s)->workload.seq_len == 1048576);
+    // Sequence parallelism needs each rank's tokens divisible by tp.
+    std::string sp = with("  global_batch: 64", "  global_batch: 64\n  seq_len: 4100");
+    sp.replace(sp.find("    dp: 2"), 9, "    dp: 2\n    sp: true");
+    CHECK_PREFIX(error_of(sp), "t.yaml:14:3: workload.seq_len: with sp, each rank's 4100 "
+                                    "tokens must divide by tp 8");
+  }
+
+  TEST_CASE("several nodes need NICs") {
+    CHECK_PREFIX(error_of(with("    nics_per_node: 8", "    nics_per_node: 0")),
+                      "t.yaml:7:5: cluster.node.nics_per_node: 2 nodes need nics_per_node >= 1");
+    std::string no_nic = with("    nic: ib-ndr", "    links_per_nic: 1");
+    CHECK_PREFIX(error_of(no_nic), "t.yaml:5:5: cluster.node: missing key 'nic'");
+  }
+
+  TEST_CASE("zero stage, schedules and virtual stages") {
+    CHECK_PREFIX(error_of(with("    dp: 2", "    dp: 2\n    zero: 4")),
+                      "t.yaml:17:11: workload.parallelism.zero: must be 0, 1, 2 or 3");
+    CHECK_PREFIX(error_of(with("    dp: 2", "    dp: 2\n    virtual_stages: 2")),
+                      "t.yaml:17:5: workload.parallelism.virtual_stages: virtual_stages 2 needs "
+                      "pp_schedule: interleaved (got 1f1b)");
+    CHECK_PREFIX(error_of(with("    dp: 2", "    dp: 2\n    pp_schedule: interleaved")),
+                      "t.yaml:17:5: workload.parallelism.pp_schedule: the interleaved schedule "
+                      "needs pp >= 2");
+    // Megatron-LM's interleaved schedule: micro-batches per step divisible by pp.
+    std::string s = with("    dp: 2", "    dp: 1\n    pp: 2\n    pp_schedule: interleaved");
+    s.replace(s.find("  global_batch: 64"), 18, "  global_batch: 63");
+    CHECK_PREFIX(error_of(s), "t.yaml:18:5: workload.parallelism.pp_schedule: the "
+                                   "interleaved schedule needs micro-batches per step (63)");
+  }
+
+  TEST_CASE("zero, negative and out-of-range values") {
+    CHECK_PREFIX(error_of(with("  nodes: 2", "  nodes: 0")),
+                      "t.yaml:3:10: cluster.nodes: must be at least 1, got 0");
+    CHECK_PREFIX(error_of(with("  nodes: 2", "  nodes: -2")),
+                      "t.yaml:3:10: cluster.nodes: '-2': count cannot be negative");
+    CHECK_PREFIX(error_of(std::string(kBase) + "cost:\n  gpu_hour: -1\n"),
+                      "t.yaml:18:13: cost.gpu_hour: '-1' is not an amount in USD");
+    CHECK_PREFIX(
+        error_of(with("    topology: fat-tree", "    topology: fat-tree\n    oversubscription: 0.5")),
+        "t.yaml:11:23: cluster.fabric.oversubscription: must be at least 1");
+    auto r = load(with("    topology: fat-tree", "    topology: fat-tree\n    oversubscription: 3:1"));
+    REQUIRE(r.ok());
+    CHECK(r->cluster.fabric.oversubscription == 3);
+    CHECK_PREFIX(error_of(std::string(kBase) + "  train_tokens: 0\n"),
+                      "t.yaml:17:17: workload.train_tokens: must be greater than zero");
+  }
+
+  TEST_CASE("fabric shape keys belong to their topology") {
+    CHECK_PREFIX(error_of(with("    topology: fat-tree", "    topology: fat-tree\n    tiers: 4")),
+                      "t.yaml:11:5: cluster.fabric.tiers: must be 2 or 3, got 4");
+    CHECK_PREFIX(error_of(with("    topology: fat-tree", "    topology: fat-tree\n    leaves: 8")),
+                      "t.yaml:11:5: cluster.fabric.leaves: applies to topology: leaf-spine only");
+    CHECK_PREFIX(
+        error_of(with("    topology: fat-tree", "    topology: single-switch\n    tiers: 2")),
+        "t.yaml:11:5: cluster.fabric.tiers: tiers applies to fat-tree and rail-optimized");
+    auto r = load(with("    topology: fat-tree",
+                       "    topology: leaf-spine\n    leaves: 8\n    spines: 2\n"
+                       "    switch_radix: 32"));
+    REQUIRE(r.ok());
+    CHECK(r->cluster.fabric.leaves == 8);
+    CHECK(r->cluster.fabric.switch_radix == 32);
+    CHECK(r->cluster.fabric.topology == TopologyKind::kLeafSpine);
+  }
+
+  TEST_CASE("switches, in-network reduction and precision against the hardware") {
+    CHECK_PREFIX(
+        error_of(with("    topology: fat-tree", "    topology: fat-tree\n    switch: spectrum-4-sn5600")),
+        "t.yaml:11:5: cluster.fabric.switch: switch 'spectrum-4-sn5600' (roce, 800 Gb/s ports) "
+        "cannot carry nic 'ib-ndr' (infiniband, 400 Gb/s)");
+    std::string roce = with("    nic: ib-ndr", "    nic: roce-400");
+    roce.replace(roce.find("    topology: fat-tree"), 22,
+                 "    topology: fat-tree\n    in_network_reduction: true");
+    CHECK_PREFIX(error_of(roce), "t.yaml:11:5: cluster.fabric.in_network_reduction: needs an "
+                                      "InfiniBand NIC with SHARP");
+    std::string a100 = with("    gpu: h100-sxm", "    gpu: a100-sxm-80gb");
+    a100.replace(a100.find("  global_batch: 64"), 18, "  global_batch: 64\n  precision: fp8");
+    CHECK_PREFIX(error_of(a100), "t.yaml:14:3: workload.precision: a100-sxm-80gb has no fp8");
+    CHECK_PREFIX(error_of(with("    gpu: h100-sxm", "    gpu: h100-pcie\n    scale_up: nvlink4")),
+                      "t.yaml:6:5: cluster.node.scale_up: h100-pcie has no NVLink");
+  }
+
+  TEST_CASE("scale-up defaults from the GPU and is capped by the GPU's links") {
+    auto h800 = load(with("    gpu: h100-sxm", "    gpu: h800\n    scale_up: nvlink4"));
+    REQUIRE(h800.ok());
+    CHECK(h800->cluster.node.scale_up.per_gpu_Bps == doctest::Approx(200e9));  // 8 links
+    std::string s = with("    gpu: h100-sxm", "    gpu: rtx-4090");
+    s.replace(s.find("  model: llama2-70b"), 19, "  model: llama2-7b");
+    auto r = load(s);
+    REQUIRE_MESSAGE(r.ok(), (r.ok() ? std::string() : r.message()));
+    CHECK(r->cluster.node.scale_up.id == "pcie4");
+    auto a = load(with("    gpu: h100-sxm", "    gpu: a100-sxm-40gb"));
+    REQUIRE(a.ok());
+    CHECK(a->cluster.node.scale_up.id == "nvlink3");
+    // A gen-4 card on a gen-5 switch runs at gen 4.
+    auto capped = load(with("    gpu: h100-sxm", "    gpu: rtx-4090\n    scale_up: pcie5"));
+    REQUIRE(capped.ok());
+    CHECK(capped->cluster.node.scale_up.per_gpu_Bps == doctest::Approx(31.5e9).epsilon(0.001));
+  }
+
+  TEST_CASE("duplicate keys and YAML syntax errors give a location") {
+    CHECK_PREFIX(error_of(with("  nodes: 2", "  nodes: 2\n  nodes: 3")),
+                      "t.yaml:4:3: cluster.nodes: key given twice");
+    const std::string m = error_of("cluster:\n  nodes: [1, 2\nworkload: {}\n");
+    CHECK(m.find("YAML syntax error") != std::string::npos);
+    CHECK_PREFIX(m, "t.yaml:");
+    const std::string tab = error_of("cluster:\n  node:\n    gpu: h100\n   bad: 1\n");
+    CHECK_PREFIX(tab, "t.yaml:4:");
+    CHECK(tab.find("YAML syntax error") != std::string::npos);
+    CHECK_PREFIX(error_of(""), "t.yaml: empty scenario");
+    CHECK_PREFIX(error_of("- 1\n- 2\n"), "t.yaml:1:1: expected a map with keys name,");
+    CHECK_PREFIX(error_of("name: x\n"), "t.yaml:1:1: missing key 'cluster'");
+  }
+
+  TEST_CASE("files: missing, a directory, and calibration resolved next to the scenario") {
+    auto missing = load_scenario_file("/nonexistent/dir/s.yaml");
+    REQUIRE_FALSE(missing.ok());
+    CHECK_PREFIX(missing.message(), "/nonexistent/dir/s.yaml: cannot open scenario file (");
+    auto dir = load_scenario_file(CLUSTERSIM_SOURCE_DIR);
+    REQUIRE_FALSE(dir.ok());
+    CHECK(dir.message().find("is a directory") != std::string::npos);
+
+    const fs::path tmp = fs::temp_directory_path() / "clustersim_scenario_test";
+    fs::create_directories(tmp / "measurements");
+    std::ofstream(tmp / "measurements" / "cal.yaml") << "# calibration\n";
+    std::ofstream(tmp / "s.yaml") << kBase << "calibration: measurements/cal.yaml\n";
+    auto r = load_scenario_file((tmp / "s.yaml").string());
+    REQUIRE_MESSAGE(r.ok(), (r.ok() ? std::string() : r.message()));
+    CHECK(r->calibration_path == (tmp / "measurements" / "cal.yaml").string());
+    CHECK(r->name == "t");
+    std::ofstream(tmp / "bad.yaml") << kBase << "calibration: nope.yaml\n";
+    auto bad = load_scenario_file((tmp / "bad.yaml").string());
+    REQUIRE_FALSE(bad.ok());
+    CHECK_PREFIX(bad.message(), (tmp / "bad.yaml").string() + ":17:14: calibration: no such "
+                                                                   "file");
+    fs::remove_all(tmp);
+  }
+
+  TEST_CASE("enum names round-trip") {
+    CHECK(to_string(TopologyKind::kRailOptimized) == "rail-optimized");
+    CHECK(to_string(Routing::kEcmp) == "ecmp");
+    CHECK(to_string(Recompute::kSelective) == "selective");
+    CHECK(to_string(PipelineSchedule::k1F1B) == "1f1b");
+    SourceLocation unknown{"f.yaml", 0, 0};
+    CHECK(unknown.to_string() == "f.yaml");
+  }
+}
+
+}  // namespace
+}  // namespace clustersim::models
