@@ -233,8 +233,8 @@ std::vector<GpuSpec> make_gpus() {
        .source = "NVIDIA HGX B200 specifications (per GPU): 4.5 PFLOP/s fp16/bf16 and 9 fp8 "
                  "sparse (dense = half), 2.2 tf32 sparse, 75 TFLOP/s fp32, 180 GB HBM3e at 7.7 "
                  "TB/s, NVLink5 1.8 TB/s bidirectional (18 links x 50 GB/s/dir), up to 1,000 W; "
-                 "148 SMs: NVIDIA Blackwell architecture technical brief; PCI id: REFERENCE.md; "
-                 "price approximate"},
+                 "148 SMs (74 of 80 per die): Chips and Cheese, 'Nvidia's B200: Keeping the CUDA "
+                 "Juggernaut Rolling' (2025); PCI id: REFERENCE.md; price approximate"},
       {.id = "rtx-4090",
        .name = "NVIDIA GeForce RTX 4090",
        .vendor = "nvidia",
