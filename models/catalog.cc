@@ -1,6 +1,5 @@
 #include "models/catalog.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "models/units.h"

@@ -127,8 +127,9 @@ struct Scenario {
   ReliabilityConfig reliability;
   std::string calibration_path;  // resolved relative to the scenario file; "" = none
 
-  // Where each key was given in the file, by dotted path ("cluster.fabric.switch_radix"), so
-  // that later stages (topology builder, planner) can cite file:line:col in their errors.
+  // Where each key was given in the file (the key's own line:col), by dotted path
+  // ("cluster.fabric.switch_radix", "cluster.node.gpu.bf16"), so that later stages (topology
+  // builder, planner) can cite file:line:col in their errors.
   std::map<std::string, SourceLocation> locations;
 
   // "file:line:col: key.path" for a key, or "file: key.path" when the key was defaulted.
