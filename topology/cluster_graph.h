@@ -156,19 +156,10 @@ class ClusterGraph {
   // Number of paths routes() would return (adaptive: the product of the choices per hop).
   long long path_count(int src_gpu, int dst_gpu) const;
 
-  ClusterGraph(ClusterGraph&&) noexcept = default;
-  ClusterGraph& operator=(ClusterGraph&&) noexcept = default;
-
  private:
+  friend class GraphLayout;  // lays the graph out (cluster_graph.cc)
+  friend class Router;       // answers route queries (routing.cc)
   ClusterGraph() = default;
-
-  struct Endpoint;           // where a NIC sits in its plane (routing.cc)
-  struct FabricChoices;      // the up-port choices of one route (routing.cc)
-  friend class GraphLayout;  // the builder (cluster_graph.cc)
-
-  int add_vertex(Vertex v);
-  int add_link(int src, int dst, LinkKind kind, double bandwidth_Bps, double latency_s,
-               int bonded = 1);
 
   models::ClusterConfig cluster_;
   FabricDesign design_;
@@ -177,20 +168,19 @@ class ClusterGraph {
   std::vector<Link> links_;
   std::vector<std::vector<int>> incident_;
 
-  // Index tables for O(1) lookups while routing (filled by the builder).
-  int node_stride_ = 0;             // vertices per node; node n's vertices start at n * stride
+  // Index tables, filled by GraphLayout, that make a route query O(hops).
+  int node_stride_ = 0;  // vertices per node; node n's block starts at n * node_stride_
   int pcie_switches_per_node_ = 0;
-  std::vector<int> gpu_link_up_;    // per GPU rank: GPU<->NVSwitch link (-1 without)
-  std::vector<int> gpu_link_pcie_;  // per GPU rank: GPU<->PCIe switch link
-  std::vector<int> nic_link_pcie_;  // per node*nics+nic: NIC<->PCIe switch link
-  std::vector<int> nic_link_leaf_;  // per node*nics+nic: NIC<->leaf link (-1 without fabric)
-  std::vector<int> pcie_link_host_; // per node*switches+switch: PCIe switch<->host bridge link
-  int first_fabric_vertex_ = 0;     // leaves of plane 0; then spines; then cores; per plane
-  int first_leaf_spine_link_ = 0;   // plane-major blocks, see cluster_graph.cc
-  int first_spine_core_link_ = 0;
-  int leaf_spine_links_per_plane_ = 0;
-  int spine_core_links_per_plane_ = 0;
-  int switch_vertices_per_plane_ = 0;
+  bool has_nvswitch_ = false;
+  std::vector<int> gpu_nvlink_;  // per GPU rank: GPU<->NVSwitch link (-1 without NVSwitch)
+  std::vector<int> gpu_pcie_;    // per GPU rank: GPU<->PCIe switch link
+  std::vector<int> nic_pcie_;    // per node * nics + nic: NIC<->PCIe switch link
+  std::vector<int> nic_leaf_;    // per node * nics + nic: NIC<->leaf link (-1 without fabric)
+  std::vector<NicPlacement> nic_place_;  // per node * nics + nic
+  std::vector<int> pcie_host_;   // per node * switches + switch: PCIe switch<->host bridge
+  int first_fabric_vertex_ = 0;  // per plane: leaves, spines (pod-major), cores (group-major)
+  int first_leaf_spine_link_ = 0;  // per plane: leaf, spine of its pod, parallel cable
+  int first_spine_core_link_ = 0;  // per plane: pod, spine, core of its group, parallel cable
 };
 
 }  // namespace clustersim::topology

@@ -24,8 +24,14 @@ struct PlaneDesign {
   bool rail_aligned = false;  // true: a leaf carries one rail only (rail-optimized)
 
   // Tier 1. A NIC with links_per_nic bonded links takes that many ports on ONE leaf.
+  // Placement (place_nic): rail-aligned, leaf g * rails + k carries rail k of the nodes of group
+  // g (nodes_per_leaf consecutive nodes); node-aligned, whole nodes fill a leaf (nodes_per_leaf
+  // of them), or, when one node's NICs need more ports than a leaf has, each node gets
+  // leaves_per_node leaves of its own.
   int leaves = 0;
-  int nics_per_leaf = 0;      // capacity; the last leaf (or a rail's last leaf) may hold fewer
+  int nodes_per_leaf = 0;     // 0 when nodes straddle leaves (leaves_per_node > 0)
+  int leaves_per_node = 0;    // 0 unless node-aligned NICs straddle leaves
+  int nics_per_leaf = 0;      // capacity; the last leaf may hold fewer
   int downlinks_per_leaf = 0; // ports for NICs = nics_per_leaf * links_per_nic
   int uplinks_per_leaf = 0;   // = spines_per_pod * links_per_leaf_spine (0 with 1 tier)
 
@@ -65,6 +71,17 @@ struct FabricDesign {
 // of planes (a divisor of nics_per_node) that fits. Fails, with the shortfall in ports, when no
 // split fits, when an explicit leaf-spine's leaves or spines run out of ports, or when uplinks do
 // not divide evenly over the spines. `for_locations` (optional) supplies file:line:col.
+// Where NIC `nic` (0..nics_per_node-1) of `node` is cabled. `index` numbers the NICs of a plane
+// leaf by leaf (leaf * nics_per_leaf + slot): the destination D of D-mod-k routing.
+struct NicPlacement {
+  int plane = -1;
+  int leaf = -1;   // within the plane
+  int slot = -1;   // within the leaf
+  int index = -1;  // within the plane
+};
+// REQUIRES: design.planes > 0, node and nic in range.
+NicPlacement place_nic(const FabricDesign& design, int nics_per_node, int node, int nic);
+
 models::Result<FabricDesign> design_fabric(const models::ClusterConfig& cluster,
                                            const models::Scenario* for_locations = nullptr);
 
