@@ -189,8 +189,10 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w, const Comm
         par.cp, par.tp, "ring attention K/V (recompute)");
   }
 
-  // PP: one activation (forward) and one gradient (backward) per micro-batch and model chunk.
-  const double pp_bytes = activation_bytes / (par.sp ? par.tp : 1);
+  // PP: one activation (forward) and one gradient (backward) per micro-batch and model chunk,
+  // each TP rank sending its 1/t (Megatron's scatter/gather optimization, Narayanan et al. 2021
+  // sec. 4.1, on by default; with SP the tensor is already split).
+  const double pp_bytes = activation_bytes / par.tp;
   const int stage_stride = par.tp * par.cp * par.dp;
   const double chunks = par.pp_schedule == PipelineSchedule::kInterleaved ? par.virtual_stages : 1;
   add(ParallelDim::kPp, CommPhase::kForward, CollectiveOp::kSendRecv, pp_bytes, chunks, par.pp,

@@ -126,7 +126,7 @@ struct CommParams {
 // The collectives one GPU of the busiest stage issues per micro-batch / per step:
 // TP: per layer 2 all-reduces of s b h forward and 2 backward (with SP: 2 all-gathers + 2
 // reduce-scatters each way), repeated in the recompute forward; PP: one activation send per
-// micro-batch and model chunk each way, s b h / t with SP (Megatron's scatter/gather); DP over
+// micro-batch and model chunk each way, s b h / t (Megatron's scatter/gather); DP over
 // dp x cp ranks: gradient all-reduce (ZeRO-0), reduce-scatter + parameter all-gather once per
 // step (ZeRO-1), reduce-scatter per micro-batch (ZeRO-2), and ZeRO-3's parameter all-gathers in
 // forward and backward of every micro-batch; CP: cp-1 ring steps of K and V per layer forward,

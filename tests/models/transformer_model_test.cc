@@ -232,7 +232,7 @@ TEST_SUITE("models") {
     CHECK(ar->count == 2 * 20);
     auto pp = find_call(calls, ParallelDim::kPp, CommPhase::kForward, CollectiveOp::kSendRecv);
     REQUIRE(pp != nullptr);
-    CHECK(pp->size_bytes == doctest::Approx(act));  // no SP: the whole s b h
+    CHECK(pp->size_bytes == doctest::Approx(act / 8));  // Megatron's scatter/gather: 1/t
     CHECK(pp->group_stride == 8 * 2 * 1);
     // CP: K and V of the local kv heads (8 / 8 = 1 head of 128) for s / cp tokens, cp-1 steps
     // per layer.

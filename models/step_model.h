@@ -1,0 +1,100 @@
+// Analytic time of one optimizer step of a transformer training job on a cluster: the busiest
+// pipeline stage's forward and backward per micro-batch (compute model), the collectives of
+// every parallel dimension (transformer model -> collective model), the pipeline bubble, what
+// overlap hides, and the optimizer update. Units: seconds, FLOPs, bytes. Pure functions; the
+// simulator in sim/ must agree with this on uncontended cases (no contention is modelled here:
+// the dimensions' traffic shares nothing but what CollectiveTopology divides up front).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/collective_model.h"
+#include "models/compute_model.h"
+#include "models/scenario.h"
+#include "models/transformer_model.h"
+
+namespace clustersim::models {
+
+// Every assumption of the step model, with its default and why. Calibration replaces fields.
+struct StepParams {
+  ComputeParams compute;
+  CollectiveParams collective;
+  MemoryParams memory;
+  CommParams comm;
+  // Fraction of TP/SP communication hidden behind GEMMs. 0: Megatron-LM's default, where the
+  // all-gathers and reduce-scatters sit on the critical path between GEMMs (Korthikanti et al.
+  // 2022); Transformer Engine's userbuffers comm-GEMM overlap can hide most of it.
+  double tp_overlap_fraction = 0;
+  // Gradient buckets: the last one cannot overlap with backward. Megatron-core DDP's default
+  // bucket is 40M parameters (distributed_data_parallel_config.py, bucket_size).
+  double dp_bucket_params = 40e6;
+  // Adam update per parameter: read fp32 master, m, v and fp32 gradient (16 bytes), write
+  // master, m, v and the 16-bit weight (14 bytes). fp32 training: 16 read + 12 written.
+  double optimizer_bytes_per_param = 30;
+  double optimizer_bytes_per_param_fp32 = 28;
+};
+
+// The defaults for this cluster's GPU (compute efficiency by architecture).
+StepParams default_step_params(const ClusterConfig& cluster);
+
+// One kind of collective of the step, timed.
+struct TimedComm {
+  CommCall call;
+  CollectiveEstimate estimate;  // one call
+  double calls_per_step = 0;    // count x micro-batches (forward/backward) or count (step)
+  double total_s() const { return estimate.time_s * calls_per_step; }
+};
+
+// Time of one parallel dimension's communication per step.
+struct DimComm {
+  double total_s = 0;    // all its collectives back to back
+  double exposed_s = 0;  // what the step waits for
+  double hidden_s() const { return total_s - exposed_s; }
+  double bytes_per_step = 0;  // the size column x calls per step, summed
+};
+
+struct StepBreakdown {
+  double compute_s = 0;    // m x (forward + backward incl. recompute) of the busiest stage
+  DimComm tp, pp, dp, cp;  // exposed parts add to the step; hidden parts overlap compute
+  double bubble_s = 0;     // pipeline fill and drain
+  double optimizer_s = 0;  // the Adam update over the local shard
+  double hidden_comm_s() const {
+    return tp.hidden_s() + pp.hidden_s() + dp.hidden_s() + cp.hidden_s();
+  }
+};
+
+struct StepResult {
+  int gpus = 0;
+  int micro_batches = 0;  // per pipeline per step
+  double step_time_s = 0;
+  double tokens_per_step = 0;
+  double tokens_per_s = 0;
+  double model_flops_per_step = 0;     // no recompute (MFU numerator)
+  double hardware_flops_per_step = 0;  // with recompute
+  double model_tflops_per_gpu = 0;
+  double hardware_tflops_per_gpu = 0;
+  double mfu = 0;  // model FLOP/s per GPU over the GPU's dense peak in the workload precision
+  double peak_flops = 0;
+  // One micro-batch on the busiest stage (the last: it also runs the output head).
+  double forward_s = 0;
+  double backward_s = 0;  // including recomputation
+  MemoryBreakdown memory;
+  double memory_capacity_bytes = 0;
+  bool fits = false;
+  StepBreakdown breakdown;
+  std::vector<TimedComm> comms;
+};
+
+// Predicts one step. Fails when a collective cannot run on the cluster (a group spans nodes
+// without NICs) or the batch gives no micro-batch; the scenario loader has already checked the
+// rest (tp * pp * dp * cp == GPUs, divisibility).
+Result<StepResult> predict_step(const Scenario& scenario, const StepParams& params);
+
+// Plain-language changes that would make the job fit in GPU memory, biggest lever first
+// (empty when it fits): e.g. "zero: 3 shards weights and gradients too (saves 52 GiB)".
+std::vector<std::string> memory_advice(const WorkloadConfig& workload,
+                                       const MemoryBreakdown& memory, double capacity_bytes,
+                                       const MemoryParams& params = {});
+
+}  // namespace clustersim::models

@@ -1,0 +1,190 @@
+#include "models/step_model.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "models/units.h"
+
+using namespace clustersim::models;
+
+namespace {
+
+Scenario load(const std::string& name) {
+  auto s = load_scenario_file(std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/" + name);
+  REQUIRE_MESSAGE(s.ok(), (s.ok() ? "" : s.message()));
+  return *s;
+}
+
+StepResult predict(const Scenario& s) {
+  auto r = predict_step(s, default_step_params(s.cluster));
+  REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.message()));
+  return *r;
+}
+
+// |value / reference - 1| <= tolerance: a tolerance relative to the published figure.
+bool within(double value, double reference, double tolerance) {
+  return std::abs(value / reference - 1) <= tolerance;
+}
+
+// One H100 node running Llama 3 8B with plain data parallelism: no TP, PP or CP traffic.
+Scenario single_node_dp() {
+  Scenario s = load("llama3-8b-8xh100.yaml");
+  s.workload.parallelism.zero = 0;
+  s.workload.parallelism.recompute = Recompute::kNone;
+  return s;
+}
+
+}  // namespace
+
+TEST_SUITE("models") {
+  // Narayanan et al. 2021, Table 1: GPT-3 175B-class runs on A100 reach 138-163 TFLOP/s per
+  // GPU (hardware FLOPs, with recomputation); the scenario's configuration (TP 8, PP 16, DP 12,
+  // batch 1536, 1536 GPUs) reports 153.
+  TEST_CASE("step: GPT-3 175B on 1536 A100 (Megatron-LM) within 25% of the published TFLOP/s") {
+    const StepResult r = predict(load("gpt3-175b-1536xa100-megatron.yaml"));
+    MESSAGE("GPT-3 175B, 1536 A100: ", r.hardware_tflops_per_gpu, " TFLOP/s/GPU (paper 153)");
+    CHECK(within(r.hardware_tflops_per_gpu, 153, 0.25));
+    CHECK(r.fits);
+  }
+
+  // Llama Team 2024, "The Llama 3 Herd of Models", Table 4: 405B on 16,384 H100, 8K sequence:
+  // 38-43% BF16 MFU (41% for this layout, 400 TFLOP/s per GPU).
+  TEST_CASE("step: Llama 3 405B on 16K H100 within 25% of the published MFU") {
+    const StepResult r = predict(load("llama3-405b-16k-h100.yaml"));
+    MESSAGE("Llama 3 405B, 16K H100: MFU ", r.mfu, " (paper 0.38-0.43), ",
+            r.model_tflops_per_gpu, " TFLOP/s/GPU (paper 400)");
+    CHECK(within(r.mfu, 0.41, 0.25));
+    CHECK(within(r.model_tflops_per_gpu, 400, 0.25));
+  }
+
+  TEST_CASE("step: the step time is the sum of its parts") {
+    for (const char* name : {"default.yaml", "gpt3-175b-1536xa100-megatron.yaml",
+                             "llama3-70b-64xh100-ndr-rail.yaml"}) {
+      CAPTURE(name);
+      const StepResult r = predict(load(name));
+      const auto& b = r.breakdown;
+      CHECK(r.step_time_s == doctest::Approx(b.compute_s + b.tp.exposed_s + b.pp.exposed_s +
+                                             b.dp.exposed_s + b.cp.exposed_s + b.bubble_s +
+                                             b.optimizer_s));
+      CHECK(b.compute_s == doctest::Approx(r.micro_batches * (r.forward_s + r.backward_s)));
+      for (const DimComm* d : {&b.tp, &b.pp, &b.dp, &b.cp}) {
+        CHECK(d->exposed_s >= 0);
+        CHECK(d->exposed_s <= d->total_s * (1 + 1e-12));
+      }
+      // MFU is model FLOPs over peak: consistent with TFLOP/s per GPU.
+      CHECK(r.mfu * r.peak_flops == doctest::Approx(r.model_tflops_per_gpu * 1e12));
+      CHECK(r.model_flops_per_step ==
+            doctest::Approx(r.model_tflops_per_gpu * 1e12 * r.gpus * r.step_time_s));
+      CHECK(r.hardware_flops_per_step >= r.model_flops_per_step);
+      CHECK(r.tokens_per_s == doctest::Approx(r.tokens_per_step / r.step_time_s));
+    }
+  }
+
+  TEST_CASE("step: compute runs below the GPU's ceiling and above half of it for a big model") {
+    // One node, plain DP, no recompute: hardware FLOPs over compute time sits between the
+    // attention-diluted and the pure-GEMM ceilings.
+    const StepResult r = predict(single_node_dp());
+    const double achieved = r.hardware_flops_per_step / r.gpus / r.breakdown.compute_s;
+    CHECK(achieved < 655e12);
+    CHECK(achieved > 0.8 * 655e12);
+    CHECK(r.breakdown.tp.total_s == 0);
+    CHECK(r.breakdown.pp.total_s == 0);
+    CHECK(r.breakdown.bubble_s == 0);
+  }
+
+  TEST_CASE("step: DP gradient all-reduce hides behind the last backward but its last bucket") {
+    const Scenario s = single_node_dp();
+    const StepResult r = predict(s);
+    REQUIRE(r.comms.size() == 1);
+    const TimedComm& ar = r.comms[0];
+    CHECK(ar.call.op == CollectiveOp::kAllReduce);
+    CHECK(ar.calls_per_step == 1);
+    // 8.03B parameters in fp32 over NVLink: ~ 2 x 7/8 x 32 GB / 370 GB/s = 0.15 s < backward.
+    CHECK(ar.total_s() < r.backward_s);
+    const double bucket = 40e6 / r.memory.parameters;
+    CHECK(r.breakdown.dp.exposed_s == doctest::Approx(ar.total_s() * bucket));
+  }
+
+  TEST_CASE("step: ZeRO-3 with many micro-batches exposes its parameter gathers") {
+    // The seed's default: 256 micro-batches, each re-gathering 17 GB of parameters over one
+    // 400G NIC per DP group: the gathers outlast the compute they should hide behind.
+    const StepResult r = predict(load("default.yaml"));
+    CHECK(r.micro_batches == 256);
+    CHECK(r.fits);
+    CHECK(r.breakdown.dp.exposed_s > 0.3 * r.step_time_s);
+    const TimedComm* gather = nullptr;
+    for (const auto& c : r.comms) {
+      if (c.call.dim == ParallelDim::kDp && c.call.phase == CommPhase::kForward) gather = &c;
+    }
+    REQUIRE(gather != nullptr);
+    CHECK(gather->estimate.time_s > r.forward_s);
+    CHECK(gather->estimate.bottleneck == CollectiveBottleneck::kNetwork);
+    // ZeRO-1 sends the same parameters once per step: the DP cost almost vanishes.
+    Scenario z1 = load("default.yaml");
+    z1.workload.parallelism.zero = 1;
+    const StepResult r1 = predict(z1);
+    CHECK(r1.breakdown.dp.exposed_s < 0.05 * r.breakdown.dp.exposed_s);
+    CHECK(r1.step_time_s < r.step_time_s);
+  }
+
+  TEST_CASE("step: pipeline bubble is (pp-1)/(m v) of the ideal") {
+    Scenario s = load("llama3-70b-64xh100-ndr-rail.yaml");
+    s.workload.parallelism.pp_schedule = PipelineSchedule::k1F1B;
+    s.workload.parallelism.virtual_stages = 1;
+    const StepResult r = predict(s);
+    const auto& p = s.workload.parallelism;
+    REQUIRE(p.pp > 1);
+    const double m = r.micro_batches;
+    const double ideal = r.breakdown.compute_s + r.breakdown.tp.exposed_s + r.breakdown.cp.exposed_s;
+    CHECK(r.breakdown.bubble_s == doctest::Approx((p.pp - 1) / m * ideal));
+    s.workload.parallelism.pp_schedule = PipelineSchedule::kInterleaved;
+    s.workload.parallelism.virtual_stages = 2;
+    const StepResult r2 = predict(s);
+    CHECK(r2.breakdown.bubble_s == doctest::Approx(r.breakdown.bubble_s / 2));
+    // Same compute, more stage-boundary traffic (one send per chunk).
+    CHECK(r2.breakdown.pp.total_s == doctest::Approx(2 * r.breakdown.pp.total_s));
+  }
+
+  TEST_CASE("step: TP overlap hides TP communication") {
+    const Scenario s = load("default.yaml");
+    StepParams params = default_step_params(s.cluster);
+    auto exposed = predict_step(s, params);
+    REQUIRE(exposed.ok());
+    CHECK(exposed->breakdown.tp.exposed_s == doctest::Approx(exposed->breakdown.tp.total_s));
+    params.tp_overlap_fraction = 1;
+    auto hidden = predict_step(s, params);
+    REQUIRE(hidden.ok());
+    CHECK(hidden->breakdown.tp.exposed_s == 0);
+    CHECK(hidden->step_time_s ==
+          doctest::Approx(exposed->step_time_s - exposed->breakdown.tp.total_s));
+  }
+
+  TEST_CASE("step: context parallelism hides K/V exchange behind attention") {
+    Scenario s = load("llama3-70b-64xh100-ndr-rail.yaml");
+    s.workload.seq_len = 131072;
+    s.workload.global_batch = 64;
+    s.workload.parallelism.cp = 2;
+    s.workload.parallelism.dp /= 2;
+    const StepResult r = predict(s);
+    CHECK(r.breakdown.cp.total_s > 0);
+    CHECK(r.breakdown.cp.exposed_s < r.breakdown.cp.total_s);
+  }
+
+  TEST_CASE("step: a job that does not fit gets advice that fits") {
+    Scenario s = load("default.yaml");
+    s.workload.parallelism.zero = 0;
+    s.workload.parallelism.recompute = Recompute::kNone;
+    s.workload.micro_batch = 4;
+    const StepResult r = predict(s);
+    CHECK_FALSE(r.fits);
+    CHECK(r.memory.total() > 80 * kGiB);
+    const auto advice = memory_advice(s.workload, r.memory, r.memory_capacity_bytes);
+    REQUIRE_FALSE(advice.empty());
+    CHECK(advice.front().find("(fits)") != std::string::npos);
+    CHECK(memory_advice(load("default.yaml").workload, predict(load("default.yaml")).memory,
+                        80 * kGiB)
+              .empty());
+  }
+}
