@@ -1,8 +1,10 @@
 #include "topology/dot_export.h"
 
 #include <map>
+#include <set>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "models/units.h"
 
@@ -38,7 +40,7 @@ std::string bw(double Bps) { return models::format_bandwidth_bits(Bps); }
 
 void header(std::ostringstream& out, const ClusterGraph& g) {
   out << "graph cluster {\n"
-      << "  graph [rankdir=BT, fontname=\"Helvetica\", labelloc=t, label=\""
+      << "  graph [rankdir=BT, splines=line, ranksep=1.2, fontname=\"Helvetica\", labelloc=t, label=\""
       << g.node_count() << " nodes x " << g.gpus_per_node() << " GPUs, "
       << models::to_string(g.cluster().fabric.topology) << ", " << g.plane_count()
       << " plane(s)\"];\n"
@@ -57,6 +59,12 @@ void draw_full(std::ostringstream& out, const ClusterGraph& g) {
         << bw(l.bandwidth_Bps) << (l.bonded > 1 ? " (" + std::to_string(l.bonded) + " bonded)" : "")
         << "\"];\n";
   }
+}
+
+// Invisible edges between neighbours of one rank keep them left to right in index order.
+void keep_in_order(std::ostringstream& out, const char* prefix, const std::vector<int>& ids) {
+  for (size_t i = 1; i < ids.size(); ++i)
+    out << "  " << prefix << ids[i - 1] << " -- " << prefix << ids[i] << " [style=invis];\n";
 }
 
 // The nodes under one leaf, as the label of their box.
@@ -80,6 +88,7 @@ void draw_per_switch(std::ostringstream& out, const ClusterGraph& g) {
       out << " v" << v << " [label=\"" << vs[v].name << "\", shape=" << shape_of(vs[v].kind)
           << ", fillcolor=" << colour_of(vs[v].kind) << "];";
     out << " }\n";
+    keep_in_order(out, "v", members);
   }
   // 2. One box per leaf for the nodes cabled to it; NIC links bundled.
   struct Bundle {
@@ -104,17 +113,36 @@ void draw_per_switch(std::ostringstream& out, const ClusterGraph& g) {
     }
   }
   out << "  { rank=same;";
-  for (const auto& [leaf, b] : hosts)
+  std::vector<int> leaves;
+  for (const auto& [leaf, b] : hosts) {
     out << " h" << leaf << " [label=\"" << hosts_label(g, b.first_node, b.last_node, b.nics)
         << "\", shape=box, fillcolor=palegreen];";
+    leaves.push_back(leaf);
+  }
   out << " }\n";
+  keep_in_order(out, "h", leaves);
   for (const auto& [leaf, b] : hosts)
     out << "  h" << leaf << " -- v" << leaf << " [label=\"" << b.cables << " x "
         << bw(b.Bps / b.cables) << "\"];\n";
-  for (const auto& [ends, b] : cables)
-    out << "  v" << ends.first << " -- v" << ends.second << " [label=\""
-        << (b.cables > 1 ? std::to_string(b.cables) + " x " : "") << bw(b.Bps / b.cables)
-        << "\"];\n";
+  // Switch-to-switch bundles: when every bundle between two tiers is alike (the regular
+  // designs), say it once in a legend instead of on every line.
+  auto bundle_label = [](const Bundle& b) {
+    return (b.cables > 1 ? std::to_string(b.cables) + " x " : "") + bw(b.Bps / b.cables);
+  };
+  std::map<int, std::set<std::string>> labels_by_tier;  // by the lower end's tier
+  for (const auto& [ends, b] : cables) labels_by_tier[vs[ends.first].tier].insert(bundle_label(b));
+  std::string legend;
+  for (const auto& [tier, labels] : labels_by_tier)
+    if (labels.size() == 1)
+      legend += std::string(tier == 1 ? "leaf-spine" : "spine-core") + ": " + *labels.begin() +
+                " per line\\l";
+  for (const auto& [ends, b] : cables) {
+    out << "  v" << ends.first << " -- v" << ends.second;
+    if (labels_by_tier[vs[ends.first].tier].size() > 1) out << " [label=\"" << bundle_label(b) << "\"]";
+    out << ";\n";
+  }
+  if (!legend.empty())
+    out << "  legend [shape=note, fillcolor=white, label=\"" << legend << "\"];\n";
 }
 
 void draw_per_tier(std::ostringstream& out, const ClusterGraph& g) {
@@ -128,8 +156,9 @@ void draw_per_tier(std::ostringstream& out, const ClusterGraph& g) {
   for (int plane = 0; plane < d.planes; ++plane) {
     for (int t = 1; t <= p.tiers; ++t)
       out << "  p" << plane << "t" << t << " [label=\"plane " << plane << "\\n" << counts[t]
-          << " " << names[t] << " x " << d.radix << " ports\", shape=box3d, fillcolor="
-          << colours[t] << "];\n";
+          << " " << names[t] << " x " << d.radix << " ports"
+          << (t <= 2 && p.tiers == 3 ? " in " + std::to_string(p.pods) + " pods" : "")
+          << "\", shape=box3d, fillcolor=" << colours[t] << "];\n";
     const long long nic_cables = static_cast<long long>(g.node_count()) * p.rails.size() *
                                  g.cluster().node.links_per_nic;
     out << "  hosts -- p" << plane << "t1 [label=\"" << nic_cables << " x " << bw(d.nic_link_Bps)

@@ -356,6 +356,58 @@ models::Result<FabricDesign> design_leaf_spine(const Inputs& in, const models::F
 
 }  // namespace
 
+std::string describe(const FabricDesign& d) {
+  if (d.planes == 0) return "no fabric";
+  const PlaneDesign& p = d.plane;
+  std::ostringstream s;
+  if (d.planes > 1) s << d.planes << " planes x (";
+  s << p.leaves << (p.leaves == 1 ? " leaf" : " leaves");
+  if (p.tiers >= 2) s << " + " << plural(p.spines(), "spine");
+  if (p.tiers == 3) s << " + " << plural(p.cores(), "core") << " in " << plural(p.pods, "pod");
+  if (d.planes > 1) s << ")";
+  s << ", " << p.downlinks_per_leaf << " NIC ports";
+  if (p.tiers >= 2) s << " and " << p.uplinks_per_leaf << " uplinks";
+  s << " per leaf";
+  if (p.tiers >= 2) s << " (" << ratio(d.leaf_oversubscription) << ")";
+  return s.str();
+}
+
+std::vector<std::string> design_alternatives(const models::ClusterConfig& cluster) {
+  std::vector<std::string> out;
+  const int nics = cluster.node.nics_per_node;
+  // 1. The same switches with fewer NICs per node (an explicit leaf-spine, or a single switch).
+  const models::FabricConfig& f = cluster.fabric;
+  const bool fixed_switches = f.topology == TopologyKind::kSingleSwitch ||
+                              (f.topology == TopologyKind::kLeafSpine && (f.leaves > 0 || f.spines > 0));
+  if (fixed_switches)
+    for (int n = nics - 1; n >= 1; --n) {
+      if (nics % n != 0) continue;
+      models::ClusterConfig c = cluster;
+      c.node.nics_per_node = n;
+      auto d = design_fabric(c);
+      if (!d.ok()) continue;
+      out.push_back("with " + plural(n, "NIC") + " per node (" +
+                    std::to_string(cluster.node.gpus_per_node / n) +
+                    " GPUs per NIC) the same switches give " + describe(d.value()));
+    }
+  // 2. A fabric sized for these nodes and NICs at the same radix and oversubscription.
+  for (int tiers : {2, 3}) {
+    models::ClusterConfig c = cluster;
+    c.fabric.topology = f.topology == TopologyKind::kRailOptimized ? TopologyKind::kRailOptimized
+                                                                   : TopologyKind::kFatTree;
+    c.fabric.tiers = tiers;
+    c.fabric.leaves = c.fabric.spines = c.fabric.uplinks_per_leaf = 0;
+    auto d = design_fabric(c);
+    if (!d.ok()) continue;
+    out.push_back("a " + std::to_string(d->plane.tiers) + "-tier " +
+                  std::string(models::to_string(c.fabric.topology)) + " of " +
+                  std::to_string(f.switch_radix) + "-port switches for " +
+                  plural(nics, "NIC") + " per node: " + describe(d.value()));
+    break;
+  }
+  return out;
+}
+
 LeafPortSplit leaf_port_split(int radix, double oversubscription) {
   for (int down = radix - 1; down >= 1; --down) {
     const int up = static_cast<int>(std::ceil(down / oversubscription - kRatioTolerance));

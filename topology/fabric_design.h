@@ -85,6 +85,16 @@ NicPlacement place_nic(const FabricDesign& design, int nics_per_node, int node, 
 models::Result<FabricDesign> design_fabric(const models::ClusterConfig& cluster,
                                            const models::Scenario* for_locations = nullptr);
 
+// For a design that design_fabric() rejects: what the same switches and nodes can do instead,
+// one sentence each (the seed's 8 leaves x 32 ports + 2 spines with 8 NICs per node: "with 2
+// NICs per node: 1:1 ...", "with 4 NICs per node: 2:1 ...", "a two-tier fat-tree of 32-port
+// switches for 8 NICs per node: 16 leaves + 16 spines, 1:1"). Empty when nothing close fits.
+std::vector<std::string> design_alternatives(const models::ClusterConfig& cluster);
+
+// One line for a design: "2 planes x (16 leaves + 8 spines), 32 NICs and 32 uplinks per leaf
+// (1:1)"; "no fabric" for a single node.
+std::string describe(const FabricDesign& design);
+
 // Largest ports-per-leaf split (down, up) with down / up <= oversubscription and down + up <=
 // radix, e.g. 64 ports at 1:1 -> (32, 32), at 2:1 -> (42, 21), at 3:1 -> (48, 16).
 struct LeafPortSplit {

@@ -111,11 +111,9 @@ void add_diameter(const ClusterGraph& graph, FabricMetrics& m) {
     for (int i = 0; i < G; ++i) sources.push_back(graph.gpu_vertex(node * G + i));
   std::sort(sources.begin(), sources.end());
   sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
-  for (int s : sources) {
-    const std::vector<int> dist = hop_distances(graph, s);
+  for (const std::vector<int>& dist : hop_distances(graph, sources))
     for (int r = 0; r < graph.gpu_count(); ++r)
       m.diameter_hops = std::max(m.diameter_hops, dist[graph.gpu_vertex(r)]);
-  }
 }
 
 }  // namespace

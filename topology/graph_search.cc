@@ -42,6 +42,18 @@ std::vector<int> hop_distances(const ClusterGraph& graph, int source, SearchScop
   return bfs(to_boost(graph, scope), source);
 }
 
+std::vector<std::vector<int>> hop_distances(const ClusterGraph& graph,
+                                            const std::vector<int>& sources, SearchScope scope) {
+  const UndirectedGraph g = to_boost(graph, scope);
+  std::vector<std::vector<int>> out;
+  out.reserve(sources.size());
+  for (int s : sources) {
+    CS_ASSERT(s >= 0 && s < static_cast<int>(graph.vertices().size()), "bad vertex");
+    out.push_back(bfs(g, s));
+  }
+  return out;
+}
+
 double shortest_path_count(const ClusterGraph& graph, int source, int target, SearchScope scope) {
   const UndirectedGraph g = to_boost(graph, scope);
   const std::vector<int> dist = bfs(g, source);

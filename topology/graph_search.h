@@ -19,6 +19,11 @@ enum class SearchScope {
 std::vector<int> hop_distances(const ClusterGraph& graph, int source,
                                SearchScope scope = SearchScope::kWholeGraph);
 
+// Hop distances from each of `sources` (one vector per source), building the search graph once.
+std::vector<std::vector<int>> hop_distances(const ClusterGraph& graph,
+                                            const std::vector<int>& sources,
+                                            SearchScope scope = SearchScope::kWholeGraph);
+
 // Number of distinct shortest paths (sequences of links) from `source` to `target`; 0 when
 // unreachable. Parallel cables count as different paths, as adaptive routing spreads over them.
 double shortest_path_count(const ClusterGraph& graph, int source, int target,
