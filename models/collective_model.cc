@@ -379,8 +379,11 @@ CollectiveEstimate finish(const CollectiveTopology& topo, const CollectiveParams
   e.bandwidth_s = terms.bandwidth_s;
   e.bottleneck = bytes > 0 ? terms.bottleneck : Neck::kNone;
   for (const auto& fit : params.fits) {
-    if (fit.op == op && fit.algorithm == algo && fit.protocol == proto &&
-        (fit.ranks == 0 || fit.ranks == topo.ranks)) {
+    if (fit.op == op && (fit.algorithm == algo || fit.algorithm == Algo::kAuto) &&
+        (fit.protocol == proto || fit.protocol == Proto::kAuto) &&
+        (fit.ranks == 0 || fit.ranks == topo.ranks) &&
+        (fit.nodes == 0 || fit.nodes == topo.nodes) && bytes >= fit.min_size_bytes &&
+        bytes < fit.max_size_bytes) {
       CS_ASSERT(fit.busbw_Bps > 0, "a calibration fit needs a positive busbw");
       e.latency_s = fit.latency_s;
       e.bandwidth_s = bytes * bus_bandwidth_factor(op, topo.ranks) / fit.busbw_Bps;

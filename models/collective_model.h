@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -92,13 +93,20 @@ Result<CollectiveTopology> parallel_group_topology(const ClusterConfig& cluster,
 // A calibration fit for one (op, algorithm, protocol) and, optionally, one communicator size:
 // time_s = latency_s + size_bytes * bus_bandwidth_factor(op, n) / busbw_Bps. It replaces the
 // model's two terms where it matches (calibrate fits it to nccl-tests-style measurements).
+// algorithm and protocol kAuto: measured under NCCL's own choice (nccl-tests with no NCCL_ALGO /
+// NCCL_PROTO), so the fit stands for whatever NCCL ran and replaces every candidate alike. A
+// size range [min_size_bytes, max_size_bytes) makes a piecewise fit: one regime of the sizes
+// (NCCL changes protocol, algorithm and channel count with the size).
 struct CollectiveFit {
   CollectiveOp op = CollectiveOp::kAllReduce;
-  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;  // never kAuto
-  CollectiveProtocol protocol = CollectiveProtocol::kSimple;   // never kAuto
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;  // kAuto: any
+  CollectiveProtocol protocol = CollectiveProtocol::kSimple;   // kAuto: any
   int ranks = 0;  // 0: any communicator size
   double latency_s = 0;
   double busbw_Bps = 0;  // > 0
+  int nodes = 0;         // 0: any number of nodes the communicator spans
+  double min_size_bytes = 0;  // the fit applies to min_size_bytes <= size < max_size_bytes
+  double max_size_bytes = std::numeric_limits<double>::infinity();
 };
 
 // The NCCL algorithms this model runs, in the order of NCCL's tuning tables (CollNet-Chain and
@@ -171,7 +179,7 @@ struct CollectiveParams {
   // alltoall issues n-1 sends and receives: NCCL does not model it; we charge each extra peer
   // the same 0.4 us serialization as CollNet's arity term (an assumption; calibrate it).
   double p2p_per_peer_latency_s = 0.4e-6;
-  // Calibration fits; the first match (op, algorithm, protocol, ranks or 0) wins.
+  // Calibration fits; the first match (op, algorithm, protocol, ranks, nodes, size) wins.
   std::vector<CollectiveFit> fits;
 };
 
