@@ -67,7 +67,8 @@ std::string fabric_line(const models::ClusterConfig& c) {
          "-port " + (f.switch_spec.id.empty() ? "switches" : f.switch_spec.id) + " at " +
          format_bandwidth_bits(f.switch_spec.port_Bps) + ", routing " +
          std::string(models::to_string(f.routing)) + ", asked " +
-         format_significant(f.oversubscription, 3) + ":1";
+         format_significant(f.oversubscription, 3) + ":1" +
+         (f.in_network_reduction ? ", in-network reduction (SHARP)" : "");
 }
 
 void print_summary(const models::Scenario& s, const ClusterGraph& g, const FabricMetrics& m) {
@@ -133,6 +134,7 @@ nlohmann::json to_json(const models::Scenario& s, const ClusterGraph& g, const F
       {"scenario", s.name},
       {"topology", std::string(models::to_string(s.cluster.fabric.topology))},
       {"routing", std::string(models::to_string(s.cluster.fabric.routing))},
+      {"in_network_reduction", s.cluster.fabric.in_network_reduction},
       {"nodes", m.nodes},
       {"gpus", m.gpus},
       {"nics", m.nics},

@@ -132,12 +132,7 @@ TEST_SUITE("topology") {
 
   TEST_CASE("the seed's 8 leaves x 32 ports + 2 spines for 32 nodes") {
     // field-guide.txt line 106. 8 NICs per node: 256 NIC ports fill all 8 x 32 leaf ports.
-    ClusterShape s;
-    s.nodes = 32;
-    s.topology = TopologyKind::kLeafSpine;
-    s.radix = 32;
-    s.leaves = 8;
-    s.spines = 2;
+    ClusterShape s = testing::seed_leaf_spine(8);
     SUBCASE("8 NICs per node cannot be cabled") {
       const std::string e = error_of(s);
       CHECK(contains(e, "cluster.fabric.leaves: "));

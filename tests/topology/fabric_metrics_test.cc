@@ -14,22 +14,12 @@ namespace {
 
 using models::TopologyKind;
 using testing::ClusterShape;
-using testing::make_cluster;
-
-ClusterGraph build(const ClusterShape& s) {
-  auto g = ClusterGraph::build(make_cluster(s));
-  REQUIRE_MESSAGE(g.ok(), (g.ok() ? "" : g.message()));
-  return std::move(g).value();
-}
+using testing::build_graph;
 
 // 64 single-NIC NDR hosts on 8 leaves: 16-port switches at 1:1 (8 down, 8 up), 12-port ones at
 // 2:1 (8 down, 4 up).
 ClusterShape sixty_four_hosts(double oversubscription) {
-  ClusterShape s;
-  s.nodes = 64;
-  s.gpus_per_node = 1;
-  s.nics_per_node = 1;
-  s.radix = oversubscription > 1 ? 12 : 16;
+  ClusterShape s = testing::single_nic_hosts(64, oversubscription > 1 ? 12 : 16);
   s.oversubscription = oversubscription;
   return s;
 }
@@ -40,8 +30,8 @@ TEST_SUITE("topology") {
   TEST_CASE("bisection by max-flow: 1:1 is half the injection, 2:1 half of that") {
     // 64 hosts x 400 Gb/s = 3.2 TB/s injection; the 32 hosts on one side can push 1.6 TB/s
     // through a non-blocking fabric, 0.8 TB/s when the leaves are 2:1.
-    const ClusterGraph full = build(sixty_four_hosts(1.0));
-    const ClusterGraph half = build(sixty_four_hosts(2.0));
+    const ClusterGraph full = build_graph(sixty_four_hosts(1.0));
+    const ClusterGraph half = build_graph(sixty_four_hosts(2.0));
     REQUIRE(full.design().plane.leaves == 8);
     REQUIRE(half.design().plane.leaves == 8);
     REQUIRE(half.design().plane.uplinks_per_leaf == 4);
@@ -57,12 +47,12 @@ TEST_SUITE("topology") {
   }
 
   TEST_CASE("bisection of a three-tier k=8 fat-tree and of a multi-plane rail fabric") {
-    const FabricMetrics k8 = compute_metrics(build(testing::k_ary_fat_tree(8)));
+    const FabricMetrics k8 = compute_metrics(build_graph(testing::k_ary_fat_tree(8)));
     CHECK(k8.bisection_Bps == doctest::Approx(64 * 50e9));  // 128 hosts / 2 x 400 Gb/s
     ClusterShape s;
     s.nodes = 1024;
     s.topology = TopologyKind::kRailOptimized;
-    const FabricMetrics rail = compute_metrics(build(s));
+    const FabricMetrics rail = compute_metrics(build_graph(s));
     CHECK(rail.planes == 4);
     CHECK(rail.bisection_Bps == doctest::Approx(512 * 8 * 50e9));
     CHECK(rail.bisection_closed_form_Bps == doctest::Approx(rail.bisection_Bps));
@@ -71,14 +61,7 @@ TEST_SUITE("topology") {
   }
 
   TEST_CASE("the seed's switches with 4 NICs per node: 2:1, bisection a quarter of injection") {
-    ClusterShape s;
-    s.nodes = 32;
-    s.nics_per_node = 4;
-    s.topology = TopologyKind::kLeafSpine;
-    s.radix = 32;
-    s.leaves = 8;
-    s.spines = 2;
-    const FabricMetrics m = compute_metrics(build(s));
+    const FabricMetrics m = compute_metrics(build_graph(testing::seed_leaf_spine(4)));
     CHECK(m.switches == 10);
     CHECK(m.injection_Bps == doctest::Approx(32 * 4 * 50e9));
     CHECK(m.bisection_Bps == doctest::Approx(m.injection_Bps / 4));
@@ -87,7 +70,7 @@ TEST_SUITE("topology") {
   }
 
   TEST_CASE("k=4 fat-tree counts, cost and diameter") {
-    const ClusterGraph g = build(testing::k_ary_fat_tree(4));
+    const ClusterGraph g = build_graph(testing::k_ary_fat_tree(4));
     const FabricMetrics m = compute_metrics(g);
     CHECK(m.switches == 20);
     CHECK(m.switch_ports == 80);
@@ -122,7 +105,7 @@ TEST_SUITE("topology") {
     ClusterShape three = testing::k_ary_fat_tree(4);
     three.nodes = 13;  // a partial last pod
     for (const ClusterShape& s : {rail, pcie, three}) {
-      const ClusterGraph g = build(s);
+      const ClusterGraph g = build_graph(s);
       int all_pairs = 0;
       for (int r = 0; r < g.gpu_count(); ++r) {
         const auto d = hop_distances(g, g.gpu_vertex(r));
@@ -137,7 +120,7 @@ TEST_SUITE("topology") {
     s.nodes = 2;
     s.nics_per_node = 8;
     s.topology = TopologyKind::kSingleSwitch;
-    const FabricMetrics m = compute_metrics(build(s));
+    const FabricMetrics m = compute_metrics(build_graph(s));
     // NVLink: the catalog's 0.6 us one hop through the NVSwitch.
     CHECK(m.intra_node_latency_s == doctest::Approx(0.6e-6));
     // Between nodes: PCIe 0.5 + 0.5 us to the NIC, 1 us NIC -> switch -> NIC, 0.5 + 0.5 us.

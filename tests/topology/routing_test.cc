@@ -18,14 +18,11 @@ namespace {
 using models::Routing;
 using models::TopologyKind;
 using testing::ClusterShape;
-using testing::make_cluster;
 
 ClusterGraph build(const ClusterShape& s, std::uint64_t seed = BuildOptions{}.ecmp_seed) {
   BuildOptions o;
   o.ecmp_seed = seed;
-  auto g = ClusterGraph::build(make_cluster(s), nullptr, o);
-  REQUIRE_MESSAGE(g.ok(), (g.ok() ? "" : g.message()));
-  return std::move(g).value();
+  return testing::build_graph(s, o);
 }
 
 // Walks the hops from the source GPU; returns the vertex reached (-1 if a hop does not connect).
@@ -82,6 +79,9 @@ std::vector<std::pair<const char*, ClusterShape>> fabrics() {
   pcie.nic = "roce-200";
   pcie.gpus_per_node = 4;
   out.emplace_back("PCIe nodes", pcie);
+  ClusterShape pcie_planes = pcie;  // 4-port switches: 2 planes, so PXN through the host bridge
+  pcie_planes.radix = 4;
+  out.emplace_back("multi-plane PCIe nodes", pcie_planes);
   ClusterShape single = two_tier;
   single.topology = TopologyKind::kSingleSwitch;
   single.radix = 16;
@@ -157,11 +157,7 @@ TEST_SUITE("topology") {
     SUBCASE("two tiers with parallel cables") {
       // 64 single-NIC nodes on 16-port switches: 8 leaves of 8 NICs, 8 uplinks as 4 spines x 2
       // cables. From leaf 0, the 56 destinations on other leaves: 14 per spine, 7 per cable.
-      ClusterShape s;
-      s.nodes = 64;
-      s.gpus_per_node = 1;
-      s.nics_per_node = 1;
-      s.radix = 16;
+      ClusterShape s = testing::single_nic_hosts(64, 16);
       s.routing = Routing::kStatic;
       const ClusterGraph g = build(s);
       REQUIRE(g.design().plane.spines_per_pod == 4);
@@ -200,11 +196,7 @@ TEST_SUITE("topology") {
   TEST_CASE("D-mod-k routes a shift permutation without contention; ECMP collides") {
     // Every host i sends to i + 8 (next leaf): 64 flows. Under D-mod-k no link direction carries
     // two of them (Zahavi et al. 2010); hashing piles some onto one cable.
-    ClusterShape s;
-    s.nodes = 64;
-    s.gpus_per_node = 1;
-    s.nics_per_node = 1;
-    s.radix = 16;
+    ClusterShape s = testing::single_nic_hosts(64, 16);
     auto max_load = [&](Routing r) {
       s.routing = r;
       const ClusterGraph g = build(s);
@@ -222,11 +214,7 @@ TEST_SUITE("topology") {
   }
 
   TEST_CASE("ECMP is deterministic for a seed and spreads flows") {
-    ClusterShape s;
-    s.nodes = 64;
-    s.gpus_per_node = 1;
-    s.nics_per_node = 1;
-    s.radix = 16;
+    ClusterShape s = testing::single_nic_hosts(64, 16);
     s.routing = Routing::kEcmp;
     const ClusterGraph a = build(s, 42), b = build(s, 42), c = build(s, 43);
     int differ = 0;
@@ -266,6 +254,25 @@ TEST_SUITE("topology") {
         ++nic_links;
       }
     CHECK(nic_links == 2);
+  }
+
+  TEST_CASE("between planes a PCIe-only node reaches the other rail's NIC through the host") {
+    ClusterShape s;  // 8 nodes x 4 RTX 4090 x 2 NICs on 4-port switches: 2 planes of one rail
+    s.nodes = 8;
+    s.gpus_per_node = 4;
+    s.nics_per_node = 2;
+    s.radix = 4;
+    s.gpu = "rtx-4090";
+    s.scale_up = "pcie4";
+    s.nic = "roce-200";
+    const ClusterGraph g = build(s);
+    REQUIRE(g.plane_count() == 2);
+    const auto p = g.routes(0, 4 * 5 + 3);  // GPU 0 (NIC 0) to GPU 3 of node 5 (NIC 1)
+    const Path& path = p[0];
+    REQUIRE(path.hops.size() >= 4);
+    CHECK(g.vertices()[g.links()[path.hops[1].link].dst].kind == VertexKind::kHostBridge);
+    CHECK(g.vertices()[g.links()[path.hops[2].link].dst].kind == VertexKind::kHostBridge);
+    CHECK(g.links()[path.hops[3].link].src == g.nic_vertex(0, 1));
   }
 }
 

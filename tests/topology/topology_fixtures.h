@@ -4,8 +4,12 @@
 
 #include <string>
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "models/catalog.h"
 #include "models/scenario.h"
+#include "topology/cluster_graph.h"
 
 namespace clustersim::topology::testing {
 
@@ -65,6 +69,40 @@ inline ClusterShape k_ary_fat_tree(int k) {
   s.tiers = 3;
   s.radix = k;
   return s;
+}
+
+// `nodes` single-GPU, single-NIC NDR hosts (the textbook fat-tree host), `radix`-port switches.
+inline ClusterShape single_nic_hosts(int nodes, int radix) {
+  ClusterShape s;
+  s.nodes = nodes;
+  s.gpus_per_node = 1;
+  s.nics_per_node = 1;
+  s.radix = radix;
+  return s;
+}
+
+// The seed's 256-GPU build (field-guide.txt line 106): "8 leaf switches (each 32 ports) and 2
+// spine switches to connect 32 nodes", with `nics` NDR NICs per 8-GPU node.
+inline ClusterShape seed_leaf_spine(int nics) {
+  ClusterShape s;
+  s.nodes = 32;
+  s.nics_per_node = nics;
+  s.topology = models::TopologyKind::kLeafSpine;
+  s.radix = 32;
+  s.leaves = 8;
+  s.spines = 2;
+  return s;
+}
+
+// Builds the graph of a shape that must build; a failure is a broken test: it aborts with the
+// builder's message.
+inline ClusterGraph build_graph(const ClusterShape& s, const BuildOptions& options = {}) {
+  auto g = ClusterGraph::build(make_cluster(s), nullptr, options);
+  if (!g.ok()) {
+    std::fprintf(stderr, "test shape does not build: %s\n", g.message().c_str());
+    std::abort();
+  }
+  return std::move(g).value();
 }
 
 }  // namespace clustersim::topology::testing
