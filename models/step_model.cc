@@ -301,4 +301,56 @@ std::vector<std::string> memory_advice(const WorkloadConfig& workload,
   return out;
 }
 
+std::vector<std::string> step_advice(const Scenario& scenario, const StepResult& step,
+                                     double threshold) {
+  const auto& par = scenario.workload.parallelism;
+  const StepBreakdown& b = step.breakdown;
+  const int gpn = scenario.cluster.node.gpus_per_node;
+  struct Loss {
+    double seconds;
+    std::string text;
+  };
+  std::vector<Loss> losses;
+  auto share = [&](double s) {
+    return format_significant(100 * s / step.step_time_s, 3) + "% of the step";
+  };
+  if (b.dp.exposed_s > 0) {
+    std::string fix = par.zero == 3 && step.micro_batches > 1
+                          ? "ZeRO-3 gathers every parameter again for each of the " +
+                                std::to_string(step.micro_batches) +
+                                " micro-batches: zero 1 or 2 gathers once per step, a larger "
+                                "micro_batch means fewer gathers"
+                          : "gradient sync outlasts the backward it overlaps: more NIC bandwidth "
+                            "per node, or a larger global_batch per step";
+    losses.push_back({b.dp.exposed_s, "DP communication is " + share(b.dp.exposed_s) + ": " + fix});
+  }
+  if (b.tp.exposed_s > 0) {
+    std::string fix = par.tp > gpn ? "tp " + std::to_string(par.tp) + " spans nodes: keep tp <= " +
+                                         std::to_string(gpn) + " GPUs per node"
+                                   : "its collectives sit between GEMMs: overlap them with the "
+                                     "GEMMs (Transformer Engine) or use a smaller tp";
+    losses.push_back({b.tp.exposed_s, "TP communication is " + share(b.tp.exposed_s) + ": " + fix});
+  }
+  if (b.bubble_s > 0) {
+    losses.push_back({b.bubble_s, "the pipeline bubble is " + share(b.bubble_s) +
+                                      ": more micro-batches per step (global_batch) or the "
+                                      "interleaved schedule with more virtual_stages"});
+  }
+  if (b.pp.exposed_s > 0) {
+    losses.push_back({b.pp.exposed_s, "pipeline sends are " + share(b.pp.exposed_s) +
+                                          ": fewer stages, or stages placed closer together"});
+  }
+  if (b.cp.exposed_s > 0) {
+    losses.push_back({b.cp.exposed_s, "ring-attention K/V exchange is " + share(b.cp.exposed_s) +
+                                          ", not hidden by attention: a smaller cp"});
+  }
+  std::sort(losses.begin(), losses.end(),
+            [](const Loss& x, const Loss& y) { return x.seconds > y.seconds; });
+  std::vector<std::string> out;
+  for (const auto& l : losses) {
+    if (l.seconds > threshold * step.step_time_s) out.push_back(l.text);
+  }
+  return out;
+}
+
 }  // namespace clustersim::models

@@ -97,4 +97,10 @@ std::vector<std::string> memory_advice(const WorkloadConfig& workload,
                                        const MemoryBreakdown& memory, double capacity_bytes,
                                        const MemoryParams& params = {});
 
+// Where the step loses time, in plain language with the change that helps, for every loss above
+// `threshold` of the step time (exposed communication per dimension, the pipeline bubble),
+// largest first. Empty when nothing stands out.
+std::vector<std::string> step_advice(const Scenario& scenario, const StepResult& step,
+                                     double threshold = 0.10);
+
 }  // namespace clustersim::models

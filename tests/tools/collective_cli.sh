@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# `clustersim collective`: nccl-tests columns, JSON, exit codes, and the published H100 figures
+# through the command line (sources in tests/models/collective_model_test.cc and REFERENCE.md).
+# Usage: collective_cli.sh <clustersim binary> <source dir>
+set -u
+bin="$1"
+src="$2"
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+# A JSON sweep of one size; prints the row's field.
+field() {  # field <json file> <key>
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rows"][0][sys.argv[2]])' "$1" "$2"
+}
+# within <value> <reference> <relative tolerance>
+within() {
+  python3 -c 'import sys; v,r,t=map(float,sys.argv[1:]); sys.exit(0 if abs(v/r-1)<=t else 1)' "$@"
+}
+
+# Human table: nccl-tests' header and columns, one row per size, the footer.
+if "$bin" collective --op all_reduce --gpus 8 -b 8 -e 1M >"$tmp/ar.txt" 2>"$tmp/err.txt"; then
+  for want in "size" "count" "type" "redop" "time" "algbw" "busbw" "# Avg bus bandwidth"; do
+    grep -qF -- "$want" "$tmp/ar.txt" || fail "collective output lacks '$want'"
+  done
+  rows=$(grep -cv '^#' "$tmp/ar.txt")
+  [ "$rows" -eq 18 ] || fail "8 B .. 1 MiB by 2 should give 18 rows, got $rows"
+else
+  fail "collective exited $? ($(cat "$tmp/err.txt"))"
+fi
+
+# JSON: the keys SCENARIO.md gives, a row per size, nccl-tests' count for all_gather.
+if "$bin" collective --op all_gather --gpus 8 -b 1M -e 4M --json >"$tmp/ag.json"; then
+  python3 - "$tmp/ag.json" <<'PY' || fail "collective --json content"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in ("op", "gpus", "algorithm", "rows"):
+    assert k in d, k
+assert d["op"] == "all_gather" and d["gpus"] == 8, d
+assert len(d["rows"]) == 3, len(d["rows"])
+for r in d["rows"]:
+    for k in ("size_bytes", "time_us", "algbw_GBps", "busbw_GBps", "algorithm", "protocol"):
+        assert k in r, k
+    # busbw = algbw x (n-1)/n for all_gather (nccl-tests).
+    assert abs(r["busbw_GBps"] - r["algbw_GBps"] * 7 / 8) < 1e-9 * r["algbw_GBps"] + 1e-12, r
+# all_gather's count column is per rank: 1 MiB of floats over 8 ranks.
+assert d["rows"][0]["count"] == 1048576 // 4 // 8, d["rows"][0]["count"]
+PY
+else
+  fail "collective --json exited $?"
+fi
+
+# One node of 8 x H100, 8 GiB all_reduce: NVLS ~480 GB/s busbw (nccl-tests #212/#290/#347),
+# ring ~370 (#309), within 10%.
+"$bin" collective --op all_reduce --gpus 8 -b 8G -e 8G --algo nvls --json >"$tmp/nvls.json" &&
+  within "$(field "$tmp/nvls.json" busbw_GBps)" 480 0.10 ||
+  fail "NVLS 8 GiB busbw $(field "$tmp/nvls.json" busbw_GBps) not within 10% of 480"
+"$bin" collective --op all_reduce --gpus 8 -b 8G -e 8G --algo ring --json >"$tmp/ring.json" &&
+  within "$(field "$tmp/ring.json" busbw_GBps)" 370 0.10 ||
+  fail "ring 8 GiB busbw $(field "$tmp/ring.json" busbw_GBps) not within 10% of 370"
+"$bin" collective --op all_reduce --gpus 8 -b 8G -e 8G --json >"$tmp/auto.json" &&
+  [ "$(field "$tmp/auto.json" algorithm)" = nvls ] || fail "auto does not pick NVLS at 8 GiB"
+
+# 8-byte all_reduce on 2 and 4 nodes: 24.7 and 34.5 us (nccl-tests #309), within 25%.
+"$bin" collective --op all_reduce --gpus 16 -b 8 -e 8 --json >"$tmp/lat2.json" &&
+  within "$(field "$tmp/lat2.json" time_us)" 24.7 0.25 ||
+  fail "2-node 8 B latency $(field "$tmp/lat2.json" time_us) us not within 25% of 24.7"
+"$bin" collective --op all_reduce --gpus 32 -b 8 -e 8 --json >"$tmp/lat4.json" &&
+  within "$(field "$tmp/lat4.json" time_us)" 34.5 0.25 ||
+  fail "4-node 8 B latency $(field "$tmp/lat4.json" time_us) us not within 25% of 34.5"
+
+# Multi-node ring over 8 x 400G NDR: 380-396 GB/s per node (nccl-tests #290/#319), within 5%.
+"$bin" collective --op all_reduce --gpus 32 -b 8G -e 8G --algo ring --json >"$tmp/mn.json" &&
+  within "$(field "$tmp/mn.json" busbw_GBps)" 388 0.05 ||
+  fail "4-node ring busbw $(field "$tmp/mn.json" busbw_GBps) not within 5% of 380-396"
+
+# A scenario file, and every op runs.
+for op in all_reduce all_gather reduce_scatter alltoall broadcast reduce sendrecv; do
+  "$bin" collective --scenario "$src/scenarios/h200-8gpu.yaml" --op "$op" -b 1K -e 1G \
+    >/dev/null 2>"$tmp/err.txt" || fail "--op $op exited $? ($(cat "$tmp/err.txt"))"
+done
+
+# Bad input exits 2 with a message that names the flag or the file:line:col.
+expect_2() {  # expect_2 <what> <pattern on stderr> <args...>
+  local what="$1" pattern="$2"
+  shift 2
+  "$bin" collective "$@" >/dev/null 2>"$tmp/err.txt"
+  local rc=$?
+  [ "$rc" -eq 2 ] || fail "$what exited $rc, expected 2"
+  grep -qE -- "$pattern" "$tmp/err.txt" || fail "$what: stderr lacks /$pattern/: $(cat "$tmp/err.txt")"
+}
+expect_2 "unknown op" "--op" --op allsum
+expect_2 "unknown algorithm" "--algo" --algo fastest
+expect_2 "unknown protocol" "--proto" --proto ll64
+expect_2 "too many GPUs" "--gpus.*32 GPUs" --gpus 33
+expect_2 "bad size" "--min" --min 8X
+expect_2 "min above max" "minimum" --min 1G --max 1M
+expect_2 "tree all_gather" "all_reduce only" --op all_gather --algo tree
+expect_2 "unknown flag" "bogus" --bogus
+expect_2 "missing scenario" "no-such.yaml" --scenario "$tmp/no-such.yaml"
+cat >"$tmp/bad.yaml" <<'EOF'
+name: bad
+cluster:
+  nodes: 1
+  node:
+    gpu: h100-sxm
+    gpus_per_node: 8
+    scale_up: nvlink4
+    nic_count: 8
+EOF
+expect_2 "bad scenario" "bad.yaml:[0-9]+:[0-9]+" --scenario "$tmp/bad.yaml"
+
+if [ "$fails" -ne 0 ]; then
+  echo "collective_cli: $fails failure(s)" >&2
+  exit 1
+fi
+echo "collective_cli: ok"

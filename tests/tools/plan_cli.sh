@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# `clustersim plan`: the human report, SCENARIO.md's JSON keys, every shipped scenario, the
+# "DOES NOT FIT" verdict with advice, exit codes, and that a plan takes well under a second.
+# Usage: plan_cli.sh <clustersim binary> <source dir>
+set -u
+bin="$1"
+src="$2"
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+# The embedded default: every section of the report.
+if "$bin" plan >"$tmp/plan.txt" 2>"$tmp/err.txt"; then
+  for want in "llama2-70b-on-32-h100" "step time" "tokens/s" "TFLOP/s per GPU" "MFU" \
+              "Memory per GPU" "fits" "Time breakdown" "exposed DP communication" \
+              "Communication per step" "Cost" "goodput" "Assumptions"; do
+    grep -qF -- "$want" "$tmp/plan.txt" || fail "plan output lacks '$want'"
+  done
+else
+  fail "plan exited $? ($(cat "$tmp/err.txt"))"
+fi
+
+# JSON: valid, the keys of SCENARIO.md with the right types, numbers that hang together.
+if "$bin" plan --json >"$tmp/plan.json"; then
+  python3 - "$tmp/plan.json" <<'PY' || fail "plan --json content"
+import json, sys
+d = json.load(open(sys.argv[1]))
+num = (int, float)
+for k, t in [("scenario", str), ("gpus", int), ("step_time_s", num), ("tokens_per_s", num),
+             ("model_tflops_per_gpu", num), ("hardware_tflops_per_gpu", num), ("mfu", num),
+             ("memory_per_gpu_bytes", num), ("memory_capacity_bytes", num), ("fits", bool),
+             ("breakdown_s", dict), ("cost", dict)]:
+    assert isinstance(d[k], t), (k, d.get(k))
+b = d["breakdown_s"]
+for k in ("compute", "exposed_comm", "bubble"):
+    assert k in b, k
+assert set(b["exposed_comm"]) == {"dp", "tp", "pp", "cp"}, b["exposed_comm"]
+for k in ("usd_per_step", "usd_per_million_tokens", "run_usd"):
+    assert isinstance(d["cost"][k], num), (k, d["cost"][k])
+assert d["scenario"] == "llama2-70b-on-32-h100" and d["gpus"] == 32
+assert 0 < d["mfu"] < 1
+assert abs(d["tokens_per_s"] * d["step_time_s"] - 1024 * 4096) < 1e-6 * 1024 * 4096
+assert d["hardware_tflops_per_gpu"] >= d["model_tflops_per_gpu"]
+assert abs(d["mfu"] * 989 - d["model_tflops_per_gpu"]) < 1e-6 * d["model_tflops_per_gpu"]
+assert d["memory_capacity_bytes"] == 80 * 2**30
+parts = b["compute"] + sum(b["exposed_comm"].values()) + b["bubble"] + b["optimizer"]
+assert abs(parts - d["step_time_s"]) < 1e-9 * d["step_time_s"], (parts, d["step_time_s"])
+# $ per step = GPUs x hours x $2.50.
+assert abs(d["cost"]["usd_per_step"] - 32 * d["step_time_s"] / 3600 * 2.5) < 1e-9
+PY
+else
+  fail "plan --json exited $?"
+fi
+
+# Well under a second (the analytic engine; the budget is for the whole process).
+python3 - "$bin" <<'PY' || fail "plan took too long"
+import subprocess, sys, time
+start = time.monotonic()
+subprocess.run([sys.argv[1], "plan", "--json"], check=True, stdout=subprocess.DEVNULL)
+elapsed = time.monotonic() - start
+assert elapsed < 0.5, f"plan took {elapsed:.3f} s"
+PY
+
+# Every shipped scenario plans (exit 0, valid JSON); other YAML there (claims) is skipped.
+for f in "$src"/scenarios/*.yaml "$src"/scenarios/seed/*.yaml; do
+  grep -q '^cluster:' "$f" || continue
+  "$bin" plan "$f" --json >"$tmp/s.json" 2>"$tmp/err.txt" ||
+    fail "plan $f exited $? ($(cat "$tmp/err.txt"))"
+  python3 -m json.tool "$tmp/s.json" >/dev/null || fail "plan $f --json is not valid JSON"
+done
+
+# A job that does not fit: the verdict in plain words and what to change.
+sed -e 's/zero: 3/zero: 0/' -e 's/recompute: full/recompute: none/' \
+  "$src/scenarios/default.yaml" >"$tmp/too-big.yaml"
+if "$bin" plan "$tmp/too-big.yaml" >"$tmp/big.txt" 2>"$tmp/err.txt"; then
+  grep -qF "DOES NOT FIT" "$tmp/big.txt" || fail "no DOES NOT FIT for a 70B job without ZeRO"
+  grep -qF "(fits)" "$tmp/big.txt" || fail "no advice that fits for the too-big job"
+else
+  fail "plan too-big.yaml exited $? ($(cat "$tmp/err.txt"))"
+fi
+"$bin" plan "$tmp/too-big.yaml" --json >"$tmp/big.json"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["fits"] is False and d["memory_advice"], d["memory_advice"]' \
+  "$tmp/big.json" || fail "--json of a job that does not fit"
+
+# Bad input exits 2: a bad key names file:line:col; a missing file; an unknown flag.
+cat >"$tmp/bad.yaml" <<'EOF'
+name: bad
+cluster:
+  nodes: 4
+  node:
+    gpu: h100-sxm
+    gpus_per_node: eight
+EOF
+"$bin" plan "$tmp/bad.yaml" >/dev/null 2>"$tmp/err.txt"; rc=$?
+[ "$rc" -eq 2 ] || fail "bad scenario exited $rc, expected 2"
+grep -qE "bad.yaml:6:[0-9]+: cluster.node.gpus_per_node" "$tmp/err.txt" ||
+  fail "bad scenario message lacks file:line:col: $(cat "$tmp/err.txt")"
+"$bin" plan "$tmp/no-such.yaml" >/dev/null 2>&1; rc=$?
+[ "$rc" -eq 2 ] || fail "missing scenario exited $rc, expected 2"
+"$bin" plan --bogus >/dev/null 2>&1; rc=$?
+[ "$rc" -eq 2 ] || fail "--bogus exited $rc, expected 2"
+
+if [ "$fails" -ne 0 ]; then
+  echo "plan_cli: $fails failure(s)" >&2
+  exit 1
+fi
+echo "plan_cli: ok"

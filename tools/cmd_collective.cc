@@ -1,0 +1,178 @@
+// `clustersim collective`: the analytic prediction of one collective over a size sweep, printed
+// with nccl-tests' own columns (size, count, type, redop, root, time, algbw, busbw) plus the
+// algorithm, protocol and bottleneck chosen, so that a real nccl-tests log diffs line by line.
+// N GPUs fill the scenario's nodes in order, as `mpirun -np N` over whole nodes does.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "models/collective_model.h"
+#include "models/units.h"
+#include "tools/command_registry.h"
+#include "tools/scenario_input.h"
+#include "validate/collective_math.h"
+
+namespace clustersim::tools {
+namespace {
+
+using models::CollectiveAlgorithm;
+using models::CollectiveOp;
+using models::CollectiveProtocol;
+
+constexpr std::size_t kFloatBytes = 4;  // nccl-tests' default type, float
+
+struct CollectiveArgs {
+  std::string scenario;
+  std::string op = "all_reduce";
+  int gpus = 0;  // 0: every GPU of the cluster
+  std::string min_size = "8";
+  std::string max_size = "128M";
+  std::size_t step_factor = 2;
+  std::string algo = "auto";
+  std::string proto = "auto";
+  bool json = false;
+};
+
+// nccl-tests' count column: elements per rank for all_gather/reduce_scatter/alltoall, of the
+// buffer otherwise (validate's nccl-tests arithmetic; reduce counts as broadcast does).
+validate::CollectiveShape nccl_tests_shape(CollectiveOp op, std::size_t size_bytes, int ranks) {
+  validate::CollectiveOp v = validate::CollectiveOp::kBroadcast;
+  validate::parse_collective_op(models::to_string(op), &v);
+  return validate::collective_shape(v, size_bytes, kFloatBytes, ranks);
+}
+
+bool reduces(CollectiveOp op) {
+  return op == CollectiveOp::kAllReduce || op == CollectiveOp::kReduceScatter ||
+         op == CollectiveOp::kReduce;
+}
+bool rooted(CollectiveOp op) { return op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce; }
+
+int run_collective(const CollectiveArgs& a) {
+  const std::string cmd = "collective";
+  CollectiveOp op{};
+  if (!models::parse_collective_op(a.op, &op)) {
+    return fail_bad_input(cmd, "--op: unknown collective '" + a.op +
+                                   "' (all_reduce, all_gather, reduce_scatter, alltoall, "
+                                   "broadcast, reduce, sendrecv)");
+  }
+  CollectiveAlgorithm algo{};
+  if (!models::parse_collective_algorithm(a.algo, &algo)) {
+    return fail_bad_input(cmd, "--algo: unknown algorithm '" + a.algo +
+                                   "' (auto, ring, tree, nvls, collnet, hierarchical, p2p)");
+  }
+  CollectiveProtocol proto{};
+  if (!models::parse_collective_protocol(a.proto, &proto)) {
+    return fail_bad_input(cmd, "--proto: unknown protocol '" + a.proto +
+                                   "' (auto, ll, ll128, simple)");
+  }
+  auto min_bytes = models::parse_size_bytes(a.min_size, true);
+  if (!min_bytes) return fail_bad_input(cmd, "--min: " + min_bytes.message());
+  auto max_bytes = models::parse_size_bytes(a.max_size, true);
+  if (!max_bytes) return fail_bad_input(cmd, "--max: " + max_bytes.message());
+  auto sizes = validate::size_sweep(static_cast<std::size_t>(*min_bytes),
+                                    static_cast<std::size_t>(*max_bytes), a.step_factor);
+  if (!sizes) return fail_bad_input(cmd, "--min/--max/--step-factor: " + sizes.message());
+
+  auto scenario = load_scenario_or_default(a.scenario);
+  if (!scenario) return fail_bad_input(cmd, scenario.message());
+  const int gpus = a.gpus > 0 ? a.gpus : scenario->cluster.total_gpus();
+  auto topo = models::collective_topology(scenario->cluster, gpus);
+  if (!topo) return fail_bad_input(cmd, "--gpus: " + topo.message());
+
+  struct Row {
+    validate::CollectiveShape shape;
+    models::CollectiveEstimate estimate;
+  };
+  std::vector<Row> rows;
+  double busbw_sum = 0;
+  for (std::size_t size : *sizes) {
+    const auto shape = nccl_tests_shape(op, size, gpus);
+    auto e = models::estimate_collective(
+        *topo, {op, static_cast<double>(shape.size_bytes), algo, proto});
+    if (!e) return fail_bad_input(cmd, e.message());
+    busbw_sum += e->busbw_Bps;
+    rows.push_back({shape, *e});
+  }
+  const double avg_busbw_GBps = busbw_sum / rows.size() / 1e9;
+
+  if (a.json) {
+    nlohmann::json out = {{"scenario", scenario->name},
+                          {"op", models::to_string(op)},
+                          {"gpus", gpus},
+                          {"nodes", topo->nodes},
+                          {"gpus_per_node", topo->ranks_per_node},
+                          {"algorithm", models::to_string(algo)},
+                          {"protocol", models::to_string(proto)},
+                          {"type", "float"},
+                          {"avg_busbw_GBps", avg_busbw_GBps}};
+    nlohmann::json js_rows = nlohmann::json::array();
+    for (const Row& r : rows) {
+      const auto& e = r.estimate;
+      js_rows.push_back({{"size_bytes", r.shape.size_bytes},
+                         {"count", r.shape.count},
+                         {"time_us", e.time_s * 1e6},
+                         {"algbw_GBps", e.algbw_Bps / 1e9},
+                         {"busbw_GBps", e.busbw_Bps / 1e9},
+                         {"algorithm", models::to_string(e.algorithm)},
+                         {"protocol", models::to_string(e.protocol)},
+                         {"latency_us", e.latency_s * 1e6},
+                         {"bandwidth_us", e.bandwidth_s * 1e6},
+                         {"bottleneck", models::to_string(e.bottleneck)}});
+    }
+    out["rows"] = std::move(js_rows);
+    std::printf("%s\n", out.dump(2).c_str());
+    return kExitOk;
+  }
+
+  // nccl-tests' header and column widths (src/common.cu), then the model's choice per row.
+  std::printf("# clustersim collective: %s on %d GPUs (%d node%s x %d), scenario %s\n",
+              std::string(models::to_string(op)).c_str(), gpus, topo->nodes,
+              topo->nodes == 1 ? "" : "s", topo->ranks_per_node, scenario->name.c_str());
+  std::printf("# analytic model (NCCL tuner alpha-beta), algorithm %s, protocol %s\n#\n",
+              a.algo.c_str(), a.proto.c_str());
+  std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %-12s %-6s %s\n", "size", "count",
+              "type", "redop", "root", "time", "algbw", "busbw", "algorithm", "proto", "bound");
+  std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s\n", "(B)", "(elements)", "", "", "",
+              "(us)", "(GB/s)", "(GB/s)");
+  for (const Row& r : rows) {
+    const auto& e = r.estimate;
+    std::printf("  %10zu  %12zu  %8s  %6s  %6i  %7.2f  %6.2f  %6.2f  %-12s %-6s %s\n",
+                r.shape.size_bytes, r.shape.count, "float", reduces(op) ? "sum" : "none",
+                rooted(op) ? 0 : -1, e.time_s * 1e6, e.algbw_Bps / 1e9, e.busbw_Bps / 1e9,
+                std::string(models::to_string(e.algorithm)).c_str(),
+                std::string(models::to_string(e.protocol)).c_str(),
+                std::string(models::to_string(e.bottleneck)).c_str());
+  }
+  std::printf("# Avg bus bandwidth    : %g\n", avg_busbw_GBps);
+  return kExitOk;
+}
+
+const bool kRegistered = register_command(
+    {"collective", "predict one collective over a size sweep, in nccl-tests' columns", 20,
+     [](CLI::App& sub) -> CommandAction {
+       auto a = std::make_shared<CollectiveArgs>();
+       sub.add_option("--scenario", a->scenario,
+                      "scenario YAML (default: the embedded default scenario)");
+       sub.add_option("--op", a->op,
+                      "all_reduce | all_gather | reduce_scatter | alltoall | broadcast | reduce | "
+                      "sendrecv")
+           ->capture_default_str();
+       sub.add_option("--gpus", a->gpus,
+                      "GPUs in the communicator, filling nodes in order (default: all)")
+           ->check(CLI::PositiveNumber);
+       sub.add_option("-b,--min", a->min_size, "smallest size (8, 64K, 8G = 8 GiB, 2GB)")
+           ->capture_default_str();
+       sub.add_option("-e,--max", a->max_size, "largest size")->capture_default_str();
+       sub.add_option("-f,--step-factor", a->step_factor, "multiply the size by this each row")
+           ->capture_default_str();
+       sub.add_option("--algo", a->algo, "auto | ring | tree | nvls | collnet | hierarchical | p2p")
+           ->capture_default_str();
+       sub.add_option("--proto", a->proto, "auto | ll | ll128 | simple")->capture_default_str();
+       sub.add_flag("--json", a->json, "one JSON object with a row per size");
+       return [a] { return run_collective(*a); };
+     }});
+
+}  // namespace
+}  // namespace clustersim::tools

@@ -1,0 +1,352 @@
+// `clustersim plan [SCENARIO]`: the main job. Predicts one training step of the scenario's
+// workload on its cluster with the analytic models (step time, tokens/s, TFLOP/s, MFU, memory
+// per GPU against capacity, time and communication breakdown), then the cost, run time and
+// goodput, and states the assumptions behind the numbers. --json prints SCENARIO.md's keys.
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "models/cost_model.h"
+#include "models/step_model.h"
+#include "models/units.h"
+#include "tools/command_registry.h"
+#include "tools/scenario_input.h"
+#include "tools/text_table.h"
+
+namespace clustersim::tools {
+namespace {
+
+using models::format_bandwidth;
+using models::format_count;
+using models::format_flops;
+using models::format_significant;
+using models::format_size;
+using models::format_time;
+using models::format_usd;
+using Align = TextTable::Align;
+
+struct PlanArgs {
+  std::string scenario;
+  bool json = false;
+};
+
+std::string percent(double part, double whole) {
+  return whole > 0 ? format_significant(100 * part / whole, 3) + "%" : "-";
+}
+
+// A number, or JSON null where the input needed for it was not given.
+nlohmann::json or_null(bool known, double value) {
+  return known && std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
+}
+
+std::string parallelism_line(const models::WorkloadConfig& w, int micro_batches) {
+  const auto& p = w.parallelism;
+  std::string s = "tp " + std::to_string(p.tp) + (p.sp ? " (+sp)" : "") + ", pp " +
+                  std::to_string(p.pp) + " " + std::string(models::to_string(p.pp_schedule));
+  if (p.pp_schedule == models::PipelineSchedule::kInterleaved) {
+    s += " x" + std::to_string(p.virtual_stages);
+  }
+  s += ", dp " + std::to_string(p.dp) + ", cp " + std::to_string(p.cp) + ", zero " +
+       std::to_string(p.zero) + ", recompute " + std::string(models::to_string(p.recompute)) +
+       "; micro-batches per step: " + std::to_string(micro_batches) + " of " +
+       std::to_string(w.micro_batch) + (w.micro_batch == 1 ? " sequence" : " sequences");
+  return s;
+}
+
+void print_header(const models::Scenario& s, const models::StepResult& r) {
+  const auto& c = s.cluster;
+  const auto& n = c.node;
+  const auto& w = s.workload;
+  std::printf("Plan for %s (%s): analytic model\n", s.name.c_str(), s.path.c_str());
+  std::printf("  cluster   %d GPUs: %d nodes x %d %s on %s", r.gpus, c.nodes, n.gpus_per_node,
+              n.gpu.id.c_str(), n.scale_up.id.c_str());
+  if (n.nics_per_node > 0) {
+    std::printf(", %d x %s%s per node, %s", n.nics_per_node, n.nic.id.c_str(),
+                n.links_per_nic > 1 ? (" (" + std::to_string(n.links_per_nic) + " links)").c_str()
+                                    : "",
+                std::string(models::to_string(c.fabric.topology)).c_str());
+  }
+  std::printf("\n  workload  %s (%s parameters), seq %d, %d sequences = %s tokens per step, %s\n",
+              w.model.id.c_str(),
+              format_count(models::count_parameters(w.model).total()).c_str(), w.seq_len,
+              w.global_batch, format_count(r.tokens_per_step).c_str(),
+              std::string(models::to_string(w.precision)).c_str());
+  std::printf("  parallel  %s\n\n", parallelism_line(w, r.micro_batches).c_str());
+}
+
+void print_step(const models::StepResult& r) {
+  std::printf("Step\n");
+  std::printf("  step time        %s\n", format_time(r.step_time_s).c_str());
+  std::printf("  tokens/s         %s (%s per GPU)\n", format_count(r.tokens_per_s).c_str(),
+              format_count(r.tokens_per_s / r.gpus).c_str());
+  std::printf("  TFLOP/s per GPU  %s model, %s hardware (with recompute), peak %s\n",
+              format_significant(r.model_tflops_per_gpu, 4).c_str(),
+              format_significant(r.hardware_tflops_per_gpu, 4).c_str(),
+              format_flops(r.peak_flops).c_str());
+  std::printf("  MFU              %s\n\n", percent(r.mfu, 1).c_str());
+}
+
+void print_memory(const models::Scenario& s, const models::StepResult& r,
+                  const models::StepParams& params) {
+  const auto& m = r.memory;
+  std::printf("Memory per GPU (busiest stage %d): %s of %s: %s\n", m.stage,
+              format_size(m.total()).c_str(), format_size(r.memory_capacity_bytes).c_str(),
+              r.fits ? "fits" : "DOES NOT FIT");
+  TextTable t({"weights", "gradients", "optimizer", "activations", "logits", "ZeRO-3 buffers",
+               "framework"},
+              std::vector<Align>(7, Align::kRight));
+  t.add_row({format_size(m.weights_bytes), format_size(m.gradients_bytes),
+             format_size(m.optimizer_bytes), format_size(m.activations_bytes),
+             format_size(m.logits_bytes), format_size(m.gathered_weights_bytes),
+             format_size(m.overhead_bytes)});
+  std::printf("%s", t.render(2).c_str());
+  if (!r.fits) {
+    std::printf("  To fit, change one of (memory per GPU after the change):\n");
+    for (const auto& a :
+         models::memory_advice(s.workload, m, r.memory_capacity_bytes, params.memory)) {
+      std::printf("    - %s\n", a.c_str());
+    }
+  }
+  std::printf("\n");
+}
+
+void print_breakdown(const models::StepResult& r) {
+  const auto& b = r.breakdown;
+  const double step = r.step_time_s;
+  TextTable t({"per step", "time", "share"}, {Align::kLeft, Align::kRight, Align::kRight});
+  auto row = [&](const char* what, double s) {
+    if (s > 0) {
+      t.add_row({what, format_time(s), percent(s, step)});
+    } else {
+      t.add_row({what, "-", "-"});
+    }
+  };
+  row("compute (forward + backward)", b.compute_s);
+  row("exposed TP communication", b.tp.exposed_s);
+  row("exposed DP communication", b.dp.exposed_s);
+  row("exposed PP communication", b.pp.exposed_s);
+  row("exposed CP communication", b.cp.exposed_s);
+  row("pipeline bubble", b.bubble_s);
+  row("optimizer", b.optimizer_s);
+  t.add_separator();
+  row("step", step);
+  t.add_row({"hidden (overlapped) communication", format_time(b.hidden_comm_s()), ""});
+  std::printf("Time breakdown (one micro-batch on the busiest stage: forward %s, backward %s)\n%s\n",
+              format_time(r.forward_s).c_str(), format_time(r.backward_s).c_str(),
+              t.render(2).c_str());
+}
+
+void print_comms(const models::StepResult& r) {
+  if (r.comms.empty()) {
+    std::printf("Communication: none (one GPU per model replica and no data parallelism)\n\n");
+    return;
+  }
+  TextTable t({"dim", "collective", "what", "size", "GPUs", "per step", "algorithm", "each",
+               "busbw", "total"},
+              {Align::kLeft, Align::kLeft, Align::kLeft, Align::kRight, Align::kRight,
+               Align::kRight, Align::kLeft, Align::kRight, Align::kRight, Align::kRight});
+  for (const auto& c : r.comms) {
+    const auto& e = c.estimate;
+    t.add_row({std::string(models::to_string(c.call.dim)),
+               std::string(models::to_string(c.call.op)), c.call.what,
+               format_size(c.call.size_bytes), std::to_string(c.call.group_size),
+               format_significant(c.calls_per_step, 4),
+               std::string(models::to_string(e.algorithm)) + "/" +
+                   std::string(models::to_string(e.protocol)),
+               format_time(e.time_s), format_bandwidth(e.busbw_Bps), format_time(c.total_s())});
+  }
+  const auto& b = r.breakdown;
+  std::printf("Communication per step (exposed of total: tp %s of %s, dp %s of %s, pp %s of %s, "
+              "cp %s of %s)\n%s\n",
+              format_time(b.tp.exposed_s).c_str(), format_time(b.tp.total_s).c_str(),
+              format_time(b.dp.exposed_s).c_str(), format_time(b.dp.total_s).c_str(),
+              format_time(b.pp.exposed_s).c_str(), format_time(b.pp.total_s).c_str(),
+              format_time(b.cp.exposed_s).c_str(), format_time(b.cp.total_s).c_str(),
+              t.render(2).c_str());
+}
+
+void print_cost(const models::Scenario& s, const models::RunCost& c) {
+  std::printf("Cost\n");
+  if (c.priced) {
+    std::printf("  %s per GPU-hour: %s per step, %s per million tokens\n",
+                format_usd(c.gpu_hour_usd).c_str(), format_usd(c.usd_per_step).c_str(),
+                format_usd(c.usd_per_million_tokens).c_str());
+  } else {
+    std::printf("  no price (cost.gpu_hour): %s GPU-hours per step\n",
+                format_significant(c.gpu_hours_per_step, 4).c_str());
+  }
+  if (!c.has_run) {
+    std::printf("  no run length (workload.train_tokens): no whole-run figures\n\n");
+    return;
+  }
+  std::printf("  run of %s tokens: %s steps, %s without failures, %s GPU-hours%s\n",
+              format_count(s.workload.train_tokens).c_str(), format_count(c.steps).c_str(),
+              format_time(c.run_time_s).c_str(), format_count(c.gpu_hours).c_str(),
+              c.priced ? (", " + format_usd(c.run_usd_no_failures)).c_str() : "");
+  if (!c.has_reliability) {
+    std::printf("  no reliability data (reliability.gpu_mtbf): goodput not estimated\n\n");
+    return;
+  }
+  std::printf("  failures: cluster MTBF %s (GPU MTBF / %d GPUs)\n",
+              format_time(c.cluster_mtbf_s).c_str(), static_cast<int>(s.workload.parallelism.gpus()));
+  if (c.checkpoint_write_s > 0) {
+    std::printf("  checkpoint %s written in %s every %s (%s), restart %s\n",
+                format_size(c.checkpoint_bytes).c_str(), format_time(c.checkpoint_write_s).c_str(),
+                format_time(c.checkpoint_interval_s).c_str(),
+                c.interval_derived ? "Young/Daly optimum" : "scenario", format_time(c.restart_s).c_str());
+  } else {
+    std::printf("  no storage.write_bandwidth: checkpoint cost not counted; restart %s\n",
+                format_time(c.restart_s).c_str());
+  }
+  if (c.goodput > 0) {
+    std::printf("  goodput %s: effective run time %s%s\n\n", percent(c.goodput, 1).c_str(),
+                format_time(c.effective_run_time_s).c_str(),
+                c.priced ? (", cost " + format_usd(c.run_usd)).c_str() : "");
+  } else {
+    std::printf("  goodput 0: failures come faster than checkpoints and restarts: the run never "
+                "finishes\n\n");
+  }
+}
+
+void print_assumptions(const models::StepParams& p, const models::CostParams& cost) {
+  std::printf("Assumptions (analytic model; calibrate with `clustersim validate`)\n");
+  std::printf("  - collectives: NCCL's tuner model (tuning.cc latencies), no contention between "
+              "dimensions; NVLS efficiency %s\n",
+              format_significant(p.collective.nvls_efficiency, 3).c_str());
+  std::printf("  - GEMMs at up to %s of peak, flash attention up to %s forward / %s backward\n",
+              percent(p.compute.gemm_max_efficiency, 1).c_str(),
+              percent(p.compute.attention_fwd_max_efficiency, 1).c_str(),
+              percent(p.compute.attention_bwd_max_efficiency, 1).c_str());
+  std::printf("  - TP communication %s hidden; DP overlaps backward (buckets of %s parameters); "
+              "gradients reduced in %s-byte floats\n",
+              percent(p.tp_overlap_fraction, 1).c_str(), format_count(p.dp_bucket_params).c_str(),
+              format_significant(p.comm.gradient_reduce_bytes, 2).c_str());
+  std::printf("  - memory: mixed-precision Adam (16 B/parameter before ZeRO), %s, %s framework "
+              "overhead\n",
+              p.memory.flash_attention ? "flash attention" : "no flash attention",
+              format_size(p.memory.framework_overhead_bytes).c_str());
+  std::printf("  - checkpoint %s B/parameter; restart %s unless the scenario says\n",
+              format_significant(cost.checkpoint_bytes_per_param, 3).c_str(),
+              format_time(cost.default_restart_s).c_str());
+}
+
+nlohmann::json plan_json(const models::Scenario& s, const models::StepResult& r,
+                         const models::RunCost& c, const models::StepParams& params) {
+  const auto& b = r.breakdown;
+  const auto& m = r.memory;
+  nlohmann::json comms = nlohmann::json::array();
+  for (const auto& t : r.comms) {
+    comms.push_back({{"dim", models::to_string(t.call.dim)},
+                     {"op", models::to_string(t.call.op)},
+                     {"what", t.call.what},
+                     {"size_bytes", t.call.size_bytes},
+                     {"group_size", t.call.group_size},
+                     {"calls_per_step", t.calls_per_step},
+                     {"algorithm", models::to_string(t.estimate.algorithm)},
+                     {"protocol", models::to_string(t.estimate.protocol)},
+                     {"time_s", t.estimate.time_s},
+                     {"busbw_GBps", t.estimate.busbw_Bps / 1e9},
+                     {"total_s", t.total_s()}});
+  }
+  auto dim = [](const models::DimComm& d) {
+    return nlohmann::json{{"total_s", d.total_s}, {"exposed_s", d.exposed_s},
+                          {"bytes_per_step", d.bytes_per_step}};
+  };
+  nlohmann::json advice = models::memory_advice(s.workload, m, r.memory_capacity_bytes,
+                                                params.memory);
+  return {
+      {"scenario", s.name},
+      {"engine", "analytic"},
+      {"gpus", r.gpus},
+      {"micro_batches", r.micro_batches},
+      {"step_time_s", r.step_time_s},
+      {"tokens_per_step", r.tokens_per_step},
+      {"tokens_per_s", r.tokens_per_s},
+      {"model_tflops_per_gpu", r.model_tflops_per_gpu},
+      {"hardware_tflops_per_gpu", r.hardware_tflops_per_gpu},
+      {"mfu", r.mfu},
+      {"memory_per_gpu_bytes", m.total()},
+      {"memory_capacity_bytes", r.memory_capacity_bytes},
+      {"fits", r.fits},
+      {"memory_bytes",
+       {{"weights", m.weights_bytes},
+        {"gradients", m.gradients_bytes},
+        {"optimizer", m.optimizer_bytes},
+        {"activations", m.activations_bytes},
+        {"logits", m.logits_bytes},
+        {"zero3_buffers", m.gathered_weights_bytes},
+        {"framework", m.overhead_bytes}}},
+      {"memory_advice", advice},
+      {"forward_s", r.forward_s},
+      {"backward_s", r.backward_s},
+      {"breakdown_s",
+       {{"compute", b.compute_s},
+        {"exposed_comm",
+         {{"dp", b.dp.exposed_s}, {"tp", b.tp.exposed_s}, {"pp", b.pp.exposed_s},
+          {"cp", b.cp.exposed_s}}},
+        {"hidden_comm", b.hidden_comm_s()},
+        {"bubble", b.bubble_s},
+        {"optimizer", b.optimizer_s}}},
+      {"comm", {{"tp", dim(b.tp)}, {"dp", dim(b.dp)}, {"pp", dim(b.pp)}, {"cp", dim(b.cp)}}},
+      {"collectives", comms},
+      {"cost",
+       {{"usd_per_step", or_null(c.priced, c.usd_per_step)},
+        {"usd_per_million_tokens", or_null(c.priced, c.usd_per_million_tokens)},
+        {"run_usd", or_null(c.priced && c.has_run, c.run_usd)},
+        {"run_usd_no_failures", or_null(c.priced && c.has_run, c.run_usd_no_failures)},
+        {"gpu_hours_per_step", c.gpu_hours_per_step}}},
+      {"run",
+       {{"steps", or_null(c.has_run, c.steps)},
+        {"run_time_s", or_null(c.has_run, c.run_time_s)},
+        {"effective_run_time_s", or_null(c.has_run, c.effective_run_time_s)},
+        {"gpu_hours", or_null(c.has_run, c.gpu_hours)},
+        {"goodput", c.goodput},
+        {"cluster_mtbf_s", or_null(c.has_reliability, c.cluster_mtbf_s)},
+        {"checkpoint_bytes", or_null(c.has_reliability, c.checkpoint_bytes)},
+        {"checkpoint_write_s", or_null(c.has_reliability, c.checkpoint_write_s)},
+        {"checkpoint_interval_s", or_null(c.has_reliability, c.checkpoint_interval_s)},
+        {"restart_s", or_null(c.has_reliability, c.restart_s)}}},
+  };
+}
+
+int run_plan(const PlanArgs& a) {
+  auto scenario = load_scenario_or_default(a.scenario);
+  if (!scenario) return fail_bad_input("plan", scenario.message());
+  const models::StepParams params = models::default_step_params(scenario->cluster);
+  auto step = models::predict_step(*scenario, params);
+  if (!step) return fail_bad_input("plan", scenario->path + ": " + step.message());
+  const models::CostParams cost_params;
+  const models::RunCost cost = models::estimate_run_cost(*scenario, *step, cost_params);
+
+  if (a.json) {
+    std::printf("%s\n", plan_json(*scenario, *step, cost, params).dump(2).c_str());
+    return kExitOk;
+  }
+  print_header(*scenario, *step);
+  print_step(*step);
+  print_memory(*scenario, *step, params);
+  print_breakdown(*step);
+  const auto advice = models::step_advice(*scenario, *step);
+  for (const auto& line : advice) std::printf("  ! %s\n", line.c_str());
+  if (!advice.empty()) std::printf("\n");
+  print_comms(*step);
+  print_cost(*scenario, cost);
+  print_assumptions(params, cost_params);
+  return kExitOk;
+}
+
+const bool kRegistered = register_command(
+    {"plan", "predict a training step and the whole run: time, MFU, memory, comm, cost", 10,
+     [](CLI::App& sub) -> CommandAction {
+       auto a = std::make_shared<PlanArgs>();
+       sub.add_option("scenario", a->scenario,
+                      "scenario YAML (default: the embedded 4-node, 32 x H100 Llama 2 70B job)");
+       sub.add_flag("--json", a->json, "one JSON object (keys as SCENARIO.md gives them)");
+       return [a] { return run_plan(*a); };
+     }});
+
+}  // namespace
+}  // namespace clustersim::tools
