@@ -25,6 +25,7 @@ fi
 # 8 NICs per node, which cannot be cabled: exit 2 with the shortfall and the alternatives.
 while IFS= read -r f; do
   name="$(basename "$f")"
+  grep -q '^cluster:' "$f" || continue  # not a scenario (claims, calibration overlays)
   "$bin" topo "$f" >"$tmp/out.txt" 2>"$tmp/err.txt"
   rc=$?
   if [ "$name" = "fat-tree-256gpu.yaml" ]; then
