@@ -24,6 +24,10 @@ int largest_divisor_at_most(int n, int limit) {
   return 0;
 }
 
+std::string plural(long long n, const std::string& word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
 std::string ratio(double r) { return models::format_significant(r, 3) + ":1"; }
 
 // "file:line:col: key.path: " (or "key.path: " without a scenario).
@@ -150,9 +154,6 @@ ClosAttempt size_clos_plane(const Inputs& in, int tiers, int rails, bool rail_al
   return out;
 }
 
-std::string plural(long long n, const std::string& word) {
-  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
-}
 
 // Divisors of n in ascending order: the plane counts to try.
 std::vector<int> divisors(int n) {
@@ -193,7 +194,7 @@ models::Result<FabricDesign> design_clos(const Inputs& in, int tiers, bool rail_
   }
   std::ostringstream msg;
   msg << where(scenario, "cluster.fabric.switch_radix") << in.nodes << " nodes x " << in.nics
-      << " NICs x " << in.links << " links = " << in.nodes * in.nics * in.links
+      << " NICs x " << plural(in.links, "link") << " = " << in.nodes * in.nics * in.links
       << " NIC ports do not fit even split into " << plural(in.nics, "plane")
       << " (one per NIC): " << last.short_text << "; short by " << last.short_ports
       << " NIC ports per plane (" << last.short_ports * in.nics
@@ -274,8 +275,7 @@ models::Result<FabricDesign> design_leaf_spine(const Inputs& in, const models::F
                                         kRatioTolerance)));
   const int m_needed = ceil_div(up_needed, S);
   const std::string host_text = std::to_string(in.nodes) + " nodes x " +
-                                std::to_string(in.nics) + " NICs x " +
-                                std::to_string(in.links) + " links";
+                                std::to_string(in.nics) + " NICs x " + plural(in.links, "link");
   // What a design at the requested ratio would take, for the messages.
   auto needs_text = [&]() {
     const int up = m_needed * S;

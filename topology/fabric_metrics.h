@@ -47,8 +47,8 @@ struct FabricMetrics {
 
   int diameter_hops = 0;           // longest shortest GPU-to-GPU path, in links
   double intra_node_latency_s = 0;  // GPU to GPU of the same node
-  double worst_latency_s = 0;       // longest route latency from the sampled GPUs
-  double typical_latency_s = 0;     // median over all destinations of the sampled GPUs
+  double worst_latency_s = 0;       // longest route latency from the first and last GPU
+  double typical_latency_s = 0;     // median over all destinations of those two GPUs
 
   double switch_cost_usd = 0;
   double cable_cost_usd = 0;  // catalog NIC cable price (with its transceivers) per cable
@@ -56,9 +56,11 @@ struct FabricMetrics {
   double total_cost_usd() const { return switch_cost_usd + cable_cost_usd + nic_cost_usd; }
 };
 
-// Computes every figure above. Diameter and latencies: breadth-first search (Boost.Graph) from
-// every GPU of the first and of the last node, which is exact for the symmetric fabrics the
-// builders lay out (a test compares it with all-pairs search on small fabrics).
+// Computes every figure above. Diameter: breadth-first search (Boost.Graph) from every GPU of the
+// first and of the last node, exact for the symmetric fabrics the builders lay out (a test
+// compares it with all-pairs search on small fabrics). Latencies: the static route from the
+// first and from the last GPU to every other GPU (all equal-cost paths of these fabrics have the
+// same latency). About 0.2 s at 16,384 GPUs.
 FabricMetrics compute_metrics(const ClusterGraph& graph);
 
 // The node-level max-flow of FabricMetrics::bisection_Bps for an explicit cut: nodes whose entry

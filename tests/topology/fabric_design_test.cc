@@ -194,7 +194,7 @@ TEST_SUITE("topology") {
       s.uplinks_per_leaf = 24;  // 8 NIC ports + 24 = 32 fits; 28 would not
       CHECK(design_fabric(make_cluster(s)).ok());
       s.uplinks_per_leaf = 28;
-      CHECK(contains(error_of(s), "8 NIC ports (16 nodes x 2 NICs x 1 links over 4 leaves) + 28 "
+      CHECK(contains(error_of(s), "8 NIC ports (16 nodes x 2 NICs x 1 link over 4 leaves) + 28 "
                                   "uplinks = 36 ports, has 32: short by 4 ports per leaf"));
     }
     SUBCASE("spines run out of ports") {
