@@ -23,8 +23,39 @@ bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
+// Name tables: the first name of a value is the one printed; later ones are accepted aliases.
+template <class E>
+using NameTable = std::pair<std::string_view, E>;
+constexpr NameTable<Op> kOpNames[] = {
+    {"all_reduce", Op::kAllReduce},        {"all_gather", Op::kAllGather},
+    {"reduce_scatter", Op::kReduceScatter}, {"alltoall", Op::kAllToAll},
+    {"broadcast", Op::kBroadcast},         {"reduce", Op::kReduce},
+    {"sendrecv", Op::kSendRecv},           {"allreduce", Op::kAllReduce},
+    {"allgather", Op::kAllGather},         {"reducescatter", Op::kReduceScatter},
+    {"all_to_all", Op::kAllToAll}};
+constexpr NameTable<Algo> kAlgorithmNames[] = {
+    {"auto", Algo::kAuto},       {"ring", Algo::kRing},
+    {"tree", Algo::kTree},       {"nvls", Algo::kNvls},
+    {"collnet", Algo::kCollNet}, {"hierarchical", Algo::kHierarchical},
+    {"p2p", Algo::kP2p},         {"sharp", Algo::kCollNet}};
+constexpr NameTable<Proto> kProtocolNames[] = {
+    {"auto", Proto::kAuto}, {"ll", Proto::kLL}, {"ll128", Proto::kLL128},
+    {"simple", Proto::kSimple}};
+constexpr NameTable<Neck> kBottleneckNames[] = {{"none", Neck::kNone},
+                                                {"scale_up", Neck::kScaleUp},
+                                                {"network", Neck::kNetwork},
+                                                {"calibrated", Neck::kCalibrated}};
+
 template <class E, std::size_t N>
-bool parse_name(std::string_view name, const std::pair<std::string_view, E> (&table)[N], E* out) {
+std::string_view name_of(E value, const NameTable<E> (&table)[N]) {
+  for (const auto& [n, e] : table) {
+    if (e == value) return n;
+  }
+  return "?";
+}
+
+template <class E, std::size_t N>
+bool parse_name(std::string_view name, const NameTable<E> (&table)[N], E* out) {
   for (const auto& [n, e] : table) {
     if (iequals(n, name)) {
       *out = e;
@@ -490,77 +521,19 @@ Result<CollectiveTopology> group_topology(const ClusterConfig& c, int size, int 
 
 }  // namespace
 
-std::string_view to_string(CollectiveOp op) {
-  switch (op) {
-    case Op::kAllReduce: return "all_reduce";
-    case Op::kAllGather: return "all_gather";
-    case Op::kReduceScatter: return "reduce_scatter";
-    case Op::kAllToAll: return "alltoall";
-    case Op::kBroadcast: return "broadcast";
-    case Op::kReduce: return "reduce";
-    case Op::kSendRecv: return "sendrecv";
-  }
-  return "?";
-}
-
-std::string_view to_string(CollectiveAlgorithm a) {
-  switch (a) {
-    case Algo::kAuto: return "auto";
-    case Algo::kRing: return "ring";
-    case Algo::kTree: return "tree";
-    case Algo::kNvls: return "nvls";
-    case Algo::kCollNet: return "collnet";
-    case Algo::kHierarchical: return "hierarchical";
-    case Algo::kP2p: return "p2p";
-  }
-  return "?";
-}
-
-std::string_view to_string(CollectiveProtocol p) {
-  switch (p) {
-    case Proto::kAuto: return "auto";
-    case Proto::kLL: return "ll";
-    case Proto::kLL128: return "ll128";
-    case Proto::kSimple: return "simple";
-  }
-  return "?";
-}
-
-std::string_view to_string(CollectiveBottleneck b) {
-  switch (b) {
-    case Neck::kNone: return "none";
-    case Neck::kScaleUp: return "scale_up";
-    case Neck::kNetwork: return "network";
-    case Neck::kCalibrated: return "calibrated";
-  }
-  return "?";
-}
+std::string_view to_string(CollectiveOp op) { return name_of(op, kOpNames); }
+std::string_view to_string(CollectiveAlgorithm a) { return name_of(a, kAlgorithmNames); }
+std::string_view to_string(CollectiveProtocol p) { return name_of(p, kProtocolNames); }
+std::string_view to_string(CollectiveBottleneck b) { return name_of(b, kBottleneckNames); }
 
 bool parse_collective_op(std::string_view name, CollectiveOp* out) {
-  static constexpr std::pair<std::string_view, Op> kNames[] = {
-      {"all_reduce", Op::kAllReduce},        {"allreduce", Op::kAllReduce},
-      {"all_gather", Op::kAllGather},        {"allgather", Op::kAllGather},
-      {"reduce_scatter", Op::kReduceScatter}, {"reducescatter", Op::kReduceScatter},
-      {"alltoall", Op::kAllToAll},           {"all_to_all", Op::kAllToAll},
-      {"broadcast", Op::kBroadcast},         {"reduce", Op::kReduce},
-      {"sendrecv", Op::kSendRecv}};
-  return parse_name(name, kNames, out);
+  return parse_name(name, kOpNames, out);
 }
-
 bool parse_collective_algorithm(std::string_view name, CollectiveAlgorithm* out) {
-  static constexpr std::pair<std::string_view, Algo> kNames[] = {
-      {"auto", Algo::kAuto},       {"ring", Algo::kRing},
-      {"tree", Algo::kTree},       {"nvls", Algo::kNvls},
-      {"collnet", Algo::kCollNet}, {"sharp", Algo::kCollNet},
-      {"hierarchical", Algo::kHierarchical}, {"p2p", Algo::kP2p}};
-  return parse_name(name, kNames, out);
+  return parse_name(name, kAlgorithmNames, out);
 }
-
 bool parse_collective_protocol(std::string_view name, CollectiveProtocol* out) {
-  static constexpr std::pair<std::string_view, Proto> kNames[] = {
-      {"auto", Proto::kAuto}, {"ll", Proto::kLL}, {"ll128", Proto::kLL128},
-      {"simple", Proto::kSimple}};
-  return parse_name(name, kNames, out);
+  return parse_name(name, kProtocolNames, out);
 }
 
 double bus_bandwidth_factor(CollectiveOp op, int ranks) {

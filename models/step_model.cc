@@ -271,25 +271,19 @@ std::vector<std::string> memory_advice(const WorkloadConfig& workload,
   }
   // Trade data parallelism for model parallelism at the same GPU count.
   if (par.dp % 2 == 0) {
-    WorkloadConfig tp = workload;
-    tp.parallelism.tp *= 2;
-    tp.parallelism.dp /= 2;
-    consider("tp: " + std::to_string(tp.parallelism.tp) + ", dp: " +
-                 std::to_string(tp.parallelism.dp),
-             tp);
-    WorkloadConfig pp = workload;
-    pp.parallelism.pp *= 2;
-    pp.parallelism.dp /= 2;
-    consider("pp: " + std::to_string(pp.parallelism.pp) + ", dp: " +
-                 std::to_string(pp.parallelism.dp),
-             pp);
-    if (workload.seq_len % (4 * par.cp) == 0) {
-      WorkloadConfig cp = workload;
-      cp.parallelism.cp *= 2;
-      cp.parallelism.dp /= 2;
-      consider("cp: " + std::to_string(cp.parallelism.cp) + ", dp: " +
-                   std::to_string(cp.parallelism.dp),
-               cp);
+    using Dim = int ParallelismConfig::*;
+    const std::pair<const char*, Dim> kDims[] = {{"tp", &ParallelismConfig::tp},
+                                                 {"pp", &ParallelismConfig::pp},
+                                                 {"cp", &ParallelismConfig::cp}};
+    for (const auto& [name, dim] : kDims) {
+      // Context parallelism splits each sequence into 2 x cp chunks.
+      if (dim == &ParallelismConfig::cp && workload.seq_len % (4 * par.cp) != 0) continue;
+      WorkloadConfig w = workload;
+      w.parallelism.*dim *= 2;
+      w.parallelism.dp /= 2;
+      consider(std::string(name) + ": " + std::to_string(w.parallelism.*dim) +
+                   ", dp: " + std::to_string(w.parallelism.dp),
+               w);
     }
   }
   std::sort(options.begin(), options.end(),
