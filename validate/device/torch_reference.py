@@ -1,0 +1,82 @@
+"""PyTorch reference numbers on the same GPU as clustersim-probe, for validate/NOTES.md:
+a plain bf16 torch.matmul loop on random data (the "what cuBLAS reaches there" of issue 5) and
+scaled_dot_product_attention forward and backward, causal and full, bf16, batch 1, 16 heads,
+head dim 128, over the probe's sequence lengths. Times are CUDA-event medians after warm-up.
+Usage: python3 torch_reference.py OUT.json [seq,...] [seconds_per_case]"""
+import json
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def bench(fn, seconds, min_reps=3):
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    start_wall = time.time()
+    while len(times) < min_reps or time.time() - start_wall < seconds:
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e-3)
+    times.sort()
+    return times[len(times) // 2], len(times)
+
+
+def main():
+    out_path = sys.argv[1]
+    seqs = [int(s) for s in (sys.argv[2] if len(sys.argv) > 2 else
+                             "4096,8192,16384,32768,65536,131072").split(",")]
+    seconds = float(sys.argv[3]) if len(sys.argv) > 3 else 0.5
+    dev = torch.device("cuda:0")
+    result = {"torch": torch.__version__, "cuda": torch.version.cuda,
+              "device": torch.cuda.get_device_name(0), "matmul": [], "sdpa": []}
+    for n in (4096, 8192):
+        a = torch.randn(n, n, dtype=torch.bfloat16, device=dev)
+        b = torch.randn(n, n, dtype=torch.bfloat16, device=dev)
+        # 20 products per timed call so launch gaps vanish, as the probe's batches do.
+        def loop():
+            for _ in range(20):
+                torch.matmul(a, b)
+        t, reps = bench(loop, 2.0)
+        result["matmul"].append({"m": n, "n": n, "k": n, "dtype": "bf16",
+                                 "tflops": 2.0 * n ** 3 * 20 / t / 1e12, "reps": reps})
+        print("matmul", n, result["matmul"][-1]["tflops"], flush=True)
+    heads, dim = 16, 128
+    for s in seqs:
+        q, k, v = (torch.randn(1, heads, s, dim, dtype=torch.bfloat16, device=dev)
+                   for _ in range(3))
+        for causal in (True, False):
+            flops = 4.0 * heads * s * s * dim / (2 if causal else 1)
+            t, reps = bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+                            seconds)
+            result["sdpa"].append({"seq_len": s, "causal": causal, "direction": "forward",
+                                   "time_ms": t * 1e3, "tflops": flops / t / 1e12, "reps": reps})
+            print("sdpa fwd", s, causal, result["sdpa"][-1]["tflops"], flush=True)
+            qg, kg, vg = (x.detach().clone().requires_grad_(True) for x in (q, k, v))
+            grad = torch.randn_like(q)
+
+            def fwd_bwd():
+                o = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal)
+                o.backward(grad)
+            tb, reps = bench(fwd_bwd, seconds)
+            bwd = max(tb - t, 1e-9)
+            # Backward: 2.5x the forward FLOPs (FlashAttention-2 paper's convention).
+            result["sdpa"].append({"seq_len": s, "causal": causal, "direction": "backward",
+                                   "time_ms": bwd * 1e3, "tflops": 2.5 * flops / bwd / 1e12,
+                                   "reps": reps})
+            print("sdpa bwd", s, causal, result["sdpa"][-1]["tflops"], flush=True)
+            del qg, kg, vg, grad
+        del q, k, v
+        torch.cuda.empty_cache()
+    with open(out_path, "w") as f:
+        json.dump(result, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+#include "validate/measurement_samples.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "models/catalog.h"
+#include "models/text_file.h"
+#include "validate/sha256.h"
+
+namespace clustersim::validate {
+
+models::Result<MeasurementFile> load_measurement_file(const std::string& path) {
+  auto bytes = models::read_text_file(path);
+  if (!bytes) return bytes.error();
+  auto m = parse_measurement(*bytes, path);
+  if (!m) return m.error();
+  return MeasurementFile{path, sha256_hex(*bytes), std::move(*m)};
+}
+
+models::Result<std::string> measured_gpu_id(const Measurement& m) {
+  if (m.gpus.empty()) return models::Error{"the measurement lists no GPUs"};
+  std::string id;
+  for (const GpuInfo& g : m.gpus) {
+    const models::GpuSpec* spec = models::find_gpu_by_pci_id(
+        static_cast<std::uint16_t>(g.pci.vendor_id), static_cast<std::uint16_t>(g.pci.device_id));
+    if (spec == nullptr) {
+      char hex[32];
+      std::snprintf(hex, sizeof hex, "%04x:%04x", g.pci.vendor_id, g.pci.device_id);
+      return models::Error{"GPU of rank " + std::to_string(g.rank) + " (" + g.name +
+                           ", PCI id " + hex + ") is not in the catalog"};
+    }
+    if (!id.empty() && spec->id != id) {
+      return models::Error{"the GPUs are of different models (" + id + " and " + spec->id + ")"};
+    }
+    id = spec->id;
+  }
+  return id;
+}
+
+int nodes_of(const Measurement& m, int ranks) {
+  int nodes = 0;
+  for (const HostInfo& h : m.hosts) {
+    if (std::any_of(h.ranks.begin(), h.ranks.end(), [&](int r) { return r < ranks; })) ++nodes;
+  }
+  return std::max(1, nodes);
+}
+
+double row_time_s(const CollectiveRow& row) {
+  if (row.out_of_place.time_us > 0) return row.out_of_place.time_us * 1e-6;
+  return row.in_place.time_us > 0 ? row.in_place.time_us * 1e-6 : 0;
+}
+
+std::vector<std::string> nccl_disabled_algorithms(const Measurement& m) {
+  std::set<std::string> off;
+  auto env = [&](const std::string& k) {
+    auto it = m.run.environment.find(k);
+    return it == m.run.environment.end() ? std::string() : it->second;
+  };
+  if (env("NCCL_NVLS_ENABLE") == "0") off.insert("nvls");
+  if (env("NCCL_COLLNET_ENABLE") == "0") off.insert("collnet");
+  std::string algo = env("NCCL_ALGO");
+  if (!algo.empty()) {
+    const bool exclude = algo[0] == '^';
+    if (exclude) algo.erase(0, 1);
+    std::set<std::string> listed;
+    std::stringstream items(algo);
+    for (std::string a; std::getline(items, a, ',');) {
+      std::transform(a.begin(), a.end(), a.begin(), [](unsigned char ch) { return std::tolower(ch); });
+      // NCCL's names: Ring, Tree, NVLS, NVLSTree, CollnetDirect, CollnetChain, PAT.
+      if (a == "nvlstree") a = "nvls";
+      if (a.rfind("collnet", 0) == 0) a = "collnet";
+      listed.insert(a);
+    }
+    for (const char* a : {"ring", "tree", "nvls", "collnet"}) {
+      if (listed.count(a) == (exclude ? 1u : 0u)) off.insert(a);
+    }
+  }
+  return {off.begin(), off.end()};
+}
+
+std::vector<bool> held_out_rows(const Measurement& m, Holdout holdout) {
+  std::vector<bool> out(m.collectives.size(), false);
+  if (holdout == Holdout::kNone) return out;
+  // Per (op, ranks): the distinct sizes in order; a row is held out by its size's position.
+  std::map<std::pair<std::string, int>, std::set<std::uint64_t>> sizes;
+  for (const auto& r : m.collectives) sizes[{r.op, r.ranks}].insert(r.size_bytes);
+  for (std::size_t i = 0; i < m.collectives.size(); ++i) {
+    const auto& r = m.collectives[i];
+    const auto& s = sizes[{r.op, r.ranks}];
+    const auto pos = static_cast<std::size_t>(std::distance(s.begin(), s.find(r.size_bytes)));
+    out[i] = holdout == Holdout::kEveryOther ? pos % 2 == 1 : pos >= (s.size() + 1) / 2;
+  }
+  return out;
+}
+
+models::Result<models::CalibrationInput> calibration_input(
+    const std::vector<MeasurementFile>& files, const std::vector<std::vector<bool>>& skip) {
+  models::CalibrationInput in;
+  std::set<std::string> disabled;
+  for (std::size_t f = 0; f < files.size(); ++f) {
+    const Measurement& m = files[f].data;
+    auto gpu = measured_gpu_id(m);
+    if (!gpu) return models::Error{files[f].path + ": " + gpu.message()};
+    if (!in.gpu_id.empty() && in.gpu_id != *gpu) {
+      return models::Error{files[f].path + ": measured " + *gpu + ", the other files " +
+                           in.gpu_id + ": one calibration is for one GPU model"};
+    }
+    in.gpu_id = *gpu;
+    in.sources.push_back(files[f].path + " sha256:" + files[f].sha256_hex);
+    for (const auto& a : nccl_disabled_algorithms(m)) disabled.insert(a);
+    for (std::size_t i = 0; i < m.collectives.size(); ++i) {
+      const CollectiveRow& r = m.collectives[i];
+      if (f < skip.size() && i < skip[f].size() && skip[f][i]) continue;
+      if (r.out_of_place.wrong > 0 || r.in_place.wrong > 0) continue;  // wrong results: no data
+      models::CollectiveOp op;
+      if (!models::parse_collective_op(r.op, &op) || row_time_s(r) <= 0) continue;
+      in.collectives.push_back({op, r.ranks, nodes_of(m, r.ranks),
+                                static_cast<double>(r.size_bytes), row_time_s(r)});
+    }
+    for (const GemmRate& g : m.gemm) {
+      models::Precision p;
+      if (!models::parse_precision(g.precision, &p) || g.tflops <= 0) continue;
+      in.gemm.push_back({p, double(g.m), double(g.n), double(g.k), g.tflops * 1e12, g.sustained});
+    }
+    for (const AttentionRate& a : m.attention) {
+      if (a.tflops <= 0 || a.seq_len <= 0) continue;
+      in.attention.push_back({a.direction == "backward", double(a.seq_len), a.tflops * 1e12});
+    }
+    for (const BandwidthRate& b : m.bandwidth) {
+      const double Bps = b.GBps * 1e9;
+      if (Bps <= 0) continue;
+      if (b.kind == "hbm_copy") in.hbm_copy_Bps.push_back(Bps);
+      else if (b.kind == "h2d") in.h2d_Bps.push_back(Bps);
+      else if (b.kind == "d2h") in.d2h_Bps.push_back(Bps);
+      else if (b.kind == "p2p") in.p2p_Bps.push_back(Bps);
+    }
+  }
+  in.nccl_disabled_algorithms.assign(disabled.begin(), disabled.end());
+  return in;
+}
+
+}  // namespace clustersim::validate

@@ -1,0 +1,54 @@
+// From measurement files to what the feedback loop works on: the calibration fit's plain
+// samples, the measured GPU's catalog id, the run's communicator shape, which NCCL algorithms the
+// run's environment switched off, and the held-out rows of a cross-validation. Units: SI
+// (seconds, bytes, FLOP/s, bytes/s); the file's _us / _GBps / TFLOP/s are converted here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/calibration_fit.h"
+#include "validate/measurement.h"
+
+namespace clustersim::validate {
+
+// A measurement file as read, with the SHA-256 of its bytes (what reports cite).
+struct MeasurementFile {
+  std::string path;
+  std::string sha256_hex;
+  Measurement data;
+};
+
+// Reads, parses and hashes a file. Fails naming the path (unreadable, not JSON, wrong schema).
+models::Result<MeasurementFile> load_measurement_file(const std::string& path);
+
+// The catalog id of the measured GPUs: every GPU's PCI vendor and device id looked up in the
+// catalog (the name is not trusted). Fails when there are no GPUs, an id is unknown, or the
+// GPUs are of different models.
+models::Result<std::string> measured_gpu_id(const Measurement& m);
+
+// Nodes the first `ranks` ranks span (the hosts' rank lists; 1 when the file lists no hosts).
+int nodes_of(const Measurement& m, int ranks);
+
+// A sweep row's time in seconds: nccl-tests' out-of-place column, or in-place where only that
+// was run; 0 when neither was.
+double row_time_s(const CollectiveRow& row);
+
+// NCCL algorithms (names as models::parse_collective_algorithm reads them: "nvls", "ring",
+// "tree", "collnet") the run's environment turned off: NCCL_NVLS_ENABLE=0, NCCL_COLLNET_ENABLE=0,
+// NCCL_ALGO=Ring (only those listed run) or NCCL_ALGO=^NVLS (those listed do not).
+std::vector<std::string> nccl_disabled_algorithms(const Measurement& m);
+
+// Which sweep rows a cross-validation holds out. Per (op, ranks) in size order:
+// kEveryOther holds out the 2nd, 4th, ... size; kUpperHalf the larger half of the sizes
+// (extrapolation). Indexes match m.collectives.
+enum class Holdout { kNone, kEveryOther, kUpperHalf };
+std::vector<bool> held_out_rows(const Measurement& m, Holdout holdout);
+
+// The samples of several files (one GPU model), leaving out collective rows where `skip` (one
+// vector per file, may be empty) is true and rows that reported wrong elements. Fails when the
+// files measured different GPU models.
+models::Result<models::CalibrationInput> calibration_input(
+    const std::vector<MeasurementFile>& files, const std::vector<std::vector<bool>>& skip = {});
+
+}  // namespace clustersim::validate
