@@ -10,6 +10,7 @@
 
 #include "models/collective_model.h"
 #include "models/units.h"
+#include "tools/calibration_option.h"
 #include "tools/command_registry.h"
 #include "tools/scenario_input.h"
 #include "validate/collective_math.h"
@@ -32,6 +33,7 @@ struct CollectiveArgs {
   std::size_t step_factor = 2;
   std::string algo = "auto";
   std::string proto = "auto";
+  std::string calibration;  // overlay file; "" = the scenario's calibration: key, if any
   bool json = false;
 };
 
@@ -47,7 +49,9 @@ bool reduces(CollectiveOp op) {
   return op == CollectiveOp::kAllReduce || op == CollectiveOp::kReduceScatter ||
          op == CollectiveOp::kReduce;
 }
-bool rooted(CollectiveOp op) { return op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce; }
+bool rooted(CollectiveOp op) {
+  return op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce;
+}
 
 int run_collective(const CollectiveArgs& a) {
   const std::string cmd = "collective";
@@ -64,8 +68,8 @@ int run_collective(const CollectiveArgs& a) {
   }
   CollectiveProtocol proto{};
   if (!models::parse_collective_protocol(a.proto, &proto)) {
-    return fail_bad_input(cmd, "--proto: unknown protocol '" + a.proto +
-                                   "' (auto, ll, ll128, simple)");
+    return fail_bad_input(cmd,
+                          "--proto: unknown protocol '" + a.proto + "' (auto, ll, ll128, simple)");
   }
   auto min_bytes = models::parse_size_bytes(a.min_size, true);
   if (!min_bytes) return fail_bad_input(cmd, "--min: " + min_bytes.message());
@@ -80,6 +84,10 @@ int run_collective(const CollectiveArgs& a) {
   const int gpus = a.gpus > 0 ? a.gpus : scenario->cluster.total_gpus();
   auto topo = models::collective_topology(scenario->cluster, gpus);
   if (!topo) return fail_bad_input(cmd, "--gpus: " + topo.message());
+  models::CollectiveParams params;
+  auto calibration = calibration_for(a.calibration, scenario->calibration_path, scenario->cluster);
+  if (!calibration) return fail_bad_input(cmd, calibration.message());
+  if (*calibration) models::apply_calibration(**calibration, &params);
 
   struct Row {
     validate::CollectiveShape shape;
@@ -90,7 +98,7 @@ int run_collective(const CollectiveArgs& a) {
   for (std::size_t size : *sizes) {
     const auto shape = nccl_tests_shape(op, size, gpus);
     auto e = models::estimate_collective(
-        *topo, {op, static_cast<double>(shape.size_bytes), algo, proto});
+        *topo, {op, static_cast<double>(shape.size_bytes), algo, proto}, params);
     if (!e) return fail_bad_input(cmd, e.message());
     busbw_sum += e->busbw_Bps;
     rows.push_back({shape, *e});
@@ -171,6 +179,8 @@ const bool kRegistered = register_command(
            ->capture_default_str();
        sub.add_option("--proto", a->proto, "auto | ll | ll128 | simple")->capture_default_str();
        sub.add_flag("--json", a->json, "one JSON object with a row per size");
+       sub.add_option("--calibration", a->calibration,
+                      "calibration overlay (clustersim calibrate); default: the scenario's");
        return [a] { return run_collective(*a); };
      }});
 

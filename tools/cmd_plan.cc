@@ -12,6 +12,7 @@
 #include "models/cost_model.h"
 #include "models/step_model.h"
 #include "models/units.h"
+#include "tools/calibration_option.h"
 #include "tools/command_registry.h"
 #include "tools/scenario_input.h"
 #include "tools/text_table.h"
@@ -30,6 +31,7 @@ using Align = TextTable::Align;
 
 struct PlanArgs {
   std::string scenario;
+  std::string calibration;  // overlay file; "" = the scenario's calibration: key, if any
   bool json = false;
 };
 
@@ -64,15 +66,14 @@ void print_header(const models::Scenario& s, const models::StepResult& r) {
   std::printf("  cluster   %d GPUs: %d nodes x %d %s on %s", r.gpus, c.nodes, n.gpus_per_node,
               n.gpu.id.c_str(), n.scale_up.id.c_str());
   if (n.nics_per_node > 0) {
-    std::printf(", %d x %s%s per node, %s", n.nics_per_node, n.nic.id.c_str(),
-                n.links_per_nic > 1 ? (" (" + std::to_string(n.links_per_nic) + " links)").c_str()
-                                    : "",
-                std::string(models::to_string(c.fabric.topology)).c_str());
+    std::printf(
+        ", %d x %s%s per node, %s", n.nics_per_node, n.nic.id.c_str(),
+        n.links_per_nic > 1 ? (" (" + std::to_string(n.links_per_nic) + " links)").c_str() : "",
+        std::string(models::to_string(c.fabric.topology)).c_str());
   }
   std::printf("\n  workload  %s (%s parameters), seq %d, %d sequences = %s tokens per step, %s\n",
-              w.model.id.c_str(),
-              format_count(models::count_parameters(w.model).total()).c_str(), w.seq_len,
-              w.global_batch, format_count(r.tokens_per_step).c_str(),
+              w.model.id.c_str(), format_count(models::count_parameters(w.model).total()).c_str(),
+              w.seq_len, w.global_batch, format_count(r.tokens_per_step).c_str(),
               std::string(models::to_string(w.precision)).c_str());
   std::printf("  parallel  %s\n\n", parallelism_line(w, r.micro_batches).c_str());
 }
@@ -95,9 +96,9 @@ void print_memory(const models::Scenario& s, const models::StepResult& r,
   std::printf("Memory per GPU (busiest stage %d): %s of %s: %s\n", m.stage,
               format_size(m.total()).c_str(), format_size(r.memory_capacity_bytes).c_str(),
               r.fits ? "fits" : "DOES NOT FIT");
-  TextTable t({"weights", "gradients", "optimizer", "activations", "logits", "ZeRO-3 buffers",
-               "framework"},
-              std::vector<Align>(7, Align::kRight));
+  TextTable t(
+      {"weights", "gradients", "optimizer", "activations", "logits", "ZeRO-3 buffers", "framework"},
+      std::vector<Align>(7, Align::kRight));
   t.add_row({format_size(m.weights_bytes), format_size(m.gradients_bytes),
              format_size(m.optimizer_bytes), format_size(m.activations_bytes),
              format_size(m.logits_bytes), format_size(m.gathered_weights_bytes),
@@ -134,9 +135,9 @@ void print_breakdown(const models::StepResult& r) {
   t.add_separator();
   row("step", step);
   t.add_row({"hidden (overlapped) communication", format_time(b.hidden_comm_s()), ""});
-  std::printf("Time breakdown (one micro-batch on the busiest stage: forward %s, backward %s)\n%s\n",
-              format_time(r.forward_s).c_str(), format_time(r.backward_s).c_str(),
-              t.render(2).c_str());
+  std::printf(
+      "Time breakdown (one micro-batch on the busiest stage: forward %s, backward %s)\n%s\n",
+      format_time(r.forward_s).c_str(), format_time(r.backward_s).c_str(), t.render(2).c_str());
 }
 
 void print_comms(const models::StepResult& r) {
@@ -159,13 +160,13 @@ void print_comms(const models::StepResult& r) {
                format_time(e.time_s), format_bandwidth(e.busbw_Bps), format_time(c.total_s())});
   }
   const auto& b = r.breakdown;
-  std::printf("Communication per step (exposed of total: tp %s of %s, dp %s of %s, pp %s of %s, "
-              "cp %s of %s)\n%s\n",
-              format_time(b.tp.exposed_s).c_str(), format_time(b.tp.total_s).c_str(),
-              format_time(b.dp.exposed_s).c_str(), format_time(b.dp.total_s).c_str(),
-              format_time(b.pp.exposed_s).c_str(), format_time(b.pp.total_s).c_str(),
-              format_time(b.cp.exposed_s).c_str(), format_time(b.cp.total_s).c_str(),
-              t.render(2).c_str());
+  std::printf(
+      "Communication per step (exposed of total: tp %s of %s, dp %s of %s, pp %s of %s, "
+      "cp %s of %s)\n%s\n",
+      format_time(b.tp.exposed_s).c_str(), format_time(b.tp.total_s).c_str(),
+      format_time(b.dp.exposed_s).c_str(), format_time(b.dp.total_s).c_str(),
+      format_time(b.pp.exposed_s).c_str(), format_time(b.pp.total_s).c_str(),
+      format_time(b.cp.exposed_s).c_str(), format_time(b.cp.total_s).c_str(), t.render(2).c_str());
 }
 
 void print_cost(const models::Scenario& s, const models::RunCost& c) {
@@ -191,12 +192,14 @@ void print_cost(const models::Scenario& s, const models::RunCost& c) {
     return;
   }
   std::printf("  failures: cluster MTBF %s (GPU MTBF / %d GPUs)\n",
-              format_time(c.cluster_mtbf_s).c_str(), static_cast<int>(s.workload.parallelism.gpus()));
+              format_time(c.cluster_mtbf_s).c_str(),
+              static_cast<int>(s.workload.parallelism.gpus()));
   if (c.checkpoint_write_s > 0) {
     std::printf("  checkpoint %s written in %s every %s (%s), restart %s\n",
                 format_size(c.checkpoint_bytes).c_str(), format_time(c.checkpoint_write_s).c_str(),
                 format_time(c.checkpoint_interval_s).c_str(),
-                c.interval_derived ? "Young/Daly optimum" : "scenario", format_time(c.restart_s).c_str());
+                c.interval_derived ? "Young/Daly optimum" : "scenario",
+                format_time(c.restart_s).c_str());
   } else {
     std::printf("  no storage.write_bandwidth: checkpoint cost not counted; restart %s\n",
                 format_time(c.restart_s).c_str());
@@ -206,28 +209,32 @@ void print_cost(const models::Scenario& s, const models::RunCost& c) {
                 format_time(c.effective_run_time_s).c_str(),
                 c.priced ? (", cost " + format_usd(c.run_usd)).c_str() : "");
   } else {
-    std::printf("  goodput 0: failures come faster than checkpoints and restarts: the run never "
-                "finishes\n\n");
+    std::printf(
+        "  goodput 0: failures come faster than checkpoints and restarts: the run never "
+        "finishes\n\n");
   }
 }
 
 void print_assumptions(const models::StepParams& p, const models::CostParams& cost) {
   std::printf("Assumptions (analytic model; calibrate with `clustersim validate`)\n");
-  std::printf("  - collectives: NCCL's tuner model (tuning.cc latencies), no contention between "
-              "dimensions; NVLS efficiency %s\n",
-              format_significant(p.collective.nvls_efficiency, 3).c_str());
+  std::printf(
+      "  - collectives: NCCL's tuner model (tuning.cc latencies), no contention between "
+      "dimensions; NVLS efficiency %s\n",
+      format_significant(p.collective.nvls_efficiency, 3).c_str());
   std::printf("  - GEMMs at up to %s of peak, flash attention up to %s forward / %s backward\n",
               percent(p.compute.gemm_max_efficiency, 1).c_str(),
               percent(p.compute.attention_fwd_max_efficiency, 1).c_str(),
               percent(p.compute.attention_bwd_max_efficiency, 1).c_str());
-  std::printf("  - TP communication %s hidden; DP overlaps backward (buckets of %s parameters); "
-              "gradients reduced in %s-byte floats\n",
-              percent(p.tp_overlap_fraction, 1).c_str(), format_count(p.dp_bucket_params).c_str(),
-              format_significant(p.comm.gradient_reduce_bytes, 2).c_str());
-  std::printf("  - memory: mixed-precision Adam (16 B/parameter before ZeRO), %s, %s framework "
-              "overhead\n",
-              p.memory.flash_attention ? "flash attention" : "no flash attention",
-              format_size(p.memory.framework_overhead_bytes).c_str());
+  std::printf(
+      "  - TP communication %s hidden; DP overlaps backward (buckets of %s parameters); "
+      "gradients reduced in %s-byte floats\n",
+      percent(p.tp_overlap_fraction, 1).c_str(), format_count(p.dp_bucket_params).c_str(),
+      format_significant(p.comm.gradient_reduce_bytes, 2).c_str());
+  std::printf(
+      "  - memory: mixed-precision Adam (16 B/parameter before ZeRO), %s, %s framework "
+      "overhead\n",
+      p.memory.flash_attention ? "flash attention" : "no flash attention",
+      format_size(p.memory.framework_overhead_bytes).c_str());
   std::printf("  - checkpoint %s B/parameter; restart %s unless the scenario says\n",
               format_significant(cost.checkpoint_bytes_per_param, 3).c_str(),
               format_time(cost.default_restart_s).c_str());
@@ -252,11 +259,11 @@ nlohmann::json plan_json(const models::Scenario& s, const models::StepResult& r,
                      {"total_s", t.total_s()}});
   }
   auto dim = [](const models::DimComm& d) {
-    return nlohmann::json{{"total_s", d.total_s}, {"exposed_s", d.exposed_s},
-                          {"bytes_per_step", d.bytes_per_step}};
+    return nlohmann::json{
+        {"total_s", d.total_s}, {"exposed_s", d.exposed_s}, {"bytes_per_step", d.bytes_per_step}};
   };
-  nlohmann::json advice = models::memory_advice(s.workload, m, r.memory_capacity_bytes,
-                                                params.memory);
+  nlohmann::json advice =
+      models::memory_advice(s.workload, m, r.memory_capacity_bytes, params.memory);
   return {
       {"scenario", s.name},
       {"engine", "analytic"},
@@ -285,7 +292,9 @@ nlohmann::json plan_json(const models::Scenario& s, const models::StepResult& r,
       {"breakdown_s",
        {{"compute", b.compute_s},
         {"exposed_comm",
-         {{"dp", b.dp.exposed_s}, {"tp", b.tp.exposed_s}, {"pp", b.pp.exposed_s},
+         {{"dp", b.dp.exposed_s},
+          {"tp", b.tp.exposed_s},
+          {"pp", b.pp.exposed_s},
           {"cp", b.cp.exposed_s}}},
         {"hidden_comm", b.hidden_comm_s()},
         {"bubble", b.bubble_s},
@@ -315,7 +324,14 @@ nlohmann::json plan_json(const models::Scenario& s, const models::StepResult& r,
 int run_plan(const PlanArgs& a) {
   auto scenario = load_scenario_or_default(a.scenario);
   if (!scenario) return fail_bad_input("plan", scenario.message());
-  const models::StepParams params = models::default_step_params(scenario->cluster);
+  models::StepParams params = models::default_step_params(scenario->cluster);
+  auto calibration = calibration_for(a.calibration, scenario->calibration_path, scenario->cluster);
+  if (!calibration) return fail_bad_input("plan", calibration.message());
+  if (*calibration) {
+    auto applied = models::apply_calibration(**calibration, scenario->cluster,
+                                             scenario->workload.precision, &params);
+    if (!applied) return fail_bad_input("plan", applied.message());
+  }
   auto step = models::predict_step(*scenario, params);
   if (!step) return fail_bad_input("plan", scenario->path + ": " + step.message());
   const models::CostParams cost_params;
@@ -345,6 +361,8 @@ const bool kRegistered = register_command(
        sub.add_option("scenario", a->scenario,
                       "scenario YAML (default: the embedded 4-node, 32 x H100 Llama 2 70B job)");
        sub.add_flag("--json", a->json, "one JSON object (keys as SCENARIO.md gives them)");
+       sub.add_option("--calibration", a->calibration,
+                      "calibration overlay (clustersim calibrate); default: the scenario's");
        return [a] { return run_plan(*a); };
      }});
 

@@ -1,0 +1,105 @@
+// The calibration overlay (schema "clustersim.calibration/1"): what `clustersim calibrate` fitted
+// to measurements of one GPU model — piecewise alpha-beta regimes per collective and
+// communicator, GEMM and attention efficiency curves, HBM efficiency, host-link and peer-to-peer
+// rates — and how it is read, written (YAML with units, as scenarios are) and applied on top of
+// the catalog's model parameters (`plan`, `collective`, `check` via a scenario's `calibration:`
+// key or --calibration FILE). Units: SI in the structs; the YAML carries unit strings.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/catalog.h"
+#include "models/collective_model.h"
+#include "models/compute_model.h"
+#include "models/result.h"
+
+namespace clustersim::models {
+
+struct ClusterConfig;
+struct StepParams;
+
+inline constexpr std::string_view kCalibrationSchema = "clustersim.calibration/1";
+
+// One size regime of one collective: time_s = latency_s + size x busbw factor / busbw_Bps for
+// min_size_bytes <= size < max_size_bytes, with the fit's quality on its own points.
+struct CollectiveRegime {
+  double min_size_bytes = 0;
+  double max_size_bytes = 0;  // +inf for the last regime
+  double latency_s = 0;
+  double busbw_Bps = 0;
+  int points = 0;
+  double rms_rel_residual = 0;
+  double max_rel_residual = 0;
+};
+
+// Every regime of one collective on one communicator shape (ranks over nodes), measured with
+// NCCL's own algorithm choice: applied as CollectiveFits with algorithm and protocol kAuto.
+struct CollectiveCalibration {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  int ranks = 1;
+  int nodes = 1;
+  std::vector<CollectiveRegime> regimes;  // in size order, contiguous
+};
+
+// GEMM efficiency over work for one precision: max * flops / (flops + half_efficiency_flops).
+struct GemmCalibration {
+  Precision precision = Precision::kBf16;
+  double max_efficiency = 0;
+  double half_efficiency_flops = 0;
+  int points = 0;
+  bool half_identified = false;    // several work sizes were measured
+  bool sustained_scaled = false;   // max scaled down to the sustained burn's rate
+  double max_rel_residual = 0;
+};
+
+// Flash attention efficiency over sequence length: max * kv / (kv + half_kv_tokens).
+struct AttentionCalibration {
+  bool backward = false;
+  double max_efficiency = 0;
+  double half_kv_tokens = 0;
+  int points = 0;
+  double max_rel_residual = 0;
+};
+
+struct Calibration {
+  std::string gpu;  // catalog id of the GPU it was measured on
+  std::vector<std::string> sources;  // the measurement files, with their SHA-256
+  std::vector<CollectiveCalibration> collectives;
+  std::vector<GemmCalibration> gemm;
+  std::vector<AttentionCalibration> attention;
+  double hbm_efficiency = 0;  // measured device copy over the datasheet; 0 = not measured
+  double hbm_copy_Bps = 0;    // the measured rate (read + written)
+  double h2d_Bps = 0, d2h_Bps = 0;  // pinned host<->device per GPU; 0 = not measured
+  double p2p_Bps = 0;         // one-way GPU-to-GPU; 0 = not measured
+  // NCCL algorithms the measured runs had switched off (NCCL_NVLS_ENABLE=0, NCCL_ALGO).
+  std::vector<std::string> nccl_disabled_algorithms;
+  std::string path;  // the file it was read from ("" when built in memory)
+};
+
+// The YAML text of `c`: a header comment, then every field with its unit ("12.5us", "370GB/s",
+// byte sizes as "65536B"), numbers to 6 significant digits.
+std::string to_yaml_text(const Calibration& c);
+
+// Reads an overlay. Fails with "file:line:col: key: what is wrong" on a wrong schema, an unknown
+// key, a bare number where a unit is needed, an unknown op / GPU / precision, or regimes that are
+// not contiguous in size.
+Result<Calibration> load_calibration_file(const std::string& path);
+Result<Calibration> load_calibration_text(std::string_view yaml_text, const std::string& origin);
+
+// Fails when the overlay was measured on another GPU model than the cluster's (its numbers would
+// not hold); "file: measured on X, but the cluster's GPU is Y".
+Status check_calibration_gpu(const Calibration& c, const ClusterConfig& cluster);
+
+// The collective regimes as CollectiveFits (algorithm and protocol kAuto, ranks, nodes, size
+// range), put ahead of the fits `params` already has so that the overlay wins.
+void apply_calibration(const Calibration& c, CollectiveParams* params);
+// GEMM (the given precision's curve), attention and HBM efficiency; fields the overlay did not
+// measure keep their value.
+void apply_calibration(const Calibration& c, Precision precision, ComputeParams* params);
+// Both of the above for a training step on `cluster`, after check_calibration_gpu.
+Status apply_calibration(const Calibration& c, const ClusterConfig& cluster, Precision precision,
+                         StepParams* params);
+
+}  // namespace clustersim::models

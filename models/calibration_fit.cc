@@ -1,0 +1,333 @@
+#include "models/calibration_fit.h"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+
+namespace clustersim::models {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// SSE and largest weighted residual of a candidate line.
+void score(const std::vector<WeightedPoint>& pts, LineFit* f) {
+  f->weighted_sse = 0;
+  f->max_abs_weighted_residual = 0;
+  for (const auto& p : pts) {
+    const double r = std::sqrt(p.weight) * (p.y - f->predict(p.x));
+    f->weighted_sse += r * r;
+    f->max_abs_weighted_residual = std::max(f->max_abs_weighted_residual, std::fabs(r));
+  }
+  f->points = static_cast<int>(pts.size());
+}
+
+// Weighted least squares of y - fixed_part over one free column (x or 1): the 1-D normal
+// equation. Returns NaN when the column is all zero.
+double solve_one(const std::vector<WeightedPoint>& pts, bool column_is_x, double other,
+                 bool other_is_intercept) {
+  double num = 0, den = 0;
+  for (const auto& p : pts) {
+    const double c = column_is_x ? p.x : 1.0;
+    const double fixed = other_is_intercept ? other : other * p.x;
+    num += p.weight * c * (p.y - fixed);
+    den += p.weight * c * c;
+  }
+  return den > 0 ? num / den : std::numeric_limits<double>::quiet_NaN();
+}
+
+}  // namespace
+
+LineFit fit_line(const std::vector<WeightedPoint>& points, const LineBounds& bounds) {
+  CS_ASSERT(!points.empty(), "fit_line needs at least one point");
+  const int n = static_cast<int>(points.size());
+  std::vector<LineFit> candidates;
+  auto feasible = [&](double a, double b) {
+    return std::isfinite(a) && std::isfinite(b) && a >= bounds.min_intercept - 1e-300 &&
+           b >= bounds.min_slope - 1e-300;
+  };
+  // (1) Both free: QR of sqrt(W) [1 x] against sqrt(W) y, when the columns are independent.
+  Eigen::MatrixXd a(n, 2);
+  Eigen::VectorXd y(n);
+  for (int i = 0; i < n; ++i) {
+    const double s = std::sqrt(points[static_cast<std::size_t>(i)].weight);
+    CS_ASSERT(points[static_cast<std::size_t>(i)].weight > 0, "weights must be positive");
+    a(i, 0) = s;
+    a(i, 1) = s * points[static_cast<std::size_t>(i)].x;
+    y(i) = s * points[static_cast<std::size_t>(i)].y;
+  }
+  Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(a);
+  if (qr.rank() == 2) {
+    const Eigen::Vector2d sol = qr.solve(y);
+    if (feasible(sol(0), sol(1))) candidates.push_back({sol(0), sol(1)});
+  }
+  // (2) Intercept at its bound, slope free; (3) slope at its bound, intercept free; (4) both.
+  const double b2 = solve_one(points, true, bounds.min_intercept, true);
+  if (feasible(bounds.min_intercept, b2)) {
+    candidates.push_back({bounds.min_intercept, b2});
+    candidates.back().intercept_at_bound = true;
+  }
+  const double a3 = solve_one(points, false, bounds.min_slope, false);
+  if (feasible(a3, bounds.min_slope)) {
+    candidates.push_back({a3, bounds.min_slope});
+    candidates.back().slope_at_bound = true;
+  }
+  candidates.push_back({bounds.min_intercept, bounds.min_slope});
+  candidates.back().intercept_at_bound = candidates.back().slope_at_bound = true;
+  for (auto& c : candidates) score(points, &c);
+  // The convex problem's optimum has one of these four active sets; the best feasible wins.
+  return *std::min_element(candidates.begin(), candidates.end(),
+                           [](const LineFit& l, const LineFit& r) {
+                             return l.weighted_sse < r.weighted_sse;
+                           });
+}
+
+PiecewiseFit fit_piecewise(const std::vector<WeightedPoint>& points, const LineBounds& bounds,
+                           const PiecewiseOptions& options) {
+  CS_ASSERT(!points.empty(), "fit_piecewise needs at least one point");
+  const int n = static_cast<int>(points.size());
+  const int min_pts = std::max(2, options.min_points);
+  auto whole = [&]() {
+    PiecewiseFit f;
+    f.segments.push_back({0, n - 1, fit_line(points, bounds)});
+    f.weighted_sse = f.segments[0].fit.weighted_sse;
+    f.max_abs_weighted_residual = f.segments[0].fit.max_abs_weighted_residual;
+    return f;
+  };
+  const int max_k = std::min(std::max(1, options.max_segments), n / min_pts);
+  if (max_k <= 1) return whole();
+
+  // Every admissible run [i, j]: its line and SSE. A run may not start between equal x (two
+  // runs of one size), so that a size belongs to one regime.
+  std::vector<std::vector<LineFit>> run(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    run[static_cast<std::size_t>(i)].resize(static_cast<std::size_t>(n));
+    for (int j = i + min_pts - 1; j < n; ++j) {
+      std::vector<WeightedPoint> sub(points.begin() + i, points.begin() + j + 1);
+      run[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = fit_line(sub, bounds);
+    }
+  }
+  auto can_start = [&](int i) { return i == 0 || points[i].x > points[i - 1].x; };
+  // best[k][j]: least SSE of points 0..j in k+1 runs; from[k][j]: where the last run starts.
+  std::vector<std::vector<double>> best(max_k, std::vector<double>(n, kInf));
+  std::vector<std::vector<int>> from(max_k, std::vector<int>(n, -1));
+  for (int j = min_pts - 1; j < n; ++j) best[0][j] = run[0][j].weighted_sse, from[0][j] = 0;
+  for (int k = 1; k < max_k; ++k) {
+    for (int j = 0; j < n; ++j) {
+      for (int i = min_pts; i + min_pts - 1 <= j; ++i) {
+        if (!can_start(i) || best[k - 1][i - 1] == kInf) continue;
+        const double s = best[k - 1][i - 1] + run[i][j].weighted_sse;
+        if (s < best[k][j]) best[k][j] = s, from[k][j] = i;
+      }
+    }
+  }
+  // The fewest runs that meet the residual target; else the best of the most runs possible.
+  PiecewiseFit chosen;
+  for (int k = 0; k < max_k; ++k) {
+    if (best[k][n - 1] == kInf) continue;
+    PiecewiseFit f;
+    for (int end = n - 1, kk = k; kk >= 0; --kk) {
+      const int start = from[kk][end];
+      f.segments.insert(f.segments.begin(), Segment{start, end, run[start][end]});
+      end = start - 1;
+    }
+    f.weighted_sse = best[k][n - 1];
+    for (const auto& s : f.segments) {
+      f.max_abs_weighted_residual = std::max(f.max_abs_weighted_residual,
+                                             s.fit.max_abs_weighted_residual);
+    }
+    chosen = f;
+    if (f.max_abs_weighted_residual <= options.target_max_rel_residual) break;
+  }
+  return chosen.segments.empty() ? whole() : chosen;
+}
+
+SaturatingFit fit_saturating(const std::vector<WeightedPoint>& points, double default_half) {
+  std::vector<WeightedPoint> inv;  // 1/e against 1/x, relative weights
+  double first_x = -1;
+  bool several_x = false;
+  for (const auto& p : points) {
+    if (p.x <= 0 || p.y <= 0) continue;
+    if (first_x < 0) first_x = p.x;
+    if (std::fabs(p.x - first_x) > 1e-9 * first_x) several_x = true;
+    inv.push_back({1.0 / p.x, 1.0 / p.y, p.y * p.y});
+  }
+  CS_ASSERT(!inv.empty(), "fit_saturating needs a point with x > 0 and y > 0");
+  SaturatingFit out;
+  out.points = static_cast<int>(inv.size());
+  if (several_x) {
+    // 1/e = 1/max + (half/max) / x; max <= 1 and half >= 0 are the bounds.
+    const LineFit f = fit_line(inv, {1.0, 0.0});
+    out.max = 1.0 / f.intercept;
+    out.half = f.slope / f.intercept;
+    out.half_identified = !f.slope_at_bound;
+  } else {
+    // One work size: 1/e = (1/max) (1 + half/x) with half held at its default.
+    double num = 0, den = 0;
+    for (const auto& p : inv) {
+      const double c = 1 + default_half * p.x;
+      num += p.weight * c * p.y;
+      den += p.weight * c * c;
+    }
+    out.max = std::min(1.0, den / num);
+    out.half = default_half;
+  }
+  for (const auto& p : points) {
+    if (p.x <= 0 || p.y <= 0) continue;
+    const double e = out.max * p.x / (p.x + out.half);
+    out.max_rel_residual = std::max(out.max_rel_residual, std::fabs(p.y - e) / p.y);
+  }
+  return out;
+}
+
+namespace {
+
+double median(std::vector<double> v) {
+  CS_ASSERT(!v.empty(), "median of nothing");
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// Where regime k hands over to k+1: where their lines cross, if that lies between the last size
+// of one and the first of the other (the switch is then continuous in time); else the geometric
+// middle of the two sizes.
+double boundary(const LineFit& lo, const LineFit& hi, double last_lo_x, double first_hi_x) {
+  if (lo.slope != hi.slope) {
+    const double x = (hi.intercept - lo.intercept) / (lo.slope - hi.slope);
+    if (x > last_lo_x && x < first_hi_x) return x;
+  }
+  return std::sqrt(last_lo_x * first_hi_x);
+}
+
+void fit_collectives(const CalibrationInput& input, const CalibrationOptions& options,
+                     Calibration* out) {
+  std::map<std::tuple<int, int, int>, std::vector<const CollectiveSample*>> groups;
+  for (const auto& s : input.collectives) {
+    if (s.size_bytes <= 0 || s.time_s <= 0 || s.size_bytes < options.min_size_bytes) continue;
+    groups[{static_cast<int>(s.op), s.ranks, s.nodes}].push_back(&s);
+  }
+  for (auto& [key, samples] : groups) {
+    const auto op = static_cast<CollectiveOp>(std::get<0>(key));
+    const int ranks = std::get<1>(key);
+    const double factor = bus_bandwidth_factor(op, std::max(1, ranks));
+    if (ranks < 2 || factor <= 0) continue;  // one rank moves nothing: no bandwidth to fit
+    std::stable_sort(samples.begin(), samples.end(), [](const auto* a, const auto* b) {
+      return a->size_bytes < b->size_bytes;
+    });
+    std::vector<WeightedPoint> pts;
+    for (const auto* s : samples) pts.push_back({s->size_bytes, s->time_s, 1.0 / (s->time_s * s->time_s)});
+    const LineBounds bounds{0.0, factor / kFlatRegimeBusbwBps};
+    const PiecewiseFit pw = fit_piecewise(pts, bounds, options.piecewise);
+    CollectiveCalibration cc;
+    cc.op = op;
+    cc.ranks = ranks;
+    cc.nodes = std::get<2>(key);
+    for (std::size_t k = 0; k < pw.segments.size(); ++k) {
+      const Segment& seg = pw.segments[k];
+      CollectiveRegime r;
+      r.min_size_bytes = k == 0 ? 0
+                                : boundary(pw.segments[k - 1].fit, seg.fit,
+                                           pts[static_cast<std::size_t>(seg.first) - 1].x,
+                                           pts[static_cast<std::size_t>(seg.first)].x);
+      r.max_size_bytes = kInf;
+      if (k > 0) cc.regimes.back().max_size_bytes = r.min_size_bytes;
+      r.latency_s = seg.fit.intercept;
+      r.busbw_Bps = factor / seg.fit.slope;
+      r.points = seg.fit.points;
+      r.rms_rel_residual = std::sqrt(seg.fit.weighted_sse / seg.fit.points);
+      r.max_rel_residual = seg.fit.max_abs_weighted_residual;
+      cc.regimes.push_back(r);
+    }
+    out->collectives.push_back(std::move(cc));
+  }
+}
+
+void fit_gemm(const CalibrationInput& input, const GpuSpec& gpu, Calibration* out) {
+  const double default_half = ComputeParams{}.gemm_half_efficiency_flops;
+  for (Precision p : {Precision::kBf16, Precision::kFp16, Precision::kTf32, Precision::kFp8,
+                      Precision::kFp32}) {
+    const double peak = gpu.peak_flops(p);
+    if (peak <= 0) continue;
+    std::vector<WeightedPoint> shorts, sustained;
+    for (const auto& g : input.gemm) {
+      if (g.precision != p || g.flops_per_s <= 0) continue;
+      const double work = 2 * g.m * g.n * g.k;
+      (g.sustained ? sustained : shorts).push_back({work, g.flops_per_s / peak, 1});
+    }
+    const auto& curve_pts = shorts.empty() ? sustained : shorts;
+    if (curve_pts.empty()) continue;
+    const SaturatingFit f = fit_saturating(curve_pts, default_half);
+    GemmCalibration g;
+    g.precision = p;
+    g.max_efficiency = f.max;
+    g.half_efficiency_flops = f.half;
+    g.points = f.points;
+    g.half_identified = f.half_identified;
+    g.max_rel_residual = f.max_rel_residual;
+    // A training run is a sustained burn: where one was measured, scale the ceiling to it (at
+    // the 700 W cap an H100/H200 settles ~15% below its short-run rate, REFERENCE.md).
+    if (!shorts.empty() && !sustained.empty()) {
+      std::vector<double> ratios;
+      for (const auto& s : sustained) ratios.push_back(s.y / (f.max * s.x / (s.x + f.half)));
+      const double ratio = median(ratios);
+      if (ratio < 1) {
+        g.max_efficiency *= ratio;
+        g.sustained_scaled = true;
+      }
+    }
+    out->gemm.push_back(g);
+  }
+}
+
+void fit_attention(const CalibrationInput& input, const GpuSpec& gpu, Calibration* out) {
+  const double peak = gpu.peak_flops(Precision::kBf16);  // the flash kernels run in bf16
+  if (peak <= 0) return;
+  for (bool backward : {false, true}) {
+    std::vector<WeightedPoint> pts;
+    for (const auto& a : input.attention) {
+      if (a.backward == backward && a.flops_per_s > 0 && a.kv_tokens > 0) {
+        pts.push_back({a.kv_tokens, a.flops_per_s / peak, 1});
+      }
+    }
+    if (pts.empty()) continue;
+    const SaturatingFit f =
+        fit_saturating(pts, ComputeParams{}.attention_half_efficiency_kv_tokens);
+    out->attention.push_back({backward, f.max, f.half, f.points, f.max_rel_residual});
+  }
+}
+
+}  // namespace
+
+Result<Calibration> fit_calibration(const CalibrationInput& input,
+                                    const CalibrationOptions& options) {
+  const GpuSpec* gpu = find_gpu(input.gpu_id);
+  if (gpu == nullptr) {
+    return Error{"calibrate: the measured GPU '" + input.gpu_id +
+                 "' is not in the catalog (known: " + known_gpu_ids() + ")"};
+  }
+  Calibration c;
+  c.gpu = gpu->id;
+  c.sources = input.sources;
+  c.nccl_disabled_algorithms = input.nccl_disabled_algorithms;
+  fit_collectives(input, options, &c);
+  fit_gemm(input, *gpu, &c);
+  fit_attention(input, *gpu, &c);
+  if (!input.hbm_copy_Bps.empty() && gpu->hbm_Bps > 0) {
+    c.hbm_copy_Bps = median(input.hbm_copy_Bps);
+    c.hbm_efficiency = std::min(1.0, c.hbm_copy_Bps / gpu->hbm_Bps);
+  }
+  if (!input.h2d_Bps.empty()) c.h2d_Bps = median(input.h2d_Bps);
+  if (!input.d2h_Bps.empty()) c.d2h_Bps = median(input.d2h_Bps);
+  if (!input.p2p_Bps.empty()) c.p2p_Bps = median(input.p2p_Bps);
+  if (c.collectives.empty() && c.gemm.empty() && c.attention.empty() && c.hbm_efficiency == 0 &&
+      c.h2d_Bps == 0 && c.d2h_Bps == 0 && c.p2p_Bps == 0) {
+    return Error{"calibrate: nothing to fit (no collective of 2 or more ranks, no GEMM, "
+                 "attention or bandwidth rate in the measurements)"};
+  }
+  return c;
+}
+
+}  // namespace clustersim::models

@@ -1,0 +1,144 @@
+// Fitting the models' parameters to measurements (Eigen least squares): straight lines with
+// lower bounds, piecewise lines over size regimes (the alpha-beta law of one NCCL collective,
+// one line per regime where NCCL switches protocol, algorithm or channel count), saturating
+// efficiency curves (GEMM efficiency over work, attention over sequence length), and the whole
+// overlay from plain measurement samples. Units: bytes, seconds, FLOP, FLOP/s, bytes/s.
+// Pure functions; deterministic; nothing is cached.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/calibration.h"
+#include "models/catalog.h"
+#include "models/collective_model.h"
+#include "models/result.h"
+
+namespace clustersim::models {
+
+// One observation y at x with weight w (> 0). Relative least squares uses w = 1 / y^2, so that a
+// 10 us point and a 100 ms point count alike: the residual sqrt(w) (y - fit) is then the
+// relative error.
+struct WeightedPoint {
+  double x = 0;
+  double y = 0;
+  double weight = 1;
+};
+
+// y = intercept + slope x with intercept >= min_intercept and slope >= min_slope.
+struct LineBounds {
+  double min_intercept = 0;
+  double min_slope = 0;
+};
+
+struct LineFit {
+  double intercept = 0;
+  double slope = 0;
+  double weighted_sse = 0;  // sum of w (y - fit)^2
+  double max_abs_weighted_residual = 0;  // max sqrt(w) |y - fit|: the max relative error
+  int points = 0;
+  bool intercept_at_bound = false;  // the bound was active (the free fit went below it)
+  bool slope_at_bound = false;
+  double predict(double x) const { return intercept + slope * x; }
+};
+
+// Weighted least squares with lower bounds: the free solution (QR of sqrt(W) A), or, where it
+// breaks a bound, the best fit with that parameter held at its bound (an exact active-set
+// solution for two parameters). REQUIRES: at least one point, every weight > 0.
+LineFit fit_line(const std::vector<WeightedPoint>& points, const LineBounds& bounds);
+
+// A run of consecutive points (indices into the sorted input, inclusive) and its line.
+struct Segment {
+  int first = 0;
+  int last = 0;
+  LineFit fit;
+};
+
+struct PiecewiseOptions {
+  int max_segments = 6;  // regimes at most
+  int min_points = 3;    // points per regime at least (two determine a line; three test it)
+  // The fewest segments whose largest relative residual is at most this are kept: more
+  // segments would fit noise. 0.03: NCCL's run-to-run spread at a size is 1-3%.
+  double target_max_rel_residual = 0.03;
+};
+
+struct PiecewiseFit {
+  std::vector<Segment> segments;  // in x order
+  double weighted_sse = 0;
+  double max_abs_weighted_residual = 0;
+};
+
+// Splits points sorted by x into contiguous segments and fits each line (fit_line), choosing the
+// split points by dynamic programming over every split (minimum total weighted SSE for each
+// segment count), and the count as PiecewiseOptions says. Fewer than min_points points: one
+// segment. REQUIRES: points sorted by x, at least one.
+PiecewiseFit fit_piecewise(const std::vector<WeightedPoint>& points, const LineBounds& bounds,
+                           const PiecewiseOptions& options);
+
+// A saturating efficiency e(x) = max * x / (x + half): 1/e = 1/max + (half/max) (1/x) is a line
+// in 1/x, fitted with relative weights. With every x equal (one shape) `half` cannot be told
+// from `max`: the fit keeps `default_half` and solves max from the mean.
+struct SaturatingFit {
+  double max = 0;
+  double half = 0;
+  int points = 0;
+  bool half_identified = false;
+  double max_rel_residual = 0;
+};
+// REQUIRES: at least one point with x > 0 and 0 < y. max is capped at 1 (a fraction of peak).
+SaturatingFit fit_saturating(const std::vector<WeightedPoint>& points, double default_half);
+
+// ---- The overlay from measurements ----------------------------------------------------------
+
+// One collective sweep row: nccl-tests' size column and the measured time.
+struct CollectiveSample {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  int ranks = 1;
+  int nodes = 1;
+  double size_bytes = 0;
+  double time_s = 0;
+};
+
+struct GemmSample {
+  Precision precision = Precision::kBf16;
+  double m = 0, n = 0, k = 0;
+  double flops_per_s = 0;
+  bool sustained = false;  // a burn of tens of seconds (power and heat settled)
+};
+
+struct AttentionSample {
+  bool backward = false;
+  double kv_tokens = 0;  // the sequence length (self-attention)
+  double flops_per_s = 0;
+};
+
+// Plain samples gathered from one or more measurement files (validate/ converts them).
+struct CalibrationInput {
+  std::string gpu_id;  // catalog id of the measured GPU
+  std::vector<std::string> sources;  // "file sha256:..." for the overlay's header
+  std::vector<CollectiveSample> collectives;
+  std::vector<GemmSample> gemm;
+  std::vector<AttentionSample> attention;
+  std::vector<double> hbm_copy_Bps;  // read + written
+  std::vector<double> h2d_Bps, d2h_Bps, p2p_Bps;
+  std::vector<std::string> nccl_disabled_algorithms;  // from the run's environment
+};
+
+inline constexpr double kFlatRegimeBusbwBps = 1e14;  // 100 TB/s, far above any link
+
+struct CalibrationOptions {
+  PiecewiseOptions piecewise;
+  // Rows below this size are left out of the collective fits (0: all).
+  double min_size_bytes = 0;
+};
+
+// Fits everything the input allows: per (op, ranks, nodes) the piecewise alpha-beta regimes of
+// the time (relative weights, latency >= 0, busbw at most kFlatRegimeBusbwBps: a regime whose
+// time does not grow with size gets that, "no measurable size term"); GEMM efficiency over work per precision
+// (scaled to the sustained burn where one was run); attention efficiency over sequence length;
+// HBM efficiency; host link and peer-to-peer rates. Several runs of one size are all kept (the
+// fit averages them). Fails when the GPU is not in the catalog or nothing can be fitted.
+Result<Calibration> fit_calibration(const CalibrationInput& input,
+                                    const CalibrationOptions& options = {});
+
+}  // namespace clustersim::models

@@ -1,0 +1,109 @@
+// Is a seller's or a blog's figure physically possible on the stated hardware, and under which
+// assumptions? A claim (a collective's time or bandwidth, a link rate, a FLOP count, a compute
+// time, a training or decoding throughput) is held to its physical floor (physical_floor.h:
+// raw datasheet rates, the best algorithm there is). Verdicts: POSSIBLE on the hardware as
+// stated; POSSIBLE_ONLY_IF one of the listed assumptions holds (more NICs per node, in-network
+// reduction, the figure being busbw or a bidirectional sum, more GPUs...); IMPOSSIBLE otherwise.
+// The claims file format is documented in scenarios/seed/claims.yaml's header. Units: SI.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/collective_model.h"
+#include "models/result.h"
+#include "models/scenario.h"
+
+namespace clustersim::models {
+
+enum class ClaimKind {
+  kCollectiveTime,       // op of size S takes t
+  kCollectiveBandwidth,  // op of size S reaches B (busbw or algbw)
+  kLinkRate,             // one NIC port or scale-up link carries R
+  kAttentionFlops,       // dense attention over s tokens at width h costs F FLOPs
+  kComputeTime,          // the FLOPs of a pass take t at a rate on some GPUs
+  kThroughput,           // a model trains (or decodes) at T tokens/s
+};
+enum class ClaimVerdict { kPossible, kPossibleOnlyIf, kImpossible };
+// How a bandwidth figure is counted where the claim does not say.
+enum class BandwidthMetric { kBusbw, kAlgbw, kUnstated };
+enum class LinkCounting { kPerDirection, kBidirectional, kUnstated };
+enum class ThroughputMode { kTraining, kDecode, kUnstated };
+
+std::string_view to_string(ClaimKind k);     // "collective_time", ...
+std::string_view to_string(ClaimVerdict v);  // "POSSIBLE", "POSSIBLE_ONLY_IF", "IMPOSSIBLE"
+
+struct Claim {
+  std::string id;
+  std::string source;  // where it was said ("field-guide.txt:49")
+  std::string says;    // the figure in the author's words
+  ClaimKind kind = ClaimKind::kCollectiveTime;
+  ClusterConfig cluster;     // the stated hardware
+  std::string hardware;      // how it was given ("scenarios/seed/x.yaml, nics_per_node 1")
+  // Assumptions the claim leaves open, searched for the conditions under which it holds:
+  // "nics_per_node", "in_network_reduction", "gpus".
+  std::vector<std::string> free;
+  // Collective claims.
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  int ranks = 0;  // 0 = every GPU of the cluster
+  bool ring_only = false;  // "a ring all-reduce": no switch or in-network reduction
+  double size_bytes = 0;
+  double time_s = 0;       // collective_time, compute_time
+  double bandwidth_Bps = 0;  // collective_bandwidth, link_rate
+  BandwidthMetric metric = BandwidthMetric::kBusbw;
+  // Link rate: the NIC (links x line rate) or, when scale_up_link is set, the GPU's scale-up.
+  bool scale_up_link = false;
+  LinkCounting counting = LinkCounting::kPerDirection;
+  // Attention / compute.
+  double tokens = 0;
+  double hidden = 0;
+  int layers = 1;
+  bool causal = true;
+  double claimed_flops = 0;  // the count the claim states (attention_flops; compute_time: its own)
+  double rate_flops = 0;     // compute_time: per GPU; 0 = the GPU's dense peak
+  int gpus = 0;              // compute_time / throughput; 0 = every GPU of the cluster
+  // Throughput.
+  ModelSpec model;
+  int seq_len = 0;
+  double tokens_per_s = 0;
+  bool per_gpu = false;
+  int batch = 1;             // decode: sequences decoded together
+  ThroughputMode mode = ThroughputMode::kTraining;
+  Precision precision = Precision::kBf16;
+  WorkloadConfig workload;   // the scenario's, where one was given (tokens per step)
+  bool has_workload = false;
+};
+
+struct ClaimResult {
+  std::string id, says, source, hardware;
+  ClaimKind kind = ClaimKind::kCollectiveTime;
+  ClaimVerdict verdict = ClaimVerdict::kPossible;
+  double claimed = 0;     // the figure, SI
+  std::string unit;       // "s", "B/s", "FLOP", "tokens/s"
+  // The floor on the hardware as stated: a least time / FLOP count ("minimum") or a most rate
+  // ("maximum"), in `unit`, with how it follows.
+  double floor = 0;
+  std::string floor_kind;  // "minimum" | "maximum"
+  std::string floor_why;
+  // How much of the stated hardware's raw capability the figure needs (floor / claimed for
+  // minima, claimed / floor for maxima): above 1 is beyond physics.
+  double required_fraction = 0;
+  std::vector<std::string> conditions;  // POSSIBLE_ONLY_IF: any one of them makes it possible
+  std::vector<std::string> notes;       // context: other interpretations, what is typical
+};
+
+// Judges one claim.
+ClaimResult evaluate_claim(const Claim& claim);
+
+// Reads a claims file (format: scenarios/seed/claims.yaml's header). Scenario paths are relative
+// to the file. Fails with "file:line:col: claims[i].key: what is wrong".
+Result<std::vector<Claim>> load_claims_file(const std::string& path);
+
+// A one-line collective claim on a cluster: "all_reduce 2GB 18ms", "all_gather 1GiB 300GB/s
+// busbw" (metric word optional: unstated then), "ring all_reduce 2GB 300GB/s". NICs per node and
+// in-network reduction are left open (the verdict says what it would take). Fails naming the
+// word it cannot read.
+Result<Claim> parse_claim_line(const std::string& line, const ClusterConfig& cluster,
+                               const std::string& hardware);
+
+}  // namespace clustersim::models
