@@ -26,6 +26,7 @@ bool iequals(std::string_view a, std::string_view b) {
 // Name tables: the first name of a value is the one printed; later ones are accepted aliases.
 template <class E>
 using NameTable = std::pair<std::string_view, E>;
+// clang-format off
 constexpr NameTable<Op> kOpNames[] = {
     {"all_reduce", Op::kAllReduce},        {"all_gather", Op::kAllGather},
     {"reduce_scatter", Op::kReduceScatter}, {"alltoall", Op::kAllToAll},
@@ -45,6 +46,7 @@ constexpr NameTable<Neck> kBottleneckNames[] = {{"none", Neck::kNone},
                                                 {"scale_up", Neck::kScaleUp},
                                                 {"network", Neck::kNetwork},
                                                 {"calibrated", Neck::kCalibrated}};
+// clang-format on
 
 template <class E, std::size_t N>
 std::string_view name_of(E value, const NameTable<E> (&table)[N]) {
@@ -102,13 +104,20 @@ class Model {
 
   Result<Terms> terms(Op op, double bytes, Algo algo, Proto proto) const {
     switch (algo) {
-      case Algo::kRing: return ring(op, bytes, proto);
-      case Algo::kTree: return tree(op, bytes, proto);
-      case Algo::kNvls: return nvls(op, bytes, proto);
-      case Algo::kCollNet: return collnet(op, bytes, proto);
-      case Algo::kHierarchical: return hierarchical(op, bytes, proto);
-      case Algo::kP2p: return p2p(op, bytes, proto);
-      case Algo::kAuto: break;
+      case Algo::kRing:
+        return ring(op, bytes, proto);
+      case Algo::kTree:
+        return tree(op, bytes, proto);
+      case Algo::kNvls:
+        return nvls(op, bytes, proto);
+      case Algo::kCollNet:
+        return collnet(op, bytes, proto);
+      case Algo::kHierarchical:
+        return hierarchical(op, bytes, proto);
+      case Algo::kP2p:
+        return p2p(op, bytes, proto);
+      case Algo::kAuto:
+        break;
     }
     CS_ASSERT(false, "algorithm must be resolved");
     return Error{""};
@@ -161,9 +170,12 @@ class Model {
   // Ring-family protocol factor on a bus bandwidth.
   double ring_protocol_Bps(double bus_Bps, Proto p, bool across_nodes) const {
     switch (p) {
-      case Proto::kLL: return std::min(bus_Bps * p_.ring_ll_fraction, ll_max_Bps(across_nodes));
-      case Proto::kLL128: return bus_Bps * p_.ll128_fraction;
-      default: return bus_Bps;
+      case Proto::kLL:
+        return std::min(bus_Bps * p_.ring_ll_fraction, ll_max_Bps(across_nodes));
+      case Proto::kLL128:
+        return bus_Bps * p_.ll128_fraction;
+      default:
+        return bus_Bps;
     }
   }
   Bus ring_protocol(Bus bus, Proto p) const {
@@ -232,13 +244,12 @@ class Model {
     bus.Bps *= p_.tree_efficiency;
     if (p == Proto::kLL) bus.Bps = std::min(bus.Bps * p_.tree_ll_fraction, ll_max_Bps());
     if (p == Proto::kLL128) {
-      bus.Bps *= multi_node() ? p_.tree_ll128_fraction_multi_node
-                              : p_.tree_ll128_fraction_one_node;
+      bus.Bps *= multi_node() ? p_.tree_ll128_fraction_multi_node : p_.tree_ll128_fraction_one_node;
     }
     Terms out;
-    out.latency_s = base(NcclAlgo::kTree, p) +
-                    2 * ((g() - 1) * hw(intra_hw(), NcclAlgo::kTree, p) +
-                         log2_floor(nodes()) * inter_latency(NcclAlgo::kTree, p));
+    out.latency_s =
+        base(NcclAlgo::kTree, p) + 2 * ((g() - 1) * hw(intra_hw(), NcclAlgo::kTree, p) +
+                                        log2_floor(nodes()) * inter_latency(NcclAlgo::kTree, p));
     out.bandwidth_s = 2 * bytes / bus.Bps;
     out.bottleneck = bus.neck;
     return out;
@@ -314,14 +325,13 @@ class Model {
     const Leg leg = slower(intra, net);
     Terms out;
     if (nvls_inside) {
-      out.latency_s = hw(NcclHardware::kNvlink, NcclAlgo::kNvls, p) +
-                      inter_latency(NcclAlgo::kNvls, p);
-    } else {
       out.latency_s =
-          base(NcclAlgo::kCollNetDirect, p) +
-          2 * (std::min(1, g() - 1) * hw(intra_hw(), NcclAlgo::kCollNetDirect, p) +
-               (g() - 1) * p_.collnet_arity_latency_s) +
-          inter_latency(NcclAlgo::kCollNetDirect, p);
+          hw(NcclHardware::kNvlink, NcclAlgo::kNvls, p) + inter_latency(NcclAlgo::kNvls, p);
+    } else {
+      out.latency_s = base(NcclAlgo::kCollNetDirect, p) +
+                      2 * (std::min(1, g() - 1) * hw(intra_hw(), NcclAlgo::kCollNetDirect, p) +
+                           (g() - 1) * p_.collnet_arity_latency_s) +
+                      inter_latency(NcclAlgo::kCollNetDirect, p);
     }
     out.bandwidth_s = leg.seconds;
     out.bottleneck = leg.neck;
@@ -379,8 +389,8 @@ class Model {
         net.seconds = bytes * g() * (n() - g()) / n() / (t_.node_network_Bps * link_factor);
       }
     }
-    const double hop = multi_node() ? inter_latency(NcclAlgo::kRing, p)
-                                    : hw(intra_hw(), NcclAlgo::kRing, p);
+    const double hop =
+        multi_node() ? inter_latency(NcclAlgo::kRing, p) : hw(intra_hw(), NcclAlgo::kRing, p);
     const Leg leg = slower(intra, net);
     Terms out;
     out.latency_s = base(NcclAlgo::kRing, p) + hop +
@@ -394,8 +404,8 @@ class Model {
   const CollectiveParams& p_;
 };
 
-constexpr Algo kAlgorithms[] = {Algo::kRing, Algo::kTree, Algo::kNvls, Algo::kCollNet,
-                                Algo::kHierarchical, Algo::kP2p};
+constexpr Algo kAlgorithms[] = {Algo::kRing,    Algo::kTree,         Algo::kNvls,
+                                Algo::kCollNet, Algo::kHierarchical, Algo::kP2p};
 constexpr Proto kProtocols[] = {Proto::kLL, Proto::kLL128, Proto::kSimple};
 
 CollectiveEstimate finish(const CollectiveTopology& topo, const CollectiveParams& params, Op op,
@@ -513,8 +523,7 @@ Result<CollectiveTopology> group_topology(const ClusterConfig& c, int size, int 
                  " nodes, but cluster.node has no NIC (nics_per_node, nic)"};
   }
   const int hops = switch_hops(c, t.nodes);
-  t.network_latency_s =
-      hops > 0 ? nic.latency_s + (hops - 1) * c.fabric.switch_spec.latency_s : 0;
+  t.network_latency_s = hops > 0 ? nic.latency_s + (hops - 1) * c.fabric.switch_spec.latency_s : 0;
   t.in_network_reduction = c.fabric.in_network_reduction && nic.in_network_reduction_capable;
   return t;
 }
@@ -539,13 +548,16 @@ bool parse_collective_protocol(std::string_view name, CollectiveProtocol* out) {
 double bus_bandwidth_factor(CollectiveOp op, int ranks) {
   CS_ASSERT(ranks >= 1, "a communicator has at least one rank");
   switch (op) {
-    case Op::kAllReduce: return 2.0 * (ranks - 1) / ranks;
+    case Op::kAllReduce:
+      return 2.0 * (ranks - 1) / ranks;
     case Op::kAllGather:
     case Op::kReduceScatter:
-    case Op::kAllToAll: return double(ranks - 1) / ranks;
+    case Op::kAllToAll:
+      return double(ranks - 1) / ranks;
     case Op::kBroadcast:
     case Op::kReduce:
-    case Op::kSendRecv: return 1.0;
+    case Op::kSendRecv:
+      return 1.0;
   }
   return 1.0;
 }
@@ -583,9 +595,8 @@ Result<CollectiveEstimate> estimate_collective(const CollectiveTopology& topolog
   const auto all =
       enumerate(topology, params, op, bytes, request.algorithm, request.protocol, &first_error);
   if (all.empty()) return Error{first_error};
-  return *std::min_element(all.begin(), all.end(), [](const auto& a, const auto& b) {
-    return a.time_s < b.time_s;
-  });
+  return *std::min_element(all.begin(), all.end(),
+                           [](const auto& a, const auto& b) { return a.time_s < b.time_s; });
 }
 
 }  // namespace clustersim::models

@@ -88,7 +88,7 @@ Result<CollectiveTopology> collective_topology(const ClusterConfig& cluster, int
 // same dimension runs at the same time and shares the nodes' NICs. TP (stride 1), DP (stride
 // tp * cp), PP (stride tp * cp * dp) groups follow from the rank order. Fails like the above.
 Result<CollectiveTopology> parallel_group_topology(const ClusterConfig& cluster, int group_size,
-                                                  int stride);
+                                                   int stride);
 
 // A calibration fit for one (op, algorithm, protocol) and, optionally, one communicator size:
 // time_s = latency_s + size_bytes * bus_bandwidth_factor(op, n) / busbw_Bps. It replaces the
@@ -101,10 +101,10 @@ struct CollectiveFit {
   CollectiveOp op = CollectiveOp::kAllReduce;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kRing;  // kAuto: any
   CollectiveProtocol protocol = CollectiveProtocol::kSimple;   // kAuto: any
-  int ranks = 0;  // 0: any communicator size
+  int ranks = 0;                                               // 0: any communicator size
   double latency_s = 0;
-  double busbw_Bps = 0;  // > 0
-  int nodes = 0;         // 0: any number of nodes the communicator spans
+  double busbw_Bps = 0;       // > 0
+  int nodes = 0;              // 0: any number of nodes the communicator spans
   double min_size_bytes = 0;  // the fit applies to min_size_bytes <= size < max_size_bytes
   double max_size_bytes = std::numeric_limits<double>::infinity();
 };
@@ -122,6 +122,7 @@ using NcclLatencyTable = std::array<std::array<double, kNcclProtocols>, kNcclAlg
 // Calibration copies this, changes fields and appends fits; the defaults never change.
 struct CollectiveParams {
   // Base latency per NCCL algorithm x protocol, seconds (tuning.cc baseLatencies).
+  // clang-format off
   NcclLatencyTable base_latency_s = {{{6.8e-6, 14.0e-6, 8.4e-6},  // tree
                                       {6.6e-6, 14.0e-6, 8.4e-6},  // ring
                                       {0, 0, 0},                  // collnet direct
@@ -139,6 +140,7 @@ struct CollectiveParams {
       {{{5.0e-6, 8.5e-6, 14e-6}, {2.7e-6, 4.0e-6, 14e-6}, {0, 0, 31e-6}, {0, 0, 18e-6},
         {0, 0, 20.9e-6}}},  // network
   }};
+  // clang-format on
   // A multi-node ring step costs at least this on the GPU side (tuning.cc getNetOverhead, x86
   // Intel host: 1 us; x3 for Simple).
   double net_overhead_s = 1.0e-6;

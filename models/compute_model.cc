@@ -14,8 +14,8 @@ double checked_peak(const GpuSpec& gpu, Precision precision) {
 }
 
 // Time of `flops` at `efficiency` of `peak` and `bytes` at the achievable HBM rate: the roofline.
-KernelTime roofline(const GpuSpec& gpu, double peak, double flops, double bytes,
-                    double efficiency, const ComputeParams& params) {
+KernelTime roofline(const GpuSpec& gpu, double peak, double flops, double bytes, double efficiency,
+                    const ComputeParams& params) {
   CS_ASSERT(gpu.hbm_Bps > 0, gpu.id + " has no memory bandwidth");
   KernelTime k;
   k.flops = flops;
@@ -46,8 +46,8 @@ KernelTime gemm_time(const GpuSpec& gpu, Precision precision, const GemmShape& s
   const double flops = shape.flops();
   const double efficiency =
       params.gemm_max_efficiency * flops / (flops + params.gemm_half_efficiency_flops);
-  const double bytes = (shape.m * shape.k + shape.k * shape.n + shape.m * shape.n) *
-                       bytes_per_element(precision);
+  const double bytes =
+      (shape.m * shape.k + shape.k * shape.n + shape.m * shape.n) * bytes_per_element(precision);
   return roofline(gpu, checked_peak(gpu, precision), flops, bytes, efficiency, params);
 }
 
@@ -56,8 +56,8 @@ KernelTime attention_time(const GpuSpec& gpu, Precision precision, const Attenti
   const double flops = shape.forward_flops() * (backward ? 2.5 : 1.0);
   const double ceiling =
       backward ? params.attention_bwd_max_efficiency : params.attention_fwd_max_efficiency;
-  const double efficiency = ceiling * shape.kv_tokens /
-                            (shape.kv_tokens + params.attention_half_efficiency_kv_tokens);
+  const double efficiency =
+      ceiling * shape.kv_tokens / (shape.kv_tokens + params.attention_half_efficiency_kv_tokens);
   // Q and O (query heads), K and V (kv heads) read once, O written; backward moves each twice
   // (inputs and their gradients).
   const double elements = shape.batch * shape.head_dim *

@@ -64,8 +64,8 @@ struct AttentionShape {
 struct KernelTime {
   double time_s = 0;
   double flops = 0;
-  double bytes = 0;          // HBM traffic
-  double efficiency = 0;     // achieved FLOP/s over peak
+  double bytes = 0;           // HBM traffic
+  double efficiency = 0;      // achieved FLOP/s over peak
   bool memory_bound = false;  // bytes, not FLOPs, set the time
 };
 

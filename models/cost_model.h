@@ -39,9 +39,9 @@ struct RunCost {
   // Reliability (scenario reliability.gpu_mtbf); has_reliability = false when not given, and
   // then goodput = 1 and the effective figures equal the ideal ones.
   bool has_reliability = false;
-  double cluster_mtbf_s = 0;     // GPU MTBF / GPUs
+  double cluster_mtbf_s = 0;  // GPU MTBF / GPUs
   double checkpoint_bytes = 0;
-  double checkpoint_write_s = 0;  // checkpoint_bytes / storage write bandwidth (0: not given)
+  double checkpoint_write_s = 0;     // checkpoint_bytes / storage write bandwidth (0: not given)
   double checkpoint_interval_s = 0;  // the scenario's, or Young/Daly sqrt(2 C MTBF)
   bool interval_derived = false;
   double restart_s = 0;

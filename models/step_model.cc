@@ -11,8 +11,8 @@ namespace {
 // Forward and backward of one micro-batch on one stage, seconds.
 struct StageTime {
   double forward_s = 0;
-  double backward_s = 0;            // including recomputation
-  double attention_forward_s = 0;   // the part ring attention's K/V exchange can hide behind
+  double backward_s = 0;           // including recomputation
+  double attention_forward_s = 0;  // the part ring attention's K/V exchange can hide behind
   double attention_backward_s = 0;
 };
 
@@ -35,9 +35,9 @@ LayerTime layer_time(const GpuSpec& gpu, const WorkloadConfig& w, const ComputeP
   const double ffn_out = (m.gated_ffn ? 2.0 : 1.0) * m.ffn_hidden;
   LayerTime out;
   for (const GemmShape& g : {GemmShape{tokens, (h + 2 * kv_dim) / t, h},  // QKV
-                             GemmShape{tokens, h, h / t},                  // attention output
-                             GemmShape{tokens, ffn_out / t, h},            // FFN up (+ gate)
-                             GemmShape{tokens, h, m.ffn_hidden / t}}) {    // FFN down
+                             GemmShape{tokens, h, h / t},                 // attention output
+                             GemmShape{tokens, ffn_out / t, h},           // FFN up (+ gate)
+                             GemmShape{tokens, h, m.ffn_hidden / t}}) {   // FFN down
     out.gemm_forward_s += gemm_time(gpu, w.precision, g, cp).time_s;
   }
   // Ring attention runs cp chunks of s/cp queries against s/cp keys (load-balanced causal).
@@ -54,8 +54,8 @@ LayerTime layer_time(const GpuSpec& gpu, const WorkloadConfig& w, const ComputeP
   // write h) on the sequence-parallel shard, the FFN activation (read the up/gate outputs,
   // write f) and rotary embedding of Q and K (read + write) on the TP shard.
   const double sp = par.sp ? t : 1;
-  const double elements = (2 * 2 * h + 2 * 3 * h) / sp + (ffn_out + m.ffn_hidden) / t +
-                          2 * (h + kv_dim) / t;
+  const double elements =
+      (2 * 2 * h + 2 * 3 * h) / sp + (ffn_out + m.ffn_hidden) / t + 2 * (h + kv_dim) / t;
   const double bytes = elements * tokens * (w.precision == Precision::kFp32 ? 4 : 2);
   out.elementwise_forward_s = memory_bound_time(gpu, bytes, cp).time_s;
   return out;
@@ -66,7 +66,8 @@ StageTime stage_time(const GpuSpec& gpu, const WorkloadConfig& w, const ComputeP
   const double layers = layers_per_stage(w);
   const Recompute rc = w.parallelism.recompute;
   const double layer_fwd = l.gemm_forward_s + l.attention_forward_s + l.elementwise_forward_s;
-  const double layer_bwd = 2 * l.gemm_forward_s + l.attention_backward_s + 2 * l.elementwise_forward_s;
+  const double layer_bwd =
+      2 * l.gemm_forward_s + l.attention_backward_s + 2 * l.elementwise_forward_s;
   const double recompute = rc == Recompute::kFull        ? layer_fwd
                            : rc == Recompute::kSelective ? l.attention_forward_s
                                                          : 0;
@@ -87,10 +88,14 @@ StageTime stage_time(const GpuSpec& gpu, const WorkloadConfig& w, const ComputeP
 
 DimComm& dim_of(StepBreakdown& b, ParallelDim d) {
   switch (d) {
-    case ParallelDim::kTp: return b.tp;
-    case ParallelDim::kPp: return b.pp;
-    case ParallelDim::kDp: return b.dp;
-    case ParallelDim::kCp: return b.cp;
+    case ParallelDim::kTp:
+      return b.tp;
+    case ParallelDim::kPp:
+      return b.pp;
+    case ParallelDim::kDp:
+      return b.dp;
+    case ParallelDim::kCp:
+      return b.cp;
   }
   return b.tp;
 }
@@ -159,10 +164,11 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   for (const CommCall& call : communication_per_step(w, params.comm)) {
     auto topo = parallel_group_topology(cluster, call.group_size, call.group_stride);
     if (!topo) return Error{std::string(to_string(call.dim)) + " group: " + topo.message()};
-    auto est = estimate_collective(*topo, {call.op, call.size_bytes, CollectiveAlgorithm::kAuto,
-                                           CollectiveProtocol::kAuto},
-                                   params.collective);
-    if (!est) return Error{std::string(to_string(call.dim)) + " " + call.what + ": " + est.message()};
+    auto est = estimate_collective(
+        *topo, {call.op, call.size_bytes, CollectiveAlgorithm::kAuto, CollectiveProtocol::kAuto},
+        params.collective);
+    if (!est)
+      return Error{std::string(to_string(call.dim)) + " " + call.what + ": " + est.message()};
     const double per_step = call.count * (call.phase == CommPhase::kStep ? 1 : m);
     r.comms.push_back({call, *est, per_step});
   }
@@ -177,8 +183,8 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   using D = ParallelDim;
   using P = CommPhase;
   // TP/SP sits between the GEMMs of every layer.
-  const double tp_mb = phase_seconds(r.comms, D::kTp, P::kForward) +
-                       phase_seconds(r.comms, D::kTp, P::kBackward);
+  const double tp_mb =
+      phase_seconds(r.comms, D::kTp, P::kForward) + phase_seconds(r.comms, D::kTp, P::kBackward);
   const double tp_exposed_mb = tp_mb * (1 - params.tp_overlap_fraction);
   // Ring attention overlaps each K/V step with the attention of the chunk in hand.
   const double cp_exposed_mb =
@@ -195,8 +201,8 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   // reduce-scatters behind the backward; what does not fit behind a micro-batch is exposed.
   const double dp_fwd_mb = phase_seconds(r.comms, D::kDp, P::kForward);
   const double dp_bwd_mb = phase_seconds(r.comms, D::kDp, P::kBackward);
-  double dp_exposed = m * (std::max(0.0, dp_fwd_mb - st.forward_s) +
-                           std::max(0.0, dp_bwd_mb - st.backward_s));
+  double dp_exposed =
+      m * (std::max(0.0, dp_fwd_mb - st.forward_s) + std::max(0.0, dp_bwd_mb - st.backward_s));
   // Once-per-step gradient reduction overlaps the last micro-batch's backward, except its last
   // bucket; ZeRO-1/2's parameter all-gather overlaps the next step's first forward.
   for (auto op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter}) {
@@ -220,8 +226,8 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   // 5. The optimizer over the local shard.
   b.optimizer_s = optimizer_seconds(gpu, w, r.memory, params);
 
-  r.step_time_s = b.compute_s + b.tp.exposed_s + b.cp.exposed_s + b.pp.exposed_s +
-                  b.dp.exposed_s + b.bubble_s + b.optimizer_s;
+  r.step_time_s = b.compute_s + b.tp.exposed_s + b.cp.exposed_s + b.pp.exposed_s + b.dp.exposed_s +
+                  b.bubble_s + b.optimizer_s;
 
   // 6. Throughput and utilisation.
   const FlopsPerToken f = flops_per_token(w.model, w.seq_len, /*causal=*/true);
@@ -255,9 +261,9 @@ std::vector<std::string> memory_advice(const WorkloadConfig& workload,
   if (par.zero < 3 && shard > 1) {
     WorkloadConfig w = workload;
     w.parallelism.zero = 3;
-    consider("zero: 3 (shard weights, gradients and optimizer over " + std::to_string(shard) +
-                 " GPUs)",
-             w);
+    consider(
+        "zero: 3 (shard weights, gradients and optimizer over " + std::to_string(shard) + " GPUs)",
+        w);
   }
   if (par.recompute != Recompute::kFull) {
     WorkloadConfig w = workload;
@@ -319,10 +325,11 @@ std::vector<std::string> step_advice(const Scenario& scenario, const StepResult&
     losses.push_back({b.dp.exposed_s, "DP communication is " + share(b.dp.exposed_s) + ": " + fix});
   }
   if (b.tp.exposed_s > 0) {
-    std::string fix = par.tp > gpn ? "tp " + std::to_string(par.tp) + " spans nodes: keep tp <= " +
-                                         std::to_string(gpn) + " GPUs per node"
-                                   : "its collectives sit between GEMMs: overlap them with the "
-                                     "GEMMs (Transformer Engine) or use a smaller tp";
+    std::string fix = par.tp > gpn
+                          ? "tp " + std::to_string(par.tp) +
+                                " spans nodes: keep tp <= " + std::to_string(gpn) + " GPUs per node"
+                          : "its collectives sit between GEMMs: overlap them with the "
+                            "GEMMs (Transformer Engine) or use a smaller tp";
     losses.push_back({b.tp.exposed_s, "TP communication is " + share(b.tp.exposed_s) + ": " + fix});
   }
   if (b.bubble_s > 0) {

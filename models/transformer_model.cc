@@ -35,8 +35,10 @@ double microbatches_in_flight(const WorkloadConfig& w, int stage) {
   const auto& par = w.parallelism;
   const int m = w.micro_batches_per_step();
   switch (par.pp_schedule) {
-    case PipelineSchedule::kGpipe: return m;
-    case PipelineSchedule::k1F1B: return std::min(par.pp - stage, m);
+    case PipelineSchedule::kGpipe:
+      return m;
+    case PipelineSchedule::k1F1B:
+      return std::min(par.pp - stage, m);
     case PipelineSchedule::kInterleaved:
       return std::min(par.pp - stage, m) *
              (1.0 + (par.pp - 1.0) / (par.pp * std::max(1, par.virtual_stages)));
@@ -103,16 +105,18 @@ FlopsPerToken flops_per_token(const ModelSpec& model, int seq_len, bool causal) 
   FlopsPerToken f;
   f.head_forward = 2.0 * model.vocab * model.hidden;
   f.dense_forward = 2 * model.layers * pc.matmul_per_layer() + f.head_forward;
-  f.attention_forward =
-      4.0 * seq_len * model.hidden * model.layers * (causal ? 0.5 : 1.0);
+  f.attention_forward = 4.0 * seq_len * model.hidden * model.layers * (causal ? 0.5 : 1.0);
   return f;
 }
 
 double hardware_flops_per_token(const FlopsPerToken& f, Recompute recompute) {
   switch (recompute) {
-    case Recompute::kNone: return f.training();
-    case Recompute::kSelective: return f.training() + f.attention_forward;
-    case Recompute::kFull: return f.training() + f.forward() - f.head_forward;
+    case Recompute::kNone:
+      return f.training();
+    case Recompute::kSelective:
+      return f.training() + f.attention_forward;
+    case Recompute::kFull:
+      return f.training() + f.forward() - f.head_forward;
   }
   return f.training();
 }
@@ -132,10 +136,14 @@ MemoryBreakdown memory_per_gpu(const WorkloadConfig& workload, const MemoryParam
 
 std::string_view to_string(ParallelDim d) {
   switch (d) {
-    case ParallelDim::kTp: return "tp";
-    case ParallelDim::kPp: return "pp";
-    case ParallelDim::kDp: return "dp";
-    case ParallelDim::kCp: return "cp";
+    case ParallelDim::kTp:
+      return "tp";
+    case ParallelDim::kPp:
+      return "pp";
+    case ParallelDim::kDp:
+      return "dp";
+    case ParallelDim::kCp:
+      return "cp";
   }
   return "?";
 }
@@ -185,8 +193,8 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w, const Comm
   add(ParallelDim::kCp, CommPhase::kBackward, CollectiveOp::kSendRecv, 2 * kv_bytes, cp_steps,
       par.cp, par.tp, "ring attention K/V and gradients");
   if (full) {
-    add(ParallelDim::kCp, CommPhase::kBackward, CollectiveOp::kSendRecv, kv_bytes, cp_steps,
-        par.cp, par.tp, "ring attention K/V (recompute)");
+    add(ParallelDim::kCp, CommPhase::kBackward, CollectiveOp::kSendRecv, kv_bytes, cp_steps, par.cp,
+        par.tp, "ring attention K/V (recompute)");
   }
 
   // PP: one activation (forward) and one gradient (backward) per micro-batch and model chunk,
@@ -215,14 +223,13 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w, const Comm
     case 1:
     case 2:
       add(ParallelDim::kDp, par.zero == 1 ? CommPhase::kStep : CommPhase::kBackward,
-          CollectiveOp::kReduceScatter, grad_bytes, 1, dp_size, par.tp,
-          "gradient reduce-scatter");
+          CollectiveOp::kReduceScatter, grad_bytes, 1, dp_size, par.tp, "gradient reduce-scatter");
       add(ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllGather, weight_bytes, 1, dp_size,
           par.tp, "updated-parameter all-gather");
       break;
     default:
-      add(ParallelDim::kDp, CommPhase::kForward, CollectiveOp::kAllGather, weight_bytes, 1,
-          dp_size, par.tp, "ZeRO-3 parameter gather (forward)");
+      add(ParallelDim::kDp, CommPhase::kForward, CollectiveOp::kAllGather, weight_bytes, 1, dp_size,
+          par.tp, "ZeRO-3 parameter gather (forward)");
       add(ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kAllGather, weight_bytes, 1,
           dp_size, par.tp, "ZeRO-3 parameter gather (backward)");
       add(ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kReduceScatter, grad_bytes, 1,

@@ -28,9 +28,7 @@ struct ParameterCount {
   // The weights of one layer's matmuls (what 2 x params FLOPs per token multiplies).
   double matmul_per_layer() const { return attention_per_layer + ffn_per_layer; }
   double per_layer() const { return matmul_per_layer() + norms_per_layer; }
-  double total() const {
-    return embedding + output_head + layers * per_layer() + final_norm;
-  }
+  double total() const { return embedding + output_head + layers * per_layer() + final_norm; }
 };
 
 ParameterCount count_parameters(const ModelSpec& model);
@@ -69,18 +67,18 @@ struct MemoryParams {
 
 // Peak memory of one GPU in the busiest pipeline stage, by kind, bytes.
 struct MemoryBreakdown {
-  double weights_bytes = 0;      // half-precision working weights (sharded under ZeRO-3)
-  double gradients_bytes = 0;    // (sharded under ZeRO-2/3)
-  double optimizer_bytes = 0;    // fp32 master weights + Adam moments (sharded under ZeRO-1+)
-  double activations_bytes = 0;  // stored for backward, all micro-batches in flight
-  double logits_bytes = 0;       // embedding output and fp32 logits of the loss
+  double weights_bytes = 0;           // half-precision working weights (sharded under ZeRO-3)
+  double gradients_bytes = 0;         // (sharded under ZeRO-2/3)
+  double optimizer_bytes = 0;         // fp32 master weights + Adam moments (sharded under ZeRO-1+)
+  double activations_bytes = 0;       // stored for backward, all micro-batches in flight
+  double logits_bytes = 0;            // embedding output and fp32 logits of the loss
   double gathered_weights_bytes = 0;  // ZeRO-3: current + prefetched layer, unsharded
-  double overhead_bytes = 0;     // MemoryParams::framework_overhead_bytes
-  double parameters = 0;         // parameters this GPU holds before ZeRO sharding
-  int stage = 0;                 // the pipeline stage (0-based) this breakdown is for
+  double overhead_bytes = 0;          // MemoryParams::framework_overhead_bytes
+  double parameters = 0;              // parameters this GPU holds before ZeRO sharding
+  int stage = 0;                      // the pipeline stage (0-based) this breakdown is for
   double total() const {
-    return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes +
-           logits_bytes + gathered_weights_bytes + overhead_bytes;
+    return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes + logits_bytes +
+           gathered_weights_bytes + overhead_bytes;
   }
 };
 
@@ -110,9 +108,9 @@ struct CommCall {
   CommPhase phase = CommPhase::kForward;
   CollectiveOp op = CollectiveOp::kAllReduce;
   double size_bytes = 0;
-  double count = 0;   // calls per micro-batch (forward/backward) or per step (kStep)
+  double count = 0;  // calls per micro-batch (forward/backward) or per step (kStep)
   int group_size = 1;
-  int group_stride = 1;  // global-rank distance between group members (rank order tp, cp, dp, pp)
+  int group_stride = 1;   // global-rank distance between group members (rank order tp, cp, dp, pp)
   const char* what = "";  // "attention+MLP outputs", "ZeRO-3 parameter gather", ...
 };
 

@@ -134,8 +134,7 @@ TEST_SUITE("models") {
     for (int nodes : {2, 4, 16}) {
       CAPTURE(nodes);
       const auto t = topology_of(hgx_h100(nodes), 8 * nodes);
-      const auto ring =
-          estimate(t, CollectiveOp::kAllReduce, 8 * kGiB, CollectiveAlgorithm::kRing);
+      const auto ring = estimate(t, CollectiveOp::kAllReduce, 8 * kGiB, CollectiveAlgorithm::kRing);
       CHECK(ring.bottleneck == CollectiveBottleneck::kNetwork);
       CHECK(ring.busbw_Bps / 8 >= 46e9 * 0.99);
       CHECK(ring.busbw_Bps / 8 <= 48e9);
@@ -306,13 +305,13 @@ TEST_SUITE("models") {
     CHECK(one.latency_s == doctest::Approx((8.4 + 3.4) * kUs));
     CHECK(one.busbw_Bps == doctest::Approx(one.algbw_Bps));
     // Across nodes the boundary pair has one NIC (40 GB/s).
-    auto two = estimate(hand_topology(2, 4), CollectiveOp::kSendRecv, kS,
-                        CollectiveAlgorithm::kP2p, CollectiveProtocol::kSimple, p);
+    auto two = estimate(hand_topology(2, 4), CollectiveOp::kSendRecv, kS, CollectiveAlgorithm::kP2p,
+                        CollectiveProtocol::kSimple, p);
     CHECK(two.bandwidth_s == doctest::Approx(kS / 40e9));
     CHECK(two.latency_s == doctest::Approx((8.4 + 14) * kUs));
     // alltoall on 2 x 4: NVLink (g-1)/n S / 100, network g(n-g)/n S / 80 per node.
-    auto a2a = estimate(hand_topology(2, 4), CollectiveOp::kAllToAll, kS,
-                        CollectiveAlgorithm::kP2p, CollectiveProtocol::kSimple, p);
+    auto a2a = estimate(hand_topology(2, 4), CollectiveOp::kAllToAll, kS, CollectiveAlgorithm::kP2p,
+                        CollectiveProtocol::kSimple, p);
     CHECK(a2a.bandwidth_s == doctest::Approx(4.0 * 4 / 8 * kS / 80e9));
     CHECK(a2a.latency_s == doctest::Approx((8.4 + 14 + 7 * 0.4) * kUs));
     CHECK(a2a.busbw_Bps == doctest::Approx(a2a.algbw_Bps * 7 / 8));
@@ -332,8 +331,7 @@ TEST_SUITE("models") {
     }
     // Small messages go to LL, large ones to Simple.
     CHECK(estimate(t, CollectiveOp::kAllReduce, 1024).protocol == CollectiveProtocol::kLL);
-    CHECK(estimate(t, CollectiveOp::kAllReduce, 4 * kGiB).protocol ==
-          CollectiveProtocol::kSimple);
+    CHECK(estimate(t, CollectiveOp::kAllReduce, 4 * kGiB).protocol == CollectiveProtocol::kSimple);
   }
 
   TEST_CASE("collective: unsupported combinations are errors that say why") {
@@ -350,8 +348,8 @@ TEST_SUITE("models") {
     REQUIRE_FALSE(nvls_ll.ok());
     CHECK(nvls_ll.message().find("simple") != std::string::npos);
     auto collnet_one = estimate_collective(
-        one, {CollectiveOp::kAllReduce, kS, CollectiveAlgorithm::kCollNet,
-              CollectiveProtocol::kAuto});
+        one,
+        {CollectiveOp::kAllReduce, kS, CollectiveAlgorithm::kCollNet, CollectiveProtocol::kAuto});
     CHECK_FALSE(collnet_one.ok());
     auto no_sharp = estimate_collective(
         topology_of(hgx_h100(2), 16),
@@ -426,8 +424,7 @@ TEST_SUITE("models") {
     CHECK_FALSE(parallel_group_topology(c, 8, 8).ok());
     // 16 nodes need a spine: three switches between nodes.
     const auto wide = topology_of(hgx_h100(16), 128);
-    CHECK(wide.network_latency_s ==
-          doctest::Approx(1.0e-6 + 2 * c.fabric.switch_spec.latency_s));
+    CHECK(wide.network_latency_s == doctest::Approx(1.0e-6 + 2 * c.fabric.switch_spec.latency_s));
   }
 
   TEST_CASE("collective: a NIC cannot beat its PCIe link") {

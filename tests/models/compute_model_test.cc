@@ -14,8 +14,7 @@ TEST_SUITE("models") {
           doctest::Approx(655.0 / 989.0));
     CHECK(default_compute_params(*find_gpu("a100-sxm-80gb")).gemm_max_efficiency ==
           doctest::Approx(267.9 / 312.0));
-    CHECK(default_compute_params(*find_gpu("l40s")).gemm_max_efficiency ==
-          doctest::Approx(0.70));
+    CHECK(default_compute_params(*find_gpu("l40s")).gemm_max_efficiency == doctest::Approx(0.70));
   }
 
   TEST_CASE("compute: a large bf16 GEMM runs at the sustained rate") {
@@ -62,8 +61,13 @@ TEST_SUITE("models") {
   TEST_CASE("compute: attention FLOPs, causal and full, forward and backward") {
     // Per token per layer, full attention does 4 s h FLOPs forward (QK^T and AV, Narayanan et
     // al. 2021): with h = heads x head_dim.
-    AttentionShape full{.batch = 1, .heads = 64, .kv_heads = 8, .head_dim = 128,
-                        .q_tokens = 4096, .kv_tokens = 4096, .causal = false};
+    AttentionShape full{.batch = 1,
+                        .heads = 64,
+                        .kv_heads = 8,
+                        .head_dim = 128,
+                        .q_tokens = 4096,
+                        .kv_tokens = 4096,
+                        .causal = false};
     CHECK(full.forward_flops() == doctest::Approx(4.0 * 4096 * 4096 * 8192));
     AttentionShape causal = full;
     causal.causal = true;

@@ -53,8 +53,8 @@ TEST_SUITE("models") {
   // 38-43% BF16 MFU (41% for this layout, 400 TFLOP/s per GPU).
   TEST_CASE("step: Llama 3 405B on 16K H100 within 25% of the published MFU") {
     const StepResult r = predict(load("llama3-405b-16k-h100.yaml"));
-    MESSAGE("Llama 3 405B, 16K H100: MFU ", r.mfu, " (paper 0.38-0.43), ",
-            r.model_tflops_per_gpu, " TFLOP/s/GPU (paper 400)");
+    MESSAGE("Llama 3 405B, 16K H100: MFU ", r.mfu, " (paper 0.38-0.43), ", r.model_tflops_per_gpu,
+            " TFLOP/s/GPU (paper 400)");
     CHECK(within(r.mfu, 0.41, 0.25));
     CHECK(within(r.model_tflops_per_gpu, 400, 0.25));
   }
@@ -65,9 +65,9 @@ TEST_SUITE("models") {
       CAPTURE(name);
       const StepResult r = predict(load(name));
       const auto& b = r.breakdown;
-      CHECK(r.step_time_s == doctest::Approx(b.compute_s + b.tp.exposed_s + b.pp.exposed_s +
-                                             b.dp.exposed_s + b.cp.exposed_s + b.bubble_s +
-                                             b.optimizer_s));
+      CHECK(r.step_time_s ==
+            doctest::Approx(b.compute_s + b.tp.exposed_s + b.pp.exposed_s + b.dp.exposed_s +
+                            b.cp.exposed_s + b.bubble_s + b.optimizer_s));
       CHECK(b.compute_s == doctest::Approx(r.micro_batches * (r.forward_s + r.backward_s)));
       for (const DimComm* d : {&b.tp, &b.pp, &b.dp, &b.cp}) {
         CHECK(d->exposed_s >= 0);
@@ -137,7 +137,8 @@ TEST_SUITE("models") {
     const auto& p = s.workload.parallelism;
     REQUIRE(p.pp > 1);
     const double m = r.micro_batches;
-    const double ideal = r.breakdown.compute_s + r.breakdown.tp.exposed_s + r.breakdown.cp.exposed_s;
+    const double ideal =
+        r.breakdown.compute_s + r.breakdown.tp.exposed_s + r.breakdown.cp.exposed_s;
     CHECK(r.breakdown.bubble_s == doctest::Approx((p.pp - 1) / m * ideal));
     s.workload.parallelism.pp_schedule = PipelineSchedule::kInterleaved;
     s.workload.parallelism.virtual_stages = 2;

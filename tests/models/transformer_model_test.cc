@@ -162,8 +162,7 @@ TEST_SUITE("models") {
     // Interleaved with 2 chunks: x (1 + (p-1)/(p v)) = 1.375.
     w.parallelism.pp_schedule = PipelineSchedule::kInterleaved;
     w.parallelism.virtual_stages = 2;
-    CHECK(memory_per_gpu(w).activations_bytes ==
-          doctest::Approx(1.375 * 4 * 20 * per_layer));
+    CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(1.375 * 4 * 20 * per_layer));
     // GPipe: all 1024 micro-batches.
     w.parallelism.pp_schedule = PipelineSchedule::kGpipe;
     CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(1024 * 20 * per_layer));
@@ -200,13 +199,13 @@ TEST_SUITE("models") {
     REQUIRE(rs_bwd != nullptr);
     CHECK(rs_bwd->count == 320);
     // ZeRO-3 over dp 4, stride tp 8: parameter gathers both ways, fp32 gradient reduce-scatter.
-    auto gather =
-        find_call(calls, ParallelDim::kDp, CommPhase::kForward, CollectiveOp::kAllGather);
+    auto gather = find_call(calls, ParallelDim::kDp, CommPhase::kForward, CollectiveOp::kAllGather);
     REQUIRE(gather != nullptr);
     CHECK(gather->size_bytes == doctest::Approx(8623235072.0 * 2));
     CHECK(gather->group_size == 4);
     CHECK(gather->group_stride == 8);
-    auto rs = find_call(calls, ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kReduceScatter);
+    auto rs =
+        find_call(calls, ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kReduceScatter);
     REQUIRE(rs != nullptr);
     CHECK(rs->size_bytes == doctest::Approx(8623235072.0 * 4));
     // No PP or CP traffic.
