@@ -56,7 +56,7 @@ LayerTime layer_time(const GpuSpec& gpu, const WorkloadConfig& w, const ComputeP
   const double sp = par.sp ? t : 1;
   const double elements =
       (2 * 2 * h + 2 * 3 * h) / sp + (ffn_out + m.ffn_hidden) / t + 2 * (h + kv_dim) / t;
-  const double bytes = elements * tokens * (w.precision == Precision::kFp32 ? 4 : 2);
+  const double bytes = elements * tokens * working_bytes(w.precision);
   out.elementwise_forward_s = memory_bound_time(gpu, bytes, cp).time_s;
   return out;
 }
@@ -123,9 +123,8 @@ double optimizer_seconds(const GpuSpec& gpu, const WorkloadConfig& w, const Memo
                          const StepParams& params) {
   const auto& par = w.parallelism;
   const double shard = par.zero >= 1 ? double(par.dp) * par.cp : 1;
-  const double per_param = w.precision == Precision::kFp32 || w.precision == Precision::kTf32
-                               ? params.optimizer_bytes_per_param_fp32
-                               : params.optimizer_bytes_per_param;
+  const double per_param = mixed_precision(w.precision) ? params.optimizer_bytes_per_param
+                                                        : params.optimizer_bytes_per_param_fp32;
   return memory_bound_time(gpu, mem.parameters / shard * per_param, params.compute).time_s;
 }
 

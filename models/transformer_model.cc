@@ -5,14 +5,8 @@
 namespace clustersim::models {
 namespace {
 
-bool is_fp32(Precision p) { return p == Precision::kFp32 || p == Precision::kTf32; }
-
-// Weights, gradients and activations are kept in 16 bits under mixed precision (fp8 training
-// keeps bf16 copies: Transformer Engine), in 32 bits otherwise.
-double working_bytes(Precision p) { return is_fp32(p) ? 4 : 2; }
-
 // fp32 master weights + two Adam moments (12 bytes), or just the moments in fp32 training.
-double optimizer_bytes_per_param(Precision p) { return is_fp32(p) ? 8 : 12; }
+double optimizer_bytes_per_param(Precision p) { return mixed_precision(p) ? 12 : 8; }
 
 // Parameters of one GPU in `stage` before ZeRO sharding: the stage's layers split by TP, the
 // embedding on the first stage and the output head (or, when tied, a copy of the embedding, as
@@ -84,6 +78,10 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
 }
 
 }  // namespace
+
+bool mixed_precision(Precision p) { return p != Precision::kFp32 && p != Precision::kTf32; }
+
+double working_bytes(Precision p) { return mixed_precision(p) ? 2 : 4; }
 
 ParameterCount count_parameters(const ModelSpec& model) {
   const double h = model.hidden;

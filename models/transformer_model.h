@@ -15,6 +15,11 @@
 
 namespace clustersim::models {
 
+// Weights, gradients and activations are kept in 16 bits under mixed precision (bf16, fp16,
+// and fp8, whose training keeps bf16 copies: Transformer Engine), in 32 bits for fp32/tf32.
+bool mixed_precision(Precision p);
+double working_bytes(Precision p);
+
 // Weights by role. Biases are not counted (Llama has none; GPT-3's are ~0.01% of it).
 struct ParameterCount {
   double embedding = 0;            // vocab x hidden (input)
