@@ -289,6 +289,10 @@ TEST_SUITE("models") {
                        CollectiveProtocol::kSimple, p);
     CHECK(ag.bandwidth_s == doctest::Approx(0.75 * kS / 100e9 + 0.5 * kS / 80e9));
     CHECK(ag.latency_s == doctest::Approx((2 * 8.4 + 3 * 3.4 + 14) * kUs));
+    // reduce_scatter: the same two phases in the other order.
+    auto rs = estimate(t, CollectiveOp::kReduceScatter, kS, CollectiveAlgorithm::kHierarchical,
+                       CollectiveProtocol::kSimple, p);
+    CHECK(rs.time_s == doctest::Approx(ag.time_s));
     // Auto never picks it (NCCL does not run it), even where it would be fastest.
     for (const auto& c : collective_candidates(t, CollectiveOp::kAllReduce, kS, p)) {
       CHECK(c.algorithm != CollectiveAlgorithm::kHierarchical);
@@ -422,6 +426,13 @@ TEST_SUITE("models") {
     REQUIRE_FALSE(big.ok());
     CHECK(big.message().find("32 GPUs") != std::string::npos);
     CHECK_FALSE(parallel_group_topology(c, 8, 8).ok());
+    // Several nodes without a NIC cannot talk.
+    ClusterConfig no_nic = c;
+    no_nic.node.nics_per_node = 0;
+    CHECK(collective_topology(no_nic, 8).ok());
+    auto cut_off = collective_topology(no_nic, 16);
+    REQUIRE_FALSE(cut_off.ok());
+    CHECK(cut_off.message().find("no NIC") != std::string::npos);
     // 16 nodes need a spine: three switches between nodes.
     const auto wide = topology_of(hgx_h100(16), 128);
     CHECK(wide.network_latency_s == doctest::Approx(1.0e-6 + 2 * c.fabric.switch_spec.latency_s));
