@@ -76,8 +76,10 @@ class Runtime {
     deps_.resize(g.tasks().size());
     parts_left_.resize(g.tasks().size());
     spans_.resize(g.tasks().size());
-    for (size_t i = 0; i < g.tasks().size(); ++i) deps_[i] = g.tasks()[i].dependencies;
-    tasks_left_ = g.size();
+    for (size_t i = 0; i < g.tasks().size(); ++i) {
+      deps_[i] = g.tasks()[i].dependencies;
+      if (!g.tasks()[i].background) ++tasks_left_;
+    }
     finished_ = sg4::Semaphore::create(0);
   }
 
@@ -90,6 +92,10 @@ class Runtime {
       if (deps_[t] == 0) start_task(t);
     }
     finished_->acquire();
+    // Background traffic still running ends with the run.
+    for (int t = 0; t < g_.size(); ++t) {
+      if (g_.tasks()[t].background && parts_left_[t] > 0) spans_[t].end_s = now();
+    }
   }
 
   std::vector<TaskSpan> take_spans() { return std::move(spans_); }
@@ -179,11 +185,11 @@ class Runtime {
     const int t = w->part.task;
     if (--parts_left_[t] == 0) {
       spans_[t].end_s = now();
-      --tasks_left_;
+      if (!g_.tasks()[t].background) --tasks_left_;
       for (int s : g_.tasks()[t].successors) {
         if (--deps_[s] == 0) start_task(s);
       }
-      if (tasks_left_ == 0) finished_->release();
+      if (tasks_left_ == 0 && !g_.tasks()[t].background) finished_->release();
     }
     if (!backlog_.empty()) {
       w->part = backlog_.front();
@@ -285,7 +291,9 @@ models::Result<RunStats> run_in_engine(const TaskGraph& graph, const ResourceTab
 
   RunStats stats;
   stats.spans = rt.take_spans();
-  for (const TaskSpan& s : stats.spans) stats.makespan_s = std::max(stats.makespan_s, s.end_s);
+  for (int t = 0; t < graph.size(); ++t) {
+    if (!graph.tasks()[t].background) stats.makespan_s = std::max(stats.makespan_s, stats.spans[t].end_s);
+  }
   stats.flows = graph.flow_count();
   stats.workers = rt.workers();
   return stats;

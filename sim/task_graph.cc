@@ -41,8 +41,16 @@ int TaskGraph::add_transfer(double latency_s, std::vector<SimFlow> flows) {
   return size() - 1;
 }
 
+int TaskGraph::add_background(std::vector<SimFlow> flows) {
+  const int id = add_transfer(0, std::move(flows));
+  tasks_[id].background = true;
+  return id;
+}
+
 void TaskGraph::depend(int before, int after) {
   CS_ASSERT(before >= 0 && before < after && after < size(), "dependency must point forward");
+  CS_ASSERT(!tasks_[before].background && !tasks_[after].background,
+            "background traffic takes no dependencies");
   tasks_[before].successors.push_back(after);
   ++tasks_[after].dependencies;
 }

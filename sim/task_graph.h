@@ -65,6 +65,9 @@ struct SimTask {
   std::vector<SimFlow> flows;  // kTransfer: may be empty (a pure delay)
   std::vector<int> successors;
   int dependencies = 0;  // number of tasks that list this one as a successor
+  // Background traffic (another job, storage): starts with the run, shares the resources, and
+  // the run ends without waiting for it (its span ends at the run's end if still going).
+  bool background = false;
 };
 
 // A DAG of tasks. Tasks start as soon as all their dependencies have ended; nothing else
@@ -76,6 +79,9 @@ class TaskGraph {
   int add_compute(int host, double seconds);
   int add_transfer(double latency_s, std::vector<SimFlow> flows);
   int add_delay(double seconds) { return add_transfer(seconds, {}); }
+  // Flows that run from the start until the last ordinary task ends (see SimTask::background).
+  // Background tasks take no dependencies.
+  int add_background(std::vector<SimFlow> flows);
   // `after` starts only once `before` has ended. REQUIRES: before < after (ids are creation
   // order, which keeps the graph acyclic by construction).
   void depend(int before, int after);
@@ -98,7 +104,7 @@ struct TaskSpan {
 };
 
 struct RunStats {
-  double makespan_s = 0;        // last task end
+  double makespan_s = 0;        // last ordinary (not background) task end
   std::vector<TaskSpan> spans;  // one per task, in task order
   size_t flows = 0;             // flows simulated
   int workers = 0;              // SimGrid actors that carried the tasks

@@ -1,0 +1,451 @@
+#include "sim/collective_lowering.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace clustersim::sim {
+namespace {
+
+using models::CollectiveAlgorithm;
+using models::CollectiveOp;
+using models::CollectiveProtocol;
+
+// The members of a communicator grouped by node, nodes in order of first appearance.
+std::vector<std::vector<int>> by_node(const Communicator& comm, int gpus_per_node) {
+  std::vector<std::vector<int>> out;
+  std::map<int, size_t> index;
+  for (int gpu : comm) {
+    const int node = gpu / gpus_per_node;
+    auto [it, inserted] = index.try_emplace(node, out.size());
+    if (inserted) out.emplace_back();
+    out[it->second].push_back(gpu);
+  }
+  return out;
+}
+
+// splitmix64: distinct, reproducible connection ids for the ECMP hash.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+class Lowering {
+ public:
+  Lowering(const CollectiveShape& shape, const models::CollectiveTopology& topo,
+           FabricModel& fabric, const models::CollectiveParams& params,
+           const LoweringOptions& options)
+      : shape_(shape), topo_(topo), fabric_(fabric), params_(params), options_(options),
+        gpn_(fabric.graph().gpus_per_node()),
+        wire_(protocol_factor(shape, topo, params)) {}
+
+  models::Status lower(const std::vector<Communicator>& comms, LoweredCollective* out) {
+    out_ = out;
+    for (size_t c = 0; c < comms.size(); ++c) {
+      comm_index_ = c;
+      if (comms[c].size() < 2 || shape_.size_bytes <= 0) continue;
+      if (auto s = lower_one(comms[c]); !s) return s;
+    }
+    return models::Status::Ok();
+  }
+
+ private:
+  std::vector<SimFlow>& phase(size_t i) {
+    if (out_->phases.size() <= i) out_->phases.resize(i + 1);
+    return out_->phases[i];
+  }
+
+  // A GPU-to-GPU flow; `edge` makes the connection id unique within the collective.
+  void flow(size_t ph, int src, int dst, double bytes, std::uint64_t edge) {
+    if (src == dst || bytes <= 0) return;
+    const std::uint64_t id =
+        mix(mix(comm_index_ * 0x100000001ULL + edge) ^ static_cast<std::uint64_t>(shape_.op));
+    FabricRoute r = fabric_.route(src, dst, id);
+    phase(ph).push_back({std::move(r.resources), bytes, fabric_.window_cap_Bps(r)});
+  }
+  void flow_on(size_t ph, std::vector<int> route, double bytes, double cap = 0) {
+    if (route.empty() || bytes <= 0) return;
+    phase(ph).push_back({std::move(route), bytes, cap});
+  }
+
+  models::Status lower_one(const Communicator& comm) {
+    const auto nodes = by_node(comm, gpn_);
+    switch (shape_.algorithm) {
+      case CollectiveAlgorithm::kRing:
+        if (shape_.op == CollectiveOp::kAllToAll || shape_.op == CollectiveOp::kSendRecv) {
+          return models::Error{"ring cannot run " + std::string(to_string(shape_.op))};
+        }
+        ring(comm, nodes, 0, ring_bytes(comm.size()));
+        return models::Status::Ok();
+      case CollectiveAlgorithm::kTree: return tree(comm, nodes);
+      case CollectiveAlgorithm::kNvls: return nvls(nodes);
+      case CollectiveAlgorithm::kCollNet: return collnet(nodes);
+      case CollectiveAlgorithm::kHierarchical: return hierarchical(nodes);
+      case CollectiveAlgorithm::kP2p: return p2p(comm, nodes);
+      case CollectiveAlgorithm::kAuto: break;
+    }
+    return models::Error{"lowering needs a resolved algorithm"};
+  }
+
+  bool chain_op() const {
+    return shape_.op == CollectiveOp::kBroadcast || shape_.op == CollectiveOp::kReduce;
+  }
+  // Bytes over every ring edge: the bus factor times the size, on the wire.
+  double ring_bytes(size_t n) const {
+    return models::bus_bandwidth_factor(shape_.op, static_cast<int>(n)) * shape_.size_bytes * wire_;
+  }
+
+  // Distinct NICs the GPUs of one node use (their affinity NICs).
+  int nics_used(const std::vector<int>& members) const {
+    std::vector<int> nics;
+    for (int gpu : members) nics.push_back(fabric_.graph().nic_of_gpu(gpu));
+    std::sort(nics.begin(), nics.end());
+    return static_cast<int>(std::unique(nics.begin(), nics.end()) - nics.begin());
+  }
+  // Channels of a multi-node ring or tree: a multiple of the GPUs per node (so that entry
+  // points rotate over all of them) with at least channels_per_nic per NIC in use.
+  int channels(const std::vector<std::vector<int>>& nodes, int multiple) const {
+    const int g = static_cast<int>(nodes.front().size());
+    const int want = std::max(1, options_.channels_per_nic) * std::max(1, nics_used(nodes.front()));
+    const int q = std::max(1, (want + g * multiple - 1) / (g * multiple));
+    return g * multiple * q;
+  }
+  bool keep_intra(size_t node_index) const {
+    return !options_.sample_intra_node || node_index == 0;
+  }
+
+  // Ring over the communicator (also a chain for broadcast/reduce, without the edge into the
+  // root). `bytes_per_edge` is the whole collective's volume on each edge.
+  void ring(const Communicator& comm, const std::vector<std::vector<int>>& nodes, size_t ph,
+            double bytes_per_edge) {
+    const int root = comm.front();
+    const bool chain = chain_op();
+    if (nodes.size() == 1) {
+      const auto& m = nodes.front();
+      for (size_t i = 0; i < m.size(); ++i) {
+        const int dst = m[(i + 1) % m.size()];
+        if (chain && dst == root) continue;
+        flow(ph, m[i], dst, bytes_per_edge, i);
+      }
+      return;
+    }
+    const int C = channels(nodes, 1);
+    const double bytes = bytes_per_edge / C;
+    const int N = static_cast<int>(nodes.size());
+    auto entry = [&](int c, int j) {
+      const int g = static_cast<int>(nodes[j].size());
+      return ((c % g - j) % g + g) % g;
+    };
+    std::uint64_t edge = 0;
+    for (int c = 0; c < C; ++c) {
+      for (int j = 0; j < N; ++j) {
+        const auto& m = nodes[j];
+        const int g = static_cast<int>(m.size());
+        const int e = entry(c, j);
+        for (int t = 0; t + 1 < g; ++t) {
+          const int dst = m[(e + t + 1) % g];
+          ++edge;
+          if (!keep_intra(j) || (chain && dst == root)) continue;
+          flow(ph, m[(e + t) % g], dst, bytes, edge);
+        }
+        const auto& next = nodes[(j + 1) % N];
+        const int dst = next[entry(c, (j + 1) % N)];
+        ++edge;
+        if (chain && dst == root) continue;
+        flow(ph, m[(e + g - 1) % g], dst, bytes, edge);
+      }
+    }
+  }
+
+  // Inter-node double binary tree between the head GPUs (local index h) of each node: every
+  // edge carries `bytes` up and `bytes` down. Channel c uses tree c % 2 and head (c / 2) % g.
+  void node_tree(const std::vector<std::vector<int>>& nodes, int C, double bytes, size_t ph) {
+    const int N = static_cast<int>(nodes.size());
+    std::uint64_t edge = 1u << 20;
+    for (int c = 0; c < C; ++c) {
+      for (int j = 0; j < N; ++j) {
+        const int p = dtree_parent(N, j, c % 2);
+        if (p < 0) continue;
+        const auto& a = nodes[j];
+        const auto& b = nodes[p];
+        const int ha = a[(c / 2) % a.size()];
+        const int hb = b[(c / 2) % b.size()];
+        flow(ph, ha, hb, bytes, ++edge);
+        flow(ph, hb, ha, bytes, ++edge);
+      }
+    }
+  }
+
+  // NCCL's tree (all_reduce): a chain inside each node (up to the head, then back down), the
+  // double binary tree across nodes. Each edge moves S/C each way.
+  models::Status tree(const Communicator& comm, const std::vector<std::vector<int>>& nodes) {
+    if (shape_.op != CollectiveOp::kAllReduce) {
+      return models::Error{"algorithm tree cannot run " + std::string(to_string(shape_.op))};
+    }
+    (void)comm;
+    const int C = nodes.size() == 1 ? 1 : channels(nodes, 2);
+    const double bytes = shape_.size_bytes * wire_ / params_.tree_efficiency / C;
+    std::uint64_t edge = 0;
+    for (int c = 0; c < C; ++c) {
+      for (size_t j = 0; j < nodes.size(); ++j) {
+        const auto& m = nodes[j];
+        const size_t g = m.size();
+        const size_t h = nodes.size() == 1 ? 0 : (c / 2) % g;
+        for (size_t t = 0; t + 1 < g; ++t) {
+          const int up = m[(h + t) % g], down = m[(h + t + 1) % g];
+          edge += 2;
+          if (!keep_intra(j)) continue;
+          flow(0, down, up, bytes, edge);
+          flow(0, up, down, bytes, edge + 1);
+        }
+      }
+    }
+    if (nodes.size() > 1) node_tree(nodes, C, bytes, 0);
+    return models::Status::Ok();
+  }
+
+  // Each GPU's port to the NVSwitch: `up` bytes toward the switch, `down` back.
+  void nvls_ports(const std::vector<int>& members, double up, double down, size_t ph) {
+    const double scale = wire_ / params_.nvls_efficiency;
+    for (int gpu : members) {
+      flow_on(ph, fabric_.to_switch(gpu), up * scale);
+      flow_on(ph, fabric_.from_switch(gpu), down * scale);
+    }
+  }
+
+  models::Status nvls(const std::vector<std::vector<int>>& nodes) {
+    if (!topo_.switch_reduction || fabric_.to_switch(nodes.front().front()).empty()) {
+      return models::Error{"algorithm nvls needs an NVSwitch with NVLink SHARP"};
+    }
+    const double S = shape_.size_bytes;
+    if (nodes.size() == 1) {
+      const double g = static_cast<double>(nodes.front().size());
+      switch (shape_.op) {
+        case CollectiveOp::kAllReduce: nvls_ports(nodes.front(), S * (1 + 1 / g), S * (1 + 1 / g), 0); break;
+        case CollectiveOp::kAllGather: nvls_ports(nodes.front(), S / g, S, 0); break;
+        case CollectiveOp::kReduceScatter: nvls_ports(nodes.front(), S, S / g, 0); break;
+        default: return models::Error{"algorithm nvls cannot run " + std::string(to_string(shape_.op))};
+      }
+      return models::Status::Ok();
+    }
+    if (shape_.op != CollectiveOp::kAllReduce) {
+      return models::Error{"nvls across nodes runs all_reduce only"};
+    }
+    for (size_t j = 0; j < nodes.size(); ++j) {
+      if (!keep_intra(j)) continue;
+      const double g = static_cast<double>(nodes[j].size());
+      nvls_ports(nodes[j], S * (1 + 1 / g), S * (1 + 1 / g), 0);
+    }
+    const int C = channels(nodes, 2);
+    node_tree(nodes, C, S * wire_ / C, 0);
+    return models::Status::Ok();
+  }
+
+  // In-network reduction: each channel's head GPU sends S/C to its leaf and receives S/C; the
+  // leaves exchange one stream per channel along the aggregation tree.
+  models::Status collnet(const std::vector<std::vector<int>>& nodes) {
+    if (shape_.op != CollectiveOp::kAllReduce || nodes.size() < 2) {
+      return models::Error{"collnet runs all_reduce across nodes"};
+    }
+    if (!topo_.in_network_reduction) {
+      return models::Error{"the fabric has no in-network reduction"};
+    }
+    const double S = shape_.size_bytes;
+    for (size_t j = 0; j < nodes.size(); ++j) {
+      const auto& m = nodes[j];
+      const double g = static_cast<double>(m.size());
+      if (m.size() < 2 || !keep_intra(j)) continue;
+      if (topo_.switch_reduction && !fabric_.to_switch(m.front()).empty()) {
+        nvls_ports(m, S * (1 + 1 / g), S * (1 + 1 / g), 0);
+      } else {
+        // CollNet-Direct: reduce-scatter and all-gather over NVLink, 2(g-1)/g S per GPU.
+        ring(m, {m}, 0, 2 * (g - 1) / g * S * wire_);
+      }
+    }
+    const int C = std::max(1, options_.channels_per_nic) * std::max(1, nics_used(nodes.front()));
+    const double bytes = S * wire_ / params_.collnet_efficiency / C;
+    for (int c = 0; c < C; ++c) {
+      std::map<int, int> leaves;  // leaf vertex -> pod
+      for (const auto& m : nodes) {
+        const int head = m[static_cast<size_t>(c) % m.size()];
+        FabricRoute up = fabric_.to_leaf(head);
+        FabricRoute down = fabric_.from_leaf(head);
+        const double cap_up = fabric_.window_cap_Bps(up), cap_down = fabric_.window_cap_Bps(down);
+        flow_on(0, std::move(up.resources), bytes, cap_up);
+        flow_on(0, std::move(down.resources), bytes, cap_down);
+        const int leaf = fabric_.leaf_of_gpu(head);
+        leaves[leaf] = fabric_.graph().vertices()[leaf].pod;
+      }
+      if (leaves.size() < 2) continue;
+      std::vector<int> distinct;
+      for (const auto& [leaf, pod] : leaves) distinct.push_back(pod);
+      std::sort(distinct.begin(), distinct.end());
+      const bool cross_pod = std::unique(distinct.begin(), distinct.end()) - distinct.begin() > 1;
+      for (const auto& [leaf, pod] : leaves) {
+        flow_on(0, fabric_.tree_up(leaf, c, cross_pod), bytes);
+        flow_on(0, fabric_.tree_down(leaf, c, cross_pod), bytes);
+      }
+    }
+    return models::Status::Ok();
+  }
+
+  // Three phases: NVLink ring reduce-scatter, a ring per rail across nodes, NVLink all-gather
+  // (all_gather: rails then NVLink; reduce_scatter: NVLink then rails).
+  models::Status hierarchical(const std::vector<std::vector<int>>& nodes) {
+    const CollectiveOp op = shape_.op;
+    if (op != CollectiveOp::kAllReduce && op != CollectiveOp::kAllGather &&
+        op != CollectiveOp::kReduceScatter) {
+      return models::Error{"hierarchical runs all_reduce, all_gather and reduce_scatter"};
+    }
+    if (nodes.size() < 2) return models::Error{"hierarchical needs more than one node"};
+    const double S = shape_.size_bytes * wire_;
+    const size_t g = nodes.front().size();
+    const double N = static_cast<double>(nodes.size());
+    const double intra = (g - 1.0) / g * S;
+    const double inter = (op == CollectiveOp::kAllReduce ? 2.0 : 1.0) * (N - 1) / N * S / g;
+    auto intra_phase = [&](size_t ph) {
+      if (g < 2) return;
+      for (size_t j = 0; j < nodes.size(); ++j) {
+        if (keep_intra(j)) ring(nodes[j], {nodes[j]}, ph, intra);
+      }
+    };
+    auto rails_phase = [&](size_t ph) {
+      const int per_rail = std::max(1, options_.channels_per_nic);
+      for (size_t i = 0; i < g; ++i) {
+        std::vector<int> rail;
+        for (const auto& m : nodes) rail.push_back(m[i % m.size()]);
+        for (int c = 0; c < per_rail; ++c) {
+          for (size_t j = 0; j < rail.size(); ++j) {
+            flow(ph, rail[j], rail[(j + 1) % rail.size()], inter / per_rail,
+                 (i * 64 + c) * 1000003ULL + j);
+          }
+        }
+      }
+    };
+    size_t ph = 0;
+    if (op != CollectiveOp::kAllGather) intra_phase(ph++);
+    rails_phase(ph++);
+    if (op != CollectiveOp::kReduceScatter) intra_phase(ph++);
+    return models::Status::Ok();
+  }
+
+  models::Status p2p(const Communicator& comm, const std::vector<std::vector<int>>& nodes) {
+    const double S = shape_.size_bytes * wire_;
+    const size_t n = comm.size();
+    if (shape_.op == CollectiveOp::kSendRecv) {
+      for (size_t r = 0; r < n; ++r) flow(0, comm[r], comm[(r + 1) % n], S, r);
+      return models::Status::Ok();
+    }
+    if (shape_.op != CollectiveOp::kAllToAll) {
+      return models::Error{"p2p runs alltoall and sendrecv"};
+    }
+    const double share = S / static_cast<double>(n);
+    std::uint64_t edge = 0;
+    for (size_t j = 0; j < nodes.size(); ++j) {
+      if (!keep_intra(j)) continue;
+      for (int a : nodes[j])
+        for (int b : nodes[j]) flow(0, a, b, share, ++edge);
+    }
+    const size_t N = nodes.size();
+    if (N < 2) return models::Status::Ok();
+    const size_t g = nodes.front().size();
+    // Shifts d = 1 .. N-1; above the budget a evenly spread sample, each scaled up.
+    const size_t budget = static_cast<size_t>(std::max(1, options_.max_alltoall_flows));
+    const size_t shifts = std::min(N - 1, std::max<size_t>(1, budget / (N * g)));
+    const double scale = static_cast<double>(N - 1) / static_cast<double>(shifts);
+    for (size_t k = 0; k < shifts; ++k) {
+      const size_t d = 1 + k * (N - 1) / shifts;
+      for (size_t j = 0; j < N; ++j) {
+        const auto& a = nodes[j];
+        const auto& b = nodes[(j + d) % N];
+        for (size_t i = 0; i < a.size(); ++i) {
+          flow(0, a[i], b[i % b.size()], share * static_cast<double>(b.size()) * scale, ++edge);
+        }
+      }
+    }
+    (void)g;
+    return models::Status::Ok();
+  }
+
+  const CollectiveShape& shape_;
+  const models::CollectiveTopology& topo_;
+  FabricModel& fabric_;
+  const models::CollectiveParams& params_;
+  const LoweringOptions& options_;
+  const int gpn_;
+  const double wire_;  // protocol factor: bytes on the wire per byte of payload
+  LoweredCollective* out_ = nullptr;
+  std::uint64_t comm_index_ = 0;
+};
+
+// One step of NCCL's btree (src/graph/trees.cc, ncclGetBtree): the parent of `rank`.
+int btree_parent(int n, int rank) {
+  if (rank == 0) return -1;
+  int bit = 1;
+  for (; bit < n; bit <<= 1) {
+    if (bit & rank) break;
+  }
+  int up = (rank ^ bit) | (bit << 1);
+  if (up >= n) up = rank ^ bit;
+  return up;
+}
+
+}  // namespace
+
+size_t LoweredCollective::flow_count() const {
+  size_t n = 0;
+  for (const auto& p : phases) n += p.size();
+  return n;
+}
+
+int dtree_parent(int n, int rank, int tree) {
+  if (tree == 0) return btree_parent(n, rank);
+  if (n % 2 == 1) {  // odd: the second tree is the first shifted by one
+    const int u = btree_parent(n, (rank - 1 + n) % n);
+    return u < 0 ? -1 : (u + 1) % n;
+  }
+  const int u = btree_parent(n, n - 1 - rank);  // even: mirrored
+  return u < 0 ? -1 : n - 1 - u;
+}
+
+double protocol_factor(const CollectiveShape& shape, const models::CollectiveTopology& topology,
+                       const models::CollectiveParams& params) {
+  if (shape.protocol == CollectiveProtocol::kSimple || shape.size_bytes <= 0) return 1.0;
+  models::CollectiveParams p = params;
+  p.fits.clear();
+  auto with = models::estimate_collective(topology, {shape.op, shape.size_bytes, shape.algorithm,
+                                                     shape.protocol}, p);
+  auto simple = models::estimate_collective(
+      topology, {shape.op, shape.size_bytes, shape.algorithm, CollectiveProtocol::kSimple}, p);
+  if (!with || !simple || simple->bandwidth_s <= 0) return 1.0;
+  return with->bandwidth_s / simple->bandwidth_s;
+}
+
+models::Result<LoweredCollective> lower_collective(const CollectiveShape& shape,
+                                                   const std::vector<Communicator>& comms,
+                                                   const models::CollectiveTopology& topology,
+                                                   FabricModel& fabric,
+                                                   const models::CollectiveParams& params,
+                                                   const LoweringOptions& options) {
+  CS_ASSERT(shape.algorithm != CollectiveAlgorithm::kAuto &&
+                shape.protocol != CollectiveProtocol::kAuto,
+            "lower a resolved algorithm and protocol");
+  for (const auto& c : comms) {
+    for (int gpu : c) {
+      if (gpu < 0 || gpu >= fabric.graph().gpu_count()) {
+        return models::Error{"communicator member " + std::to_string(gpu) + " outside the " +
+                             std::to_string(fabric.graph().gpu_count()) + " GPUs"};
+      }
+    }
+  }
+  LoweredCollective out;
+  Lowering lowering(shape, topology, fabric, params, options);
+  if (auto s = lowering.lower(comms, &out); !s) return models::Error{s.message()};
+  return out;
+}
+
+}  // namespace clustersim::sim

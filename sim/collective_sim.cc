@@ -1,0 +1,92 @@
+#include "sim/collective_sim.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+namespace clustersim::sim {
+
+std::vector<TierLoad> tier_loads(const ResourceTable& table, const std::vector<const SimFlow*>& flows,
+                                 double interval_s) {
+  std::map<int, double> bytes;  // resource -> bytes carried
+  for (const SimFlow* f : flows)
+    for (int r : f->route) bytes[r] += f->bytes;
+  std::map<ResourceTier, TierLoad> tiers;
+  for (const auto& [r, b] : bytes) {
+    const NetResource& res = table.resources[r];
+    TierLoad& t = tiers[res.tier];
+    t.tier = res.tier;
+    const double u = interval_s > 0 ? b / (res.capacity_Bps * interval_s) : 0;
+    t.mean_utilisation += u;
+    ++t.resources;
+    if (u > t.max_utilisation || t.busiest.empty()) {
+      t.max_utilisation = std::max(t.max_utilisation, u);
+      t.busiest = res.name;
+    }
+  }
+  std::vector<TierLoad> out;
+  for (auto& [tier, t] : tiers) {
+    t.mean_utilisation /= std::max(1, t.resources);
+    out.push_back(t);
+  }
+  return out;
+}
+
+models::Result<DesCollective> simulate_collective(FabricModel& fabric,
+                                                  const models::CollectiveRequest& request,
+                                                  const std::vector<Communicator>& comms,
+                                                  const models::CollectiveTopology& topology,
+                                                  const SimParams& params,
+                                                  const std::vector<SimFlow>& background) {
+  // 1. NCCL's choice of algorithm and protocol, and the latency term.
+  auto est = models::estimate_collective(topology, request, params.collective);
+  if (!est) return models::Error{est.message()};
+  DesCollective out;
+  out.analytic = *est;
+  if (topology.ranks <= 1 || request.size_bytes <= 0) return out;
+
+  // 2. The flows of every communicator, phase by phase.
+  const CollectiveShape shape{request.op, est->algorithm, est->protocol, request.size_bytes};
+  auto lowered = lower_collective(shape, comms, topology, fabric, params.collective, params.lowering);
+  if (!lowered) return models::Error{lowered.message()};
+  out.flows = lowered->flow_count();
+
+  // 3. Phases in sequence, background traffic alongside.
+  TaskGraph graph;
+  int previous = -1;
+  std::vector<const SimFlow*> flows;
+  for (auto& phase : lowered->phases) {
+    const int t = graph.add_transfer(0, std::move(phase));
+    if (previous >= 0) graph.depend(previous, t);
+    previous = t;
+  }
+  if (!background.empty()) graph.add_background(background);
+  auto run = run_task_graph(graph, fabric.table(), params.engine);
+  if (!run) return models::Error{run.message()};
+  for (const SimTask& t : graph.tasks()) {
+    if (t.background) continue;
+    for (const SimFlow& f : t.flows) flows.push_back(&f);
+  }
+  out.bandwidth_s = run->makespan_s;
+  out.wall_s = run->wall_s;
+  out.time_s = est->latency_s + out.bandwidth_s;
+  if (out.time_s > 0) {
+    out.algbw_Bps = request.size_bytes / out.time_s;
+    out.busbw_Bps = out.algbw_Bps * models::bus_bandwidth_factor(request.op, topology.ranks);
+  }
+  out.loads = tier_loads(fabric.table(), flows, out.bandwidth_s);
+  return out;
+}
+
+models::Result<DesCollective> simulate_collective(const topology::ClusterGraph& graph,
+                                                  const models::CollectiveRequest& request,
+                                                  int ranks, const SimParams& params) {
+  auto topo = models::collective_topology(graph.cluster(), ranks);
+  if (!topo) return models::Error{topo.message()};
+  FabricModel fabric(graph, params.transport, scale_up_efficiency(graph.cluster(), params.collective));
+  Communicator comm(static_cast<size_t>(ranks));
+  std::iota(comm.begin(), comm.end(), 0);
+  return simulate_collective(fabric, request, {comm}, *topo, params);
+}
+
+}  // namespace clustersim::sim

@@ -1,0 +1,70 @@
+// One NCCL collective simulated on the cluster's fabric: NCCL's choice of algorithm and protocol
+// and the latency term come from the analytic model (the same tuner decides in reality); the
+// bandwidth term is the simulated time of the collective's flows (collective_lowering.h) with
+// every sibling group that runs at the same time and any background traffic sharing the links.
+// Units: bytes, seconds, bytes per second. Sequential (SimGrid, see sim_engine.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/collective_model.h"
+#include "models/result.h"
+#include "sim/collective_lowering.h"
+#include "sim/fabric_model.h"
+#include "sim/sim_engine.h"
+#include "sim/transport_model.h"
+#include "topology/cluster_graph.h"
+
+namespace clustersim::sim {
+
+// Every knob of the simulator, each with its default and source in its own header.
+struct SimParams {
+  models::CollectiveParams collective;  // shared with the analytic model
+  TransportParams transport;
+  LoweringOptions lowering;
+  EngineOptions engine;
+};
+
+// How loaded one tier of the fabric was during a simulated interval.
+struct TierLoad {
+  ResourceTier tier = ResourceTier::kNic;
+  int resources = 0;         // resources of this tier that carried traffic
+  double mean_utilisation = 0;  // bytes / (capacity x interval), averaged over them
+  double max_utilisation = 0;   // the busiest one
+  std::string busiest;          // its name
+};
+
+// Utilisation per tier of the flows' bytes over `interval_s`, tiers in enum order, only tiers
+// with traffic. A resource near 1 was saturated for the whole interval.
+std::vector<TierLoad> tier_loads(const ResourceTable& table, const std::vector<const SimFlow*>& flows,
+                                 double interval_s);
+
+struct DesCollective {
+  models::CollectiveEstimate analytic;  // NCCL's choice, the latency term and the formula's time
+  double bandwidth_s = 0;  // simulated: from the first flow's start to the last flow's end
+  double time_s = 0;       // analytic latency + simulated bandwidth term
+  double algbw_Bps = 0;    // nccl-tests' definitions, on time_s
+  double busbw_Bps = 0;
+  size_t flows = 0;
+  double wall_s = 0;       // host time of the simulation
+  std::vector<TierLoad> loads;
+};
+
+// The collective on explicit communicators that run it at the same time (all the same size);
+// `topology` is the analytic view of one of them (collective_topology / parallel_group_topology),
+// which picks the algorithm and protocol unless the request fixes them. Extra flows (background
+// traffic, another job) run alongside and are never waited for.
+models::Result<DesCollective> simulate_collective(FabricModel& fabric,
+                                                  const models::CollectiveRequest& request,
+                                                  const std::vector<Communicator>& comms,
+                                                  const models::CollectiveTopology& topology,
+                                                  const SimParams& params,
+                                                  const std::vector<SimFlow>& background = {});
+
+// nccl-tests' layout: one communicator over the first `ranks` GPUs, alone on the cluster.
+models::Result<DesCollective> simulate_collective(const topology::ClusterGraph& graph,
+                                                  const models::CollectiveRequest& request,
+                                                  int ranks, const SimParams& params);
+
+}  // namespace clustersim::sim

@@ -1,0 +1,46 @@
+// How each network technology behaves beyond its line rate, for the simulator: what a link keeps
+// of its capacity while flows collide on it (congestion control), and TCP's window. Line rates
+// and the uncontended protocol efficiency stay in the catalog (NicSpec), shared with the analytic
+// model; what is here only matters under contention, which formulas do not see.
+// Units: fractions, bytes, seconds, bytes per second. Plain data; a calibration may replace it.
+#pragma once
+
+#include "models/catalog.h"
+
+namespace clustersim::sim {
+
+struct TransportParams {
+  // InfiniBand: credit-based link-level flow control never drops and never over-sends, so a
+  // shared link stays busy and is split fairly among its flows (IBTA spec vol. 1, ch. 7.9; what
+  // congestion remains shows up as the fair share itself). 1 = no loss beyond sharing.
+  double infiniband_shared_efficiency = 1.0;
+  // RoCEv2 with PFC and DCQCN: when two or more flows converge on one egress (incast, or an ECMP
+  // collision on a spine link), ECN marking and DCQCN's rate cuts keep the queue short at the
+  // cost of link utilisation; PFC pauses spread the loss upstream (Zhu et al., "Congestion
+  // Control for Large-Scale RDMA Deployments", SIGCOMM 2015; Li et al., HPCC, SIGCOMM 2019,
+  // show DCQCN below line rate under incast; Gangidi et al., "RDMA over Ethernet for Distributed
+  // AI Training at Meta Scale", SIGCOMM 2024, on ECMP collisions in AI fabrics). 0.9 is an
+  // assumption for a tuned fabric; a mistuned one measures far lower (nccl #2409: 216-231 GB/s
+  // busbw on 2 x 8 x 400G RoCE where ~470 is expected, 0.46-0.49): calibrate per cluster.
+  double roce_shared_efficiency = 0.90;
+  // Kernel TCP (NCCL's socket transport): many senders into one port lose goodput to drops and
+  // retransmission timeouts (TCP incast, Vasudevan et al., SIGCOMM 2009). 0.75 is an
+  // assumption for data-centre switches with moderate buffers.
+  double tcp_shared_efficiency = 0.75;
+  // The largest TCP window: Linux net.ipv4.tcp_rmem / tcp_wmem maximum, 6 MiB by default
+  // (Documentation/networking/ip-sysctl.rst). A flow cannot exceed window / round-trip time.
+  double tcp_window_bytes = 6291456;
+  // One-way latency the kernel stack adds on each end beyond the wire path; the catalog's TCP
+  // NIC latency (~15 us one way, netperf TCP_RR) already includes it, so 0 by default.
+  double tcp_extra_latency_s = 0;
+};
+
+// The capacity a link of this technology keeps while several flows share it (see above).
+double shared_link_efficiency(models::LinkTechnology technology, const TransportParams& params);
+
+// The rate TCP's window allows over a path of this one-way latency: window / (2 x latency);
+// 0 (no cap) for RDMA technologies or a zero latency.
+double window_rate_cap_Bps(models::LinkTechnology technology, double one_way_latency_s,
+                           const TransportParams& params);
+
+}  // namespace clustersim::sim
