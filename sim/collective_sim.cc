@@ -83,7 +83,8 @@ models::Result<DesCollective> simulate_collective(const topology::ClusterGraph& 
                                                   int ranks, const SimParams& params) {
   auto topo = models::collective_topology(graph.cluster(), ranks);
   if (!topo) return models::Error{topo.message()};
-  FabricModel fabric(graph, params.transport, scale_up_efficiency(graph.cluster(), params.collective));
+  FabricModel fabric(graph, params.transport, scale_up_efficiency(graph.cluster(), params.collective),
+                     params.lowering.channels_per_nic);
   Communicator comm(static_cast<size_t>(ranks));
   std::iota(comm.begin(), comm.end(), 0);
   return simulate_collective(fabric, request, {comm}, *topo, params);

@@ -12,10 +12,11 @@ using topology::Vertex;
 using topology::VertexKind;
 
 FabricModel::FabricModel(const topology::ClusterGraph& graph, const TransportParams& transport,
-                         double scale_up_efficiency)
+                         double scale_up_efficiency, int channels_per_nic)
     : graph_(graph),
       transport_(transport),
       scale_up_efficiency_(scale_up_efficiency),
+      channels_per_nic_(std::max(1, channels_per_nic)),
       forward_(graph.links().size(), -1),
       backward_(graph.links().size(), -1) {}
 
@@ -52,7 +53,11 @@ int FabricModel::link_resource(int link, bool forward) {
                : l.kind == LinkKind::kLeafToSpine ? ResourceTier::kLeafSpine
                                                   : ResourceTier::kSpineCore;
       r.capacity_Bps *= node.nic.protocol_efficiency;
-      r.shared_efficiency = shared_link_efficiency(node.nic.technology, transport_);
+      // A NIC's uplink carries only what the NIC schedules itself: never congested.
+      if (l.kind != LinkKind::kNicToLeaf || !forward) {
+        r.shared_efficiency = shared_link_efficiency(node.nic.technology, transport_);
+        r.congestion_flows = channels_per_nic_;
+      }
       break;
   }
   slot = table_.add(std::move(r));
@@ -105,6 +110,7 @@ int FabricModel::bundle_resource(const Link& link, bool forward) {
   r.tier = leaf_tier ? ResourceTier::kLeafSpine : ResourceTier::kSpineCore;
   r.capacity_Bps = raw * nic.protocol_efficiency;
   r.shared_efficiency = shared_link_efficiency(nic.technology, transport_);
+  r.congestion_flows = channels_per_nic_ * std::max(1, cables);
   const int id = table_.add(std::move(r));
   bundles_[{key, forward ? 1 : 0}] = id;
   return id;

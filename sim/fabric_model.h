@@ -2,8 +2,12 @@
 // Built on topology::ClusterGraph: each direction of a graph Link is one resource whose capacity
 // is the link's bandwidth times what the technology achieves (the same efficiencies the
 // analytic collective model uses: NVLink per GPU architecture, the NIC's protocol efficiency,
-// PCIe raw as the NIC's cap), and which loses TransportParams' congestion efficiency while flows
-// collide on it. Routing follows the scenario:
+// PCIe raw as the NIC's cap), and which loses TransportParams' congestion efficiency while more
+// flows cross it than it carries at their demand. A flow's demand is its NIC's rate over the
+// NIC's channels (NCCL spreads a NIC over channels_per_nic connections), so a switch port or a
+// cable is overloaded with more than channels_per_nic flows, a bundle of k cables with more than
+// k x channels_per_nic; a NIC's own uplink never is (the NIC paces its queue pairs itself).
+// Routing follows the scenario:
 //  - static (D-mod-k) and ECMP: the graph's single path per flow (ECMP hashes the flow id, so two
 //    flows can collide on one spine cable, as on real RoCE fabrics);
 //  - adaptive: instead of splitting each flow over the S x m equal paths (sub-flows), the
@@ -36,9 +40,10 @@ struct FabricRoute {
 class FabricModel {
  public:
   // scale_up_efficiency: the achievable fraction of the raw NVLink (or PCIe scale-up) bandwidth;
-  // scale_up_efficiency() below gives the analytic model's figure.
+  // scale_up_efficiency() below gives the analytic model's figure. channels_per_nic: NCCL's
+  // connections per NIC (LoweringOptions), the unit of demand for congestion (see above).
   FabricModel(const topology::ClusterGraph& graph, const TransportParams& transport,
-              double scale_up_efficiency);
+              double scale_up_efficiency, int channels_per_nic = 2);
 
   const topology::ClusterGraph& graph() const { return graph_; }
   const TransportParams& transport() const { return transport_; }
@@ -77,6 +82,7 @@ class FabricModel {
   const topology::ClusterGraph& graph_;
   TransportParams transport_;
   double scale_up_efficiency_ = 1;
+  int channels_per_nic_ = 2;
   ResourceTable table_;
   std::vector<int> forward_;   // per graph link: resource id or -1
   std::vector<int> backward_;

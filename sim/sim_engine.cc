@@ -92,9 +92,16 @@ class Runtime {
       if (deps_[t] == 0) start_task(t);
     }
     finished_->acquire();
-    // Background traffic still running ends with the run.
+    // Background traffic still running ends with the run: cancelled, so that SimGrid does not
+    // complain about communications destroyed while running.
     for (int t = 0; t < g_.size(); ++t) {
-      if (g_.tasks()[t].background && parts_left_[t] > 0) spans_[t].end_s = now();
+      if (g_.tasks()[t].background) spans_[t].end_s = now();
+    }
+    for (sg4::CommPtr& c : background_) {
+      try {
+        if (!c->test()) c->cancel();
+      } catch (const std::exception&) {  // its pair was cancelled first
+      }
     }
   }
 
@@ -170,12 +177,19 @@ class Runtime {
       const SimFlow& f = task.flows[w.part.first + k];
       const auto bytes = static_cast<uint64_t>(std::llround(f.bytes));
       if (bytes == 0) continue;
+      // Where the receive writes the payload pointer: background receives outlive this part.
+      int** slot = task.background ? &background_slots_.emplace_back(nullptr) : &landed[k];
       zone_->expect(w.proxy->get_netpoint(), &f);
-      comms.push_back(w.mailbox->get_async<int>(&landed[k]));
+      comms.push_back(w.mailbox->get_async<int>(slot));
       sg4::CommPtr put = w.mailbox->put_init(&payload, bytes);
       if (f.max_rate_Bps > 0) put->set_rate(f.max_rate_Bps);
       put->start();
       comms.push_back(put);
+    }
+    if (task.background) {  // never waited for: main() cancels what still runs at the end
+      background_.insert(background_.end(), comms.begin(), comms.end());
+      comms.clear();
+      return;
     }
     sg4::Comm::wait_all(comms);
     comms.clear();
@@ -183,7 +197,9 @@ class Runtime {
 
   void part_done(Worker* w) {
     const int t = w->part.task;
-    if (--parts_left_[t] == 0) {
+    if (g_.tasks()[t].background) {
+      // Keeps its flows going; the worker is free again (background_ holds the comms).
+    } else if (--parts_left_[t] == 0) {
       spans_[t].end_s = now();
       if (!g_.tasks()[t].background) --tasks_left_;
       for (int s : g_.tasks()[t].successors) {
@@ -211,6 +227,8 @@ class Runtime {
   std::vector<int> deps_;
   std::vector<int> parts_left_;
   std::vector<TaskSpan> spans_;
+  std::vector<sg4::CommPtr> background_;
+  std::deque<int*> background_slots_;  // stable addresses for background receives
   int tasks_left_ = 0;
   double t0_ = 0;
   sg4::SemaphorePtr finished_;
@@ -265,8 +283,10 @@ models::Result<RunStats> run_in_engine(const TaskGraph& graph, const ResourceTab
     sg4::Link* link = zone->create_link("r" + std::to_string(r), {res.capacity_Bps});
     if (res.shared_efficiency < 1.0) {
       const double e = res.shared_efficiency;
-      link->set_sharing_policy(sg4::Link::SharingPolicy::NONLINEAR,
-                               [e](double capacity, int flows) { return flows > 1 ? capacity * e : capacity; });
+      const int k = std::max(1, res.congestion_flows);
+      link->set_sharing_policy(sg4::Link::SharingPolicy::NONLINEAR, [e, k](double capacity, int flows) {
+        return flows > k ? capacity * e : capacity;
+      });
     }
     links[r] = link->get_impl();
   }

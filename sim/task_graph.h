@@ -24,14 +24,16 @@ enum class ResourceTier {
 std::string_view to_string(ResourceTier tier);
 
 // One direction of a link (or a bundle of parallel links) that flows share max-min fairly.
-// When two or more flows cross it, its usable capacity drops to capacity_Bps x
-// shared_efficiency: the congestion-control loss of RoCE (DCQCN) and TCP under incast or ECMP
-// collisions (transport_model.h); 1 for InfiniBand's credit-based flow control and NVLink.
+// When more than congestion_flows flows cross it (more demand than it carries: incast on a
+// switch port, an ECMP collision, an overloaded bundle), its usable capacity drops to
+// capacity_Bps x shared_efficiency: the congestion-control loss of RoCE (DCQCN) and TCP
+// (transport_model.h); 1 for InfiniBand's credit-based flow control, NVLink and PCIe.
 struct NetResource {
   std::string name;  // "n3.nic5>p0.leaf2" (graph vertex names) for reports
   ResourceTier tier = ResourceTier::kNic;
   double capacity_Bps = 0;
   double shared_efficiency = 1.0;
+  int congestion_flows = 1;
 };
 
 // The resources of one platform, appended to as routes are lowered (fabric_model.h).

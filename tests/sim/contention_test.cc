@@ -1,0 +1,167 @@
+// What the formulas cannot see: the same collective on fabrics that differ only where flows
+// meet. A ring whose every edge leaves its leaf (ring neighbours on different leaves, as data-
+// parallel groups strided across the cluster are) loads the leaf uplinks at the NICs' rate:
+//  - on a 2:1 oversubscribed fat-tree it takes twice as long as on a 1:1 one (the uplinks give
+//    half the NIC rate), while the analytic model, which sees only the NICs, predicts the same;
+//  - under ECMP, flows hashed onto the same spine cable share it and the ring waits for them;
+//    adaptive routing spreads every flow over all cables and runs at the NIC rate;
+//  - RoCE additionally loses its congestion efficiency on the collided cables; InfiniBand not;
+//  - the adaptive bundle equals splitting each flow over its equal paths (sub-flows);
+//  - background traffic from another job on the same leaves slows the collective.
+// Hosts: single-GPU, single-NIC NDR nodes on radix-12 switches (1:1 leaves: 6 down, 6 up; 2:1:
+// 8 down, 4 up), so the oversubscription is exactly the ratio.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "models/units.h"
+#include "sim/collective_sim.h"
+#include "tests/topology/topology_fixtures.h"
+
+namespace clustersim::sim {
+namespace {
+
+using models::CollectiveAlgorithm;
+using models::CollectiveOp;
+using models::CollectiveProtocol;
+using models::Routing;
+
+constexpr int kHosts = 24;
+
+topology::ClusterGraph hosts(double oversubscription, Routing routing,
+                             const std::string& nic = "ib-ndr") {
+  auto s = topology::testing::single_nic_hosts(kHosts, 12);
+  s.oversubscription = oversubscription;
+  s.routing = routing;
+  s.nic = nic;
+  return topology::testing::build_graph(s);
+}
+
+// Hosts ordered leaf by leaf across the leaves: 0, p, 2p, ..., 1, p+1, ... (p hosts per leaf),
+// so that every ring edge crosses from one leaf to another.
+Communicator across_leaves(const topology::ClusterGraph& g) {
+  const int per_leaf = g.design().plane.nodes_per_leaf;
+  const int leaves = (kHosts + per_leaf - 1) / per_leaf;
+  Communicator c;
+  for (int slot = 0; slot < per_leaf; ++slot)
+    for (int leaf = 0; leaf < leaves; ++leaf) {
+      const int h = leaf * per_leaf + slot;
+      if (h < kHosts) c.push_back(h);
+    }
+  return c;
+}
+
+// Ring all_reduce of `bytes` over the strided communicator; the simulated bandwidth term.
+double strided_all_reduce_s(const topology::ClusterGraph& g, const SimParams& params,
+                            const std::vector<SimFlow>& background = {},
+                            FabricModel* shared_fabric = nullptr) {
+  FabricModel own(g, params.transport, scale_up_efficiency(g.cluster(), params.collective),
+                  params.lowering.channels_per_nic);
+  FabricModel& fabric = shared_fabric ? *shared_fabric : own;
+  auto topo = models::collective_topology(g.cluster(), kHosts);
+  REQUIRE(topo.ok());
+  auto r = simulate_collective(fabric,
+                               {CollectiveOp::kAllReduce, models::kGiB, CollectiveAlgorithm::kRing,
+                                CollectiveProtocol::kSimple},
+                               {across_leaves(g)}, *topo, params, background);
+  INFO((r.ok() ? std::string() : r.message()));
+  REQUIRE(r.ok());
+  return r->bandwidth_s;
+}
+
+TEST_SUITE("sim") {
+  TEST_CASE("a 2:1 oversubscribed fat-tree doubles an all_reduce whose edges cross leaves") {
+    const auto full = hosts(1.0, Routing::kAdaptive);
+    const auto half = hosts(2.0, Routing::kAdaptive);
+    REQUIRE(full.design().leaf_oversubscription == doctest::Approx(1.0));
+    REQUIRE(half.design().leaf_oversubscription == doctest::Approx(2.0));
+    SimParams params;
+    const double t1 = strided_all_reduce_s(full, params);
+    const double t2 = strided_all_reduce_s(half, params);
+    // 1:1: NIC-bound, as the formula: 2(n-1)/n GiB at 400 Gb/s x 0.94.
+    const double nic_Bps = 50e9 * 0.94;
+    CHECK(t1 == doctest::Approx(2.0 * (kHosts - 1) / kHosts * models::kGiB / nic_Bps).epsilon(0.01));
+    CHECK(t2 / t1 == doctest::Approx(2.0).epsilon(0.02));
+  }
+
+  TEST_CASE("ECMP collisions slow a large all_reduce that adaptive routing runs at NIC rate") {
+    SimParams params;
+    const double adaptive = strided_all_reduce_s(hosts(1.0, Routing::kAdaptive), params);
+    const double ecmp = strided_all_reduce_s(hosts(1.0, Routing::kEcmp), params);
+    CAPTURE(adaptive);
+    CAPTURE(ecmp);
+    CHECK(ecmp > 1.2 * adaptive);
+    // A flow can at worst share a cable with every other flow of its leaf: bounded slowdown.
+    CHECK(ecmp < 12 * adaptive);
+  }
+
+  TEST_CASE("ECMP is deterministic: the same seed gives the same collisions") {
+    SimParams params;
+    const auto g = hosts(1.0, Routing::kEcmp);
+    CHECK(strided_all_reduce_s(g, params) ==
+          doctest::Approx(strided_all_reduce_s(g, params)).epsilon(1e-12));
+  }
+
+  TEST_CASE("RoCE loses its congestion efficiency where ECMP collides; InfiniBand does not") {
+    SimParams params;
+    const double ib = strided_all_reduce_s(hosts(1.0, Routing::kEcmp, "ib-ndr"), params);
+    const double roce = strided_all_reduce_s(hosts(1.0, Routing::kEcmp, "roce-400"), params);
+    const double ib_adaptive = strided_all_reduce_s(hosts(1.0, Routing::kAdaptive, "ib-ndr"), params);
+    const double roce_adaptive =
+        strided_all_reduce_s(hosts(1.0, Routing::kAdaptive, "roce-400"), params);
+    const double nic_ratio = models::find_nic("ib-ndr")->protocol_efficiency /
+                             models::find_nic("roce-400")->protocol_efficiency;
+    // Without collisions only the protocol efficiency differs.
+    CHECK(roce_adaptive / ib_adaptive == doctest::Approx(nic_ratio).epsilon(0.01));
+    // With them RoCE loses more: at least the shared-link efficiency on the worst cable.
+    CHECK(roce / ib > nic_ratio * 1.05);
+    CHECK(roce / ib <= nic_ratio / params.transport.roce_shared_efficiency + 1e-9);
+  }
+
+  TEST_CASE("adaptive bundles equal splitting each flow over its equal paths") {
+    const auto g = hosts(2.0, Routing::kAdaptive);
+    SimParams params;
+    FabricModel fabric(g, params.transport, 1.0);
+    // Every host sends 1 GB to the host p places on (another leaf).
+    const Communicator c = across_leaves(g);
+    std::vector<SimFlow> bundled, split;
+    for (size_t i = 0; i < c.size(); ++i) {
+      const int src = c[i], dst = c[(i + 1) % c.size()];
+      bundled.push_back({fabric.route(src, dst, 0).resources, 1e9, 0});
+      for (const topology::Path& p : g.routes(src, dst)) {
+        SimFlow f;
+        f.bytes = 1e9 * p.share;
+        for (const topology::LinkUse& u : p.hops) f.route.push_back(fabric.link_resource(u.link, u.forward));
+        split.push_back(std::move(f));
+      }
+    }
+    TaskGraph a, b;
+    a.add_transfer(0, bundled);
+    b.add_transfer(0, split);
+    auto ra = run_task_graph(a, fabric.table());
+    auto rb = run_task_graph(b, fabric.table());
+    REQUIRE(ra.ok());
+    REQUIRE(rb.ok());
+    CHECK(split.size() > bundled.size());
+    CHECK(ra->makespan_s == doctest::Approx(rb->makespan_s).epsilon(1e-6));
+  }
+
+  TEST_CASE("another job's traffic on the same leaves slows the collective") {
+    const auto g = hosts(2.0, Routing::kAdaptive);
+    SimParams params;
+    FabricModel fabric(g, params.transport, 1.0);
+    const double quiet = strided_all_reduce_s(g, params, {}, &fabric);
+    // A neighbour streams leaf 0 -> leaf 1 on every host of leaf 0 (endless, in the background).
+    const int per_leaf = g.design().plane.nodes_per_leaf;
+    std::vector<SimFlow> noise;
+    for (int h = 0; h < per_leaf; ++h)
+      noise.push_back({fabric.route(h, per_leaf + h, 99).resources, 1e15, 0});
+    const double busy = strided_all_reduce_s(g, params, noise, &fabric);
+    CAPTURE(quiet);
+    CAPTURE(busy);
+    CHECK(busy > 1.3 * quiet);
+  }
+}
+
+}  // namespace
+}  // namespace clustersim::sim
