@@ -67,7 +67,7 @@ std::string to_yaml_text(const Calibration& c) {
   y << "gemm:" << (c.gemm.empty() ? " []" : "") << "\n";
   for (const auto& g : c.gemm) {
     y << "  - {precision: " << to_string(g.precision) << ", max_efficiency: " << sig(g.max_efficiency)
-      << ", half_efficiency_flops: " << sig(g.half_efficiency_flops) << ", points: " << g.points
+      << ", short_max_efficiency: " << sig(g.short_max_efficiency) << ", half_efficiency_flops: " << sig(g.half_efficiency_flops) << ", points: " << g.points
       << ", half_identified: " << (g.half_identified ? "true" : "false")
       << ", sustained_scaled: " << (g.sustained_scaled ? "true" : "false")
       << ", max_residual: " << sig(g.max_rel_residual) << "}\n";
@@ -180,10 +180,12 @@ Result<Calibration> load_calibration_text(std::string_view yaml_text, const std:
     const std::string path = "gemm[" + std::to_string(i) + "]";
     GemmCalibration g;
     std::string precision;
-    if (!in.open_map(e, path, {"precision", "max_efficiency", "half_efficiency_flops", "points",
-                               "half_identified", "sustained_scaled", "max_residual"}) ||
+    if (!in.open_map(e, path, {"precision", "max_efficiency", "short_max_efficiency",
+                               "half_efficiency_flops", "points", "half_identified",
+                               "sustained_scaled", "max_residual"}) ||
         !in.text(e, path, "precision", &precision, true) ||
         !in.number(e, path, "max_efficiency", &g.max_efficiency, true) ||
+        !in.number(e, path, "short_max_efficiency", &g.short_max_efficiency) ||
         !in.number(e, path, "half_efficiency_flops", &g.half_efficiency_flops, true) ||
         !in.integer(e, path, "points", &g.points) ||
         !in.flag(e, path, "half_identified", &g.half_identified) ||
@@ -194,7 +196,9 @@ Result<Calibration> load_calibration_text(std::string_view yaml_text, const std:
     if (!parse_precision(precision, &g.precision)) {
       return bad(e["precision"], path + ".precision", "unknown precision");
     }
-    if (g.max_efficiency <= 0 || g.max_efficiency > 1 || g.half_efficiency_flops < 0) {
+    if (g.short_max_efficiency == 0) g.short_max_efficiency = g.max_efficiency;
+    if (g.max_efficiency <= 0 || g.max_efficiency > 1 || g.short_max_efficiency > 1 ||
+        g.half_efficiency_flops < 0) {
       return bad(e, path, "max_efficiency must be in (0, 1], half >= 0");
     }
     c.gemm.push_back(g);

@@ -46,11 +46,12 @@ struct CollectiveCalibration {
 // GEMM efficiency over work for one precision: max * flops / (flops + half_efficiency_flops).
 struct GemmCalibration {
   Precision precision = Precision::kBf16;
-  double max_efficiency = 0;
+  double max_efficiency = 0;        // what a training run sustains (the planner's)
+  double short_max_efficiency = 0;  // the short-run curve's, before scaling to the burn
   double half_efficiency_flops = 0;
   int points = 0;
   bool half_identified = false;    // several work sizes were measured
-  bool sustained_scaled = false;   // max scaled down to the sustained burn's rate
+  bool sustained_scaled = false;   // max_efficiency scaled down to the sustained burn's rate
   double max_rel_residual = 0;
 };
 

@@ -123,10 +123,17 @@ PiecewiseFit fit_piecewise(const std::vector<WeightedPoint>& points, const LineB
       }
     }
   }
-  // The fewest runs that meet the residual target; else the best of the most runs possible.
+  // The segment count with the least BIC; SSE floored at the noise floor so that a perfect fit
+  // of few points does not win by -infinity.
   PiecewiseFit chosen;
+  double best_bic = kInf;
+  const double floor_sse = n * options.noise_floor * options.noise_floor;
   for (int k = 0; k < max_k; ++k) {
     if (best[k][n - 1] == kInf) continue;
+    const double bic =
+        n * std::log(std::max(best[k][n - 1], floor_sse) / n) + options.penalty_per_segment * (k + 1) * std::log(n);
+    if (bic >= best_bic) continue;
+    best_bic = bic;
     PiecewiseFit f;
     for (int end = n - 1, kk = k; kk >= 0; --kk) {
       const int start = from[kk][end];
@@ -139,7 +146,6 @@ PiecewiseFit fit_piecewise(const std::vector<WeightedPoint>& points, const LineB
                                              s.fit.max_abs_weighted_residual);
     }
     chosen = f;
-    if (f.max_abs_weighted_residual <= options.target_max_rel_residual) break;
   }
   return chosen.segments.empty() ? whole() : chosen;
 }
@@ -262,7 +268,7 @@ void fit_gemm(const CalibrationInput& input, const GpuSpec& gpu, Calibration* ou
     const SaturatingFit f = fit_saturating(curve_pts, default_half);
     GemmCalibration g;
     g.precision = p;
-    g.max_efficiency = f.max;
+    g.max_efficiency = g.short_max_efficiency = f.max;
     g.half_efficiency_flops = f.half;
     g.points = f.points;
     g.half_identified = f.half_identified;

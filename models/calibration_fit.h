@@ -56,10 +56,15 @@ struct Segment {
 
 struct PiecewiseOptions {
   int max_segments = 6;  // regimes at most
-  int min_points = 3;    // points per regime at least (two determine a line; three test it)
-  // The fewest segments whose largest relative residual is at most this are kept: more
-  // segments would fit noise. 0.03: NCCL's run-to-run spread at a size is 1-3%.
-  double target_max_rel_residual = 0.03;
+  int min_points = 2;    // points per regime at least: two determine a line, the BIC decides
+  // Relative noise floor: fitting the rows better than this (rms) earns nothing in the BIC, so
+  // that two-point regimes (a perfect fit) do not win by -infinity. 1%: NCCL's run-to-run
+  // spread at one size.
+  double noise_floor = 0.01;
+  // BIC penalty per segment, in units of ln(n): 2 parameters plus a break point searched over
+  // every position (the search is worth more than one parameter: Zhang & Siegmund 2007 charge
+  // change points extra), so 5.
+  double penalty_per_segment = 5;
 };
 
 struct PiecewiseFit {
@@ -70,8 +75,9 @@ struct PiecewiseFit {
 
 // Splits points sorted by x into contiguous segments and fits each line (fit_line), choosing the
 // split points by dynamic programming over every split (minimum total weighted SSE for each
-// segment count), and the count as PiecewiseOptions says. Fewer than min_points points: one
-// segment. REQUIRES: points sorted by x, at least one.
+// segment count K) and K by the Bayesian information criterion n ln(SSE/n) + p K ln(n) (p =
+// penalty_per_segment; Schwarz 1978), so that noise does not buy regimes. Fewer
+// than 2 x min_points points: one segment. REQUIRES: points sorted by x, at least one.
 PiecewiseFit fit_piecewise(const std::vector<WeightedPoint>& points, const LineBounds& bounds,
                            const PiecewiseOptions& options);
 

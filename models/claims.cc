@@ -179,7 +179,11 @@ ClaimResult evaluate_collective(const Claim& c) {
       conditions.push_back(prefix + "in-network reduction (SHARP) runs the all_reduce");
     }
     if (is_free(c, "nics_per_node") && hw.nodes > 1 && per_nic > 0) {
-      const std::string nic = c.cluster.node.nic.id + " (" + format_bandwidth_bits(per_nic) + ")";
+      const auto& node = c.cluster.node;
+      const bool capped = per_nic < node.links_per_nic * node.nic.line_rate_Bps;
+      const std::string nic =
+          node.nic.id + (node.links_per_nic > 1 ? " of " + std::to_string(node.links_per_nic) + " links" : "") +
+          " (" + format_bandwidth_bits(per_nic) + (capped ? ": its PCIe x16 link caps it" : "") + ")";
       const int k = min_nics(hw, c, t, per_nic);
       if (k > 0) conditions.push_back(prefix + ">= " + std::to_string(k) + " x " + nic + " per node");
       const int ks = sharp_possible ? min_nics(sharp, c, t, per_nic) : 0;

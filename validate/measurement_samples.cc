@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "models/catalog.h"
+#include "models/cluster_sketch.h"
 #include "models/text_file.h"
 #include "validate/sha256.h"
 
@@ -38,6 +39,19 @@ models::Result<std::string> measured_gpu_id(const Measurement& m) {
     id = spec->id;
   }
   return id;
+}
+
+models::Result<models::ClusterConfig> measured_cluster(const Measurement& m) {
+  auto gpu = measured_gpu_id(m);
+  if (!gpu) return gpu.error();
+  if (m.hosts.size() > 1) {
+    return models::Error{"the file spans " + std::to_string(m.hosts.size()) +
+                         " nodes and does not say what their NICs are: give --scenario"};
+  }
+  models::ClusterSketch s;
+  s.gpu = *gpu;
+  s.gpus_per_node = std::max<int>(static_cast<int>(m.gpus.size()), m.run.world_size);
+  return models::cluster_from_sketch(s, "the measured cluster");
 }
 
 int nodes_of(const Measurement& m, int ranks) {

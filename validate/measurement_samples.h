@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "models/calibration_fit.h"
+#include "models/scenario.h"
 #include "validate/measurement.h"
 
 namespace clustersim::validate {
@@ -26,6 +27,11 @@ models::Result<MeasurementFile> load_measurement_file(const std::string& path);
 // catalog (the name is not trusted). Fails when there are no GPUs, an id is unknown, or the
 // GPUs are of different models.
 models::Result<std::string> measured_gpu_id(const Measurement& m);
+
+// The cluster the file was measured on, as far as it tells: its GPU model (by PCI id), its GPU
+// count, one node (the scenario loader's defaults for the rest: NVLink4 for an H200...). Fails
+// for a multi-node file (it does not say what the NICs are: give a scenario) or unknown GPUs.
+models::Result<models::ClusterConfig> measured_cluster(const Measurement& m);
 
 // Nodes the first `ranks` ranks span (the hosts' rank lists; 1 when the file lists no hosts).
 int nodes_of(const Measurement& m, int ranks);

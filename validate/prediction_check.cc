@@ -92,8 +92,17 @@ void compare_gemm(const Measurement& m, const ComparisonInputs& in, Comparison* 
               " rank " + std::to_string(g.rank);
     r.quantity = "flops_per_s";
     r.measured = g.tflops * 1e12;
+    // The calibrated curve of this precision, where the overlay has one.
+    models::ComputeParams compute = in.compute;
+    if (in.calibration) {
+      models::apply_calibration(*in.calibration, p, &compute);
+      // A short run is held to the short-run curve, a burn to the sustained one.
+      for (const auto& gc : in.calibration->gemm) {
+        if (gc.precision == p && !g.sustained) compute.gemm_max_efficiency = gc.short_max_efficiency;
+      }
+    }
     const models::KernelTime k =
-        models::gemm_time(gpu, p, {double(g.m), double(g.n), double(g.k)}, in.compute);
+        models::gemm_time(gpu, p, {double(g.m), double(g.n), double(g.k)}, compute);
     r.predicted = k.time_s > 0 ? k.flops / k.time_s : 0;
     set_error(&r);
     r.floor = peak;

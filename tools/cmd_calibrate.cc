@@ -1,0 +1,178 @@
+// `clustersim calibrate MEASUREMENTS.json... -o CALIBRATION.yaml`: fits the models' parameters
+// to one or more measurement files of one GPU model (models/calibration_fit.h) and writes the
+// overlay that `plan`, `collective` and `check` apply (--calibration FILE or a scenario's
+// `calibration:` key). Prints every fit with its residuals; --json prints the same as JSON.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "models/calibration_fit.h"
+#include "models/units.h"
+#include "tools/command_registry.h"
+#include "tools/scenario_input.h"
+#include "tools/text_table.h"
+#include "validate/measurement_samples.h"
+
+namespace clustersim::tools {
+namespace {
+
+using models::format_significant;
+
+struct CalibrateArgs {
+  std::vector<std::string> files;
+  std::string out;
+  bool json = false;
+  int max_regimes = models::PiecewiseOptions{}.max_segments;
+};
+
+std::string pct(double f) { return format_significant(100 * f, 3) + "%"; }
+
+nlohmann::json calibration_json(const models::Calibration& c, const std::string& out) {
+  using nlohmann::json;
+  json j = {{"schema", models::kCalibrationSchema}, {"gpu", c.gpu}, {"written_to", out},
+            {"sources", c.sources}, {"nccl_disabled_algorithms", c.nccl_disabled_algorithms}};
+  json coll = json::array();
+  for (const auto& cc : c.collectives) {
+    json regimes = json::array();
+    for (const auto& r : cc.regimes) {
+      regimes.push_back({{"min_size_bytes", r.min_size_bytes},
+                         {"max_size_bytes", std::isinf(r.max_size_bytes) ? json(nullptr)
+                                                                         : json(r.max_size_bytes)},
+                         {"latency_us", r.latency_s * 1e6},
+                         {"busbw_GBps", r.busbw_Bps / 1e9},
+                         {"points", r.points},
+                         {"rms_rel_residual", r.rms_rel_residual},
+                         {"max_rel_residual", r.max_rel_residual}});
+    }
+    coll.push_back({{"op", models::to_string(cc.op)}, {"ranks", cc.ranks}, {"nodes", cc.nodes},
+                    {"regimes", regimes}});
+  }
+  j["collectives"] = coll;
+  json gemm = json::array();
+  for (const auto& g : c.gemm) {
+    gemm.push_back({{"precision", models::to_string(g.precision)},
+                    {"max_efficiency", g.max_efficiency},
+                    {"short_max_efficiency", g.short_max_efficiency},
+                    {"half_efficiency_flops", g.half_efficiency_flops},
+                    {"points", g.points},
+                    {"half_identified", g.half_identified},
+                    {"sustained_scaled", g.sustained_scaled},
+                    {"max_rel_residual", g.max_rel_residual}});
+  }
+  j["gemm"] = gemm;
+  json att = json::array();
+  for (const auto& a : c.attention) {
+    att.push_back({{"direction", a.backward ? "backward" : "forward"},
+                   {"max_efficiency", a.max_efficiency},
+                   {"half_kv_tokens", a.half_kv_tokens},
+                   {"points", a.points},
+                   {"max_rel_residual", a.max_rel_residual}});
+  }
+  j["attention"] = att;
+  j["hbm_efficiency"] = c.hbm_efficiency;
+  j["hbm_copy_GBps"] = c.hbm_copy_Bps / 1e9;
+  j["host_to_device_GBps"] = c.h2d_Bps / 1e9;
+  j["device_to_host_GBps"] = c.d2h_Bps / 1e9;
+  j["peer_to_peer_GBps"] = c.p2p_Bps / 1e9;
+  return j;
+}
+
+void print_calibration(const models::Calibration& c, const std::string& out) {
+  std::printf("Calibration of %s from %zu file(s), written to %s\n", c.gpu.c_str(),
+              c.sources.size(), out.c_str());
+  for (const auto& s : c.sources) std::printf("  %s\n", s.c_str());
+  if (!c.nccl_disabled_algorithms.empty()) {
+    std::string off;
+    for (const auto& a : c.nccl_disabled_algorithms) off += (off.empty() ? "" : ", ") + a;
+    std::printf("  NCCL algorithms off in the runs: %s\n", off.c_str());
+  }
+  std::printf("\nCollectives: time = latency + size x busbw factor / busbw per size regime "
+              "(relative residuals on the fitted rows)\n");
+  TextTable t({"op", "ranks", "from size", "to size", "latency", "busbw", "rows", "rms res",
+               "max res"},
+              {TextTable::Align::kLeft});
+  for (const auto& cc : c.collectives) {
+    for (const auto& r : cc.regimes) {
+      t.add_row({std::string(models::to_string(cc.op)), std::to_string(cc.ranks),
+                 models::format_size(r.min_size_bytes),
+                 std::isinf(r.max_size_bytes) ? "-" : models::format_size(r.max_size_bytes),
+                 models::format_time(r.latency_s),
+                 r.busbw_Bps >= models::kFlatRegimeBusbwBps ? "(flat)"
+                                                            : models::format_bandwidth(r.busbw_Bps),
+                 std::to_string(r.points), pct(r.rms_rel_residual), pct(r.max_rel_residual)});
+    }
+  }
+  std::printf("%s", t.render(2).c_str());
+  if (!c.gemm.empty()) {
+    std::printf("\nGEMM: efficiency = max x FLOPs / (FLOPs + half) of the dense peak\n");
+    TextTable g({"precision", "max eff", "short-run max", "half (FLOP)", "rows", "max res", "note"},
+                {TextTable::Align::kLeft});
+    for (const auto& e : c.gemm) {
+      g.add_row({std::string(models::to_string(e.precision)), format_significant(e.max_efficiency, 4),
+                 format_significant(e.short_max_efficiency, 4),
+                 format_significant(e.half_efficiency_flops, 3), std::to_string(e.points),
+                 pct(e.max_rel_residual),
+                 std::string(e.half_identified ? "" : "one work size: half kept at its default") +
+                     (e.sustained_scaled ? " scaled to the sustained burn" : "")});
+    }
+    std::printf("%s", g.render(2).c_str());
+  }
+  for (const auto& a : c.attention) {
+    std::printf("\nAttention %s: max efficiency %s, half at %s tokens (%d rows, max residual %s)\n",
+                a.backward ? "backward" : "forward", format_significant(a.max_efficiency, 4).c_str(),
+                format_significant(a.half_kv_tokens, 4).c_str(), a.points,
+                pct(a.max_rel_residual).c_str());
+  }
+  std::printf("\n");
+  if (c.hbm_efficiency > 0) {
+    std::printf("HBM copy %s = %s of the datasheet\n",
+                models::format_bandwidth(c.hbm_copy_Bps).c_str(), pct(c.hbm_efficiency).c_str());
+  }
+  if (c.h2d_Bps > 0) std::printf("host -> device %s\n", models::format_bandwidth(c.h2d_Bps).c_str());
+  if (c.d2h_Bps > 0) std::printf("device -> host %s\n", models::format_bandwidth(c.d2h_Bps).c_str());
+  if (c.p2p_Bps > 0) std::printf("peer to peer %s\n", models::format_bandwidth(c.p2p_Bps).c_str());
+}
+
+int run_calibrate(const CalibrateArgs& a) {
+  const std::string cmd = "calibrate";
+  std::vector<validate::MeasurementFile> files;
+  for (const auto& path : a.files) {
+    auto f = validate::load_measurement_file(path);
+    if (!f) return fail_bad_input(cmd, f.message());
+    files.push_back(std::move(*f));
+  }
+  auto input = validate::calibration_input(files);
+  if (!input) return fail_bad_input(cmd, input.message());
+  models::CalibrationOptions options;
+  options.piecewise.max_segments = a.max_regimes;
+  auto cal = models::fit_calibration(*input, options);
+  if (!cal) return fail_bad_input(cmd, cal.message());
+  std::ofstream out(a.out, std::ios::binary);
+  out << models::to_yaml_text(*cal);
+  if (!out) return fail_bad_input(cmd, "-o: cannot write " + a.out);
+  if (a.json) {
+    std::printf("%s\n", calibration_json(*cal, a.out).dump(2).c_str());
+  } else {
+    print_calibration(*cal, a.out);
+  }
+  return kExitOk;
+}
+
+const bool kRegistered = register_command(
+    {"calibrate", "fit the models to measurement files and write a calibration overlay", 60,
+     [](CLI::App& sub) -> CommandAction {
+       auto a = std::make_shared<CalibrateArgs>();
+       sub.add_option("measurements", a->files, "measurement files (one GPU model)")->required();
+       sub.add_option("-o,--out", a->out, "the overlay to write (YAML)")->required();
+       sub.add_flag("--json", a->json, "print the fits as JSON");
+       sub.add_option("--max-regimes", a->max_regimes,
+                      "size regimes per collective at most (piecewise alpha-beta)")
+           ->capture_default_str()
+           ->check(CLI::Range(1, 12));
+       return [a] { return run_calibrate(*a); };
+     }});
+
+}  // namespace
+}  // namespace clustersim::tools
