@@ -337,7 +337,13 @@ class Lowering {
     const double S = shape_.size_bytes * wire_;
     const size_t n = comm.size();
     if (shape_.op == CollectiveOp::kSendRecv) {
-      for (size_t r = 0; r < n; ++r) flow(0, comm[r], comm[(r + 1) % n], S, r);
+      // Across nodes NCCL spreads a peer's traffic over several connections (channels).
+      const int C = std::max(1, options_.channels_per_nic);
+      for (size_t r = 0; r < n; ++r) {
+        const int src = comm[r], dst = comm[(r + 1) % n];
+        const int k = src / gpn_ == dst / gpn_ ? 1 : C;
+        for (int c = 0; c < k; ++c) flow(0, src, dst, S / k, r * 64 + static_cast<size_t>(c));
+      }
       return models::Status::Ok();
     }
     if (shape_.op != CollectiveOp::kAllToAll) {

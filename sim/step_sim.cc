@@ -1,0 +1,774 @@
+#include "sim/step_sim.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "models/compute_model.h"
+#include "models/units.h"
+#include "sim/pipeline_schedule.h"
+
+namespace clustersim::sim {
+namespace {
+
+using models::CollectiveOp;
+using models::CommPhase;
+using models::ParallelDim;
+using models::TimedComm;
+
+constexpr int kLaneCompute = 0, kLaneTp = 1, kLanePp = 2, kLaneDp = 3, kLaneCp = 4;
+
+// Global rank order tp, cp, dp, pp (transformer_model.h); physical GPUs through the placement.
+struct Layout {
+  int tp = 1, cp = 1, dp = 1, pp = 1, gpn = 1;
+  NodePlacement placement;
+  int rank(int t, int c, int d, int p) const { return t + tp * (c + cp * (d + dp * p)); }
+  int gpu(int rank) const { return placement.physical_gpu(rank, gpn); }
+  int rep(int stage) const { return gpu(rank(0, 0, 0, stage)); }
+  // The group of `size` ranks `stride` apart that holds `rank`, in physical GPUs.
+  Communicator group_of(int r, int size, int stride) const {
+    const int base = r - ((r / stride) % size) * stride;
+    Communicator c;
+    for (int k = 0; k < size; ++k) c.push_back(gpu(base + k * stride));
+    return c;
+  }
+  // Every group of this shape among the ranks of one pipeline stage (the siblings that run a
+  // collective together).
+  std::vector<Communicator> stage_groups(int stage, int size, int stride) const {
+    std::vector<Communicator> out;
+    for (int d = 0; d < dp; ++d)
+      for (int c = 0; c < cp; ++c)
+        for (int t = 0; t < tp; ++t) {
+          const int r = rank(t, c, d, stage);
+          if ((r / stride) % size == 0) out.push_back(group_of(r, size, stride));
+        }
+    return out;
+  }
+};
+
+// A distinct collective of the step: simulated once on the whole fabric (the pattern), then
+// reused, as the representative GPU's flows capped at the pattern's rate, at every call.
+struct CommKind {
+  const TimedComm* timed = nullptr;
+  double latency_s = 0;        // one call
+  double pattern_s = 0;        // simulated bandwidth term of one call on the whole fabric
+  // Per stage: the representative's flows for one full-size call (bytes, routes on its own
+  // links) and their rate caps.
+  std::map<int, std::vector<SimFlow>> footprint;
+};
+
+struct TaskInfo {
+  std::string name;
+  std::string category;
+  int stage = 0;
+  int lane = 0;
+  bool comm = false;
+  ParallelDim dim = ParallelDim::kTp;
+  std::vector<int> preds;
+};
+
+std::string dim_name(ParallelDim d) { return std::string(models::to_string(d)); }
+
+class StepBuilder {
+ public:
+  StepBuilder(const models::Scenario& sc, const models::StepParams& params,
+              const StepSimOptions& opt, const models::StepResult& analytic, Layout layout,
+              FabricModel& fabric, std::vector<SimFlow> background)
+      : sc_(sc), params_(params), opt_(opt), an_(analytic), lay_(std::move(layout)),
+        fabric_(fabric), background_(std::move(background)), graph_(lay_.pp) {}
+
+  models::Status build(DesStepResult* out);
+  models::Status run(DesStepResult* out);
+
+ private:
+  // --- resources the representatives own -------------------------------------------------
+  const std::set<int>& owned(int stage) {
+    auto [it, inserted] = owned_.try_emplace(stage);
+    if (inserted) {
+      const int gpu = lay_.rep(stage);
+      for (int r : fabric_.to_switch(gpu)) it->second.insert(r);
+      for (int r : fabric_.from_switch(gpu)) it->second.insert(r);
+      if (fabric_.graph().node_count() > 1 && fabric_.graph().plane_count() > 0) {
+        for (int r : fabric_.to_leaf(gpu).resources) it->second.insert(r);
+        for (int r : fabric_.from_leaf(gpu).resources) it->second.insert(r);
+      }
+    }
+    return it->second;
+  }
+  // The part of `flows` on the links of the given stages' representatives.
+  std::vector<SimFlow> on_owned(const std::vector<SimFlow>& flows, std::initializer_list<int> stages) {
+    std::vector<SimFlow> out;
+    for (const SimFlow& f : flows) {
+      SimFlow kept;
+      kept.bytes = f.bytes;
+      kept.max_rate_Bps = f.max_rate_Bps;
+      for (int r : f.route) {
+        for (int s : stages) {
+          if (owned(s).count(r)) {
+            kept.route.push_back(r);
+            break;
+          }
+        }
+      }
+      if (!kept.route.empty()) out.push_back(std::move(kept));
+    }
+    return out;
+  }
+
+  // --- patterns ----------------------------------------------------------------------------
+  models::Status prepare_kinds(DesStepResult* out);
+  models::Status prepare_collective(CommKind& kind, DesStepResult* out);
+  models::Status prepare_pp(CommKind& kind, DesStepResult* out);
+  const std::vector<SimFlow>& footprint(CommKind& kind, int stage);
+  // A stage-boundary send: NCCL's p2p spreads it over channels_per_nic connections per peer
+  // across nodes (each its own ECMP hash), one inside a node.
+  void pp_flows(int src, int dst, double bytes, int boundary, std::vector<SimFlow>& out) {
+    const int gpn = fabric_.graph().gpus_per_node();
+    const int k = src / gpn == dst / gpn ? 1 : std::max(1, opt_.sim.lowering.channels_per_nic);
+    for (int c = 0; c < k; ++c) {
+      FabricRoute r = fabric_.route(src, dst, 0x5eed0000ULL + static_cast<std::uint64_t>(boundary) * 64 + c);
+      const double cap = fabric_.window_cap_Bps(r);
+      out.push_back({std::move(r.resources), bytes / k, cap});
+    }
+  }
+
+  // --- graph -------------------------------------------------------------------------------
+  int add(int task, TaskInfo info) {
+    CS_ASSERT(task == static_cast<int>(info_.size()), "task ids out of step");
+    info_.push_back(std::move(info));
+    return task;
+  }
+  void dep(int before, int after) {
+    if (before < 0 || after < 0 || before == after) return;
+    auto& preds = info_[after].preds;
+    if (std::find(preds.begin(), preds.end(), before) != preds.end()) return;
+    graph_.depend(before, after);
+    preds.push_back(before);
+  }
+  // A transfer of several kinds' calls at once: calls[i] full-size calls of kinds[i] (a
+  // fraction of a call when below 1: a gradient bucket).
+  int transfer(int stage, const std::vector<std::pair<CommKind*, double>>& calls, TaskInfo info) {
+    std::vector<SimFlow> flows;
+    double latency = 0;
+    for (const auto& [kind, n] : calls) {
+      if (n <= 0) continue;
+      latency += kind->latency_s * std::max(1.0, std::floor(n));
+      for (const SimFlow& f : footprint(*kind, stage)) {
+        flows.push_back({f.route, f.bytes * n, f.max_rate_Bps});
+      }
+    }
+    info.comm = true;
+    info.stage = stage;
+    return add(graph_.add_transfer(latency, std::move(flows)), std::move(info));
+  }
+  int compute(int stage, double seconds, std::string name) {
+    TaskInfo info;
+    info.name = std::move(name);
+    info.category = "compute";
+    info.stage = stage;
+    info.lane = kLaneCompute;
+    return add(graph_.add_compute(stage, seconds), std::move(info));
+  }
+  // An op on a stage's compute stream: after the previous one.
+  void on_stream(int stage, int task) {
+    dep(last_stream_[stage], task);
+    last_stream_[stage] = task;
+    stream_[stage].push_back(task);
+  }
+  void on_dp_stream(int stage, int task) {
+    dep(last_dp_[stage], task);
+    last_dp_[stage] = task;
+  }
+
+  // Calls of the kinds of one dimension and phase per layer (count / layers).
+  std::vector<std::pair<CommKind*, double>> per_layer(ParallelDim dim, CommPhase phase,
+                                                      double layers) {
+    std::vector<std::pair<CommKind*, double>> out;
+    for (auto& k : kinds_) {
+      const auto& call = k.timed->call;
+      if (call.dim == dim && call.phase == phase) out.push_back({&k, call.count / layers_ * layers});
+    }
+    return out;
+  }
+  CommKind* find_kind(ParallelDim dim, CommPhase phase, CollectiveOp op) {
+    for (auto& k : kinds_) {
+      const auto& call = k.timed->call;
+      if (call.dim == dim && call.phase == phase && call.op == op) return &k;
+    }
+    return nullptr;
+  }
+
+  void emit_dp_start_gathers(int stage);
+  void emit_op(int stage, const PipelineOp& op, int input, bool last_backward_of_chunk);
+  void emit_optimizer(int stage);
+  void account(DesStepResult* out, const RunStats& run);
+
+  const models::Scenario& sc_;
+  const models::StepParams& params_;
+  const StepSimOptions& opt_;
+  const models::StepResult& an_;
+  Layout lay_;
+  FabricModel& fabric_;
+  std::vector<SimFlow> background_;
+  TaskGraph graph_;
+  std::vector<TaskInfo> info_;
+  std::vector<CommKind> kinds_;
+  std::map<int, std::set<int>> owned_;
+  std::vector<int> last_stream_, last_dp_;
+  std::vector<std::vector<int>> stream_;
+  // Per stage, chunk, layer group: the ZeRO-1/2 parameter gather the first forward waits for.
+  std::map<std::tuple<int, int, int>, int> start_gather_;
+  std::map<std::tuple<int, int, int, int>, int> fwd_out_, bwd_out_;  // (stage, mb, chunk) PP sends
+  std::map<std::pair<int, int>, int> first_forward_, last_backward_;  // (stage, chunk) -> mb
+  int first_forward_mb(int stage, int chunk) const {
+    auto it = first_forward_.find({stage, chunk});
+    return it == first_forward_.end() ? -1 : it->second;
+  }
+  double layers_ = 1;      // layers per stage
+  int chunks_ = 1;         // virtual stages
+  int groups_ = 1;         // layer groups per chunk
+  double group_layers_ = 1;  // layers per group
+  double fwd_group_s_ = 0, bwd_group_s_ = 0;       // compute per group
+  double att_fwd_group_s_ = 0, att_bwd_group_s_ = 0;  // its attention part (CP overlap)
+  size_t pattern_flows_ = 0;
+};
+
+// The representative's flows of one full-size call on this stage.
+const std::vector<SimFlow>& StepBuilder::footprint(CommKind& kind, int stage) {
+  auto found = kind.footprint.find(stage);
+  if (found != kind.footprint.end()) return found->second;
+  std::vector<SimFlow>& out = kind.footprint[stage];
+  const auto& call = kind.timed->call;
+  std::vector<SimFlow> flows;
+  if (call.dim == ParallelDim::kPp) {
+    // Stage boundary: activations to the next stage, gradients to the previous one (around the
+    // ring at the interleaved schedule's chunk boundaries), each in its own link direction.
+    const int next = call.phase == CommPhase::kForward ? (stage + 1) % lay_.pp
+                                                       : (stage + lay_.pp - 1) % lay_.pp;
+    pp_flows(lay_.rep(stage), lay_.rep(next), call.size_bytes, stage, flows);
+    out = on_owned(flows, {stage, next});
+  } else {
+    const int rep_rank = lay_.rank(0, 0, 0, stage);
+    auto topo = models::parallel_group_topology(sc_.cluster, call.group_size, call.group_stride);
+    CS_ASSERT(topo.ok(), "the analytic model accepted this group");
+    const CollectiveShape shape{call.op, kind.timed->estimate.algorithm, kind.timed->estimate.protocol,
+                                call.size_bytes};
+    auto lowered = lower_collective(shape, {lay_.group_of(rep_rank, call.group_size, call.group_stride)},
+                                    *topo, fabric_, params_.collective, opt_.sim.lowering);
+    CS_ASSERT(lowered.ok(), "the pattern of this collective lowered already");
+    for (auto& phase : lowered->phases)
+      for (auto& f : phase) flows.push_back(std::move(f));
+    out = on_owned(flows, {stage});
+  }
+  // Never faster than the pattern: the flows' bytes over the pattern's simulated time.
+  for (SimFlow& f : out) {
+    if (kind.pattern_s > 0) {
+      const double cap = f.bytes / kind.pattern_s;
+      f.max_rate_Bps = f.max_rate_Bps > 0 ? std::min(f.max_rate_Bps, cap) : cap;
+    }
+  }
+  return out;
+}
+
+models::Status StepBuilder::prepare_collective(CommKind& kind, DesStepResult* out) {
+  const auto& call = kind.timed->call;
+  auto topo = models::parallel_group_topology(sc_.cluster, call.group_size, call.group_stride);
+  if (!topo) return models::Error{dim_name(call.dim) + " group: " + topo.message()};
+  const models::CollectiveRequest request{call.op, call.size_bytes, kind.timed->estimate.algorithm,
+                                          kind.timed->estimate.protocol};
+  // Siblings: every group of this shape on stage 0 runs it at the same time.
+  const auto siblings = lay_.stage_groups(0, call.group_size, call.group_stride);
+  auto sim = simulate_collective(fabric_, request, siblings, *topo, opt_.sim, background_);
+  if (!sim) return models::Error{dim_name(call.dim) + " " + call.what + ": " + sim.message()};
+  kind.pattern_s = sim->bandwidth_s;
+  pattern_flows_ += sim->flows;
+  PatternReport rep;
+  rep.dim = call.dim;
+  rep.what = dim_name(call.dim) + " " + std::string(models::to_string(call.op)) + " " +
+             models::format_size(call.size_bytes) + " on " + std::to_string(call.group_size) +
+             " GPUs (" + std::to_string(siblings.size()) + " groups, " +
+             std::string(models::to_string(kind.timed->estimate.algorithm)) + ")";
+  rep.uncontended_s = kind.timed->estimate.bandwidth_s;
+  rep.simulated_s = sim->bandwidth_s;
+  rep.flows = sim->flows;
+  rep.loads = sim->loads;
+  out->patterns.push_back(std::move(rep));
+  return models::Status::Ok();
+}
+
+models::Status StepBuilder::prepare_pp(CommKind& kind, DesStepResult* out) {
+  // Every pipeline's every stage boundary at once (1F1B's steady state).
+  const auto& call = kind.timed->call;
+  std::vector<SimFlow> flows;
+  for (int p = 0; p + 1 < lay_.pp; ++p)
+    for (int d = 0; d < lay_.dp; ++d)
+      for (int c = 0; c < lay_.cp; ++c)
+        for (int t = 0; t < lay_.tp; ++t) {
+          pp_flows(lay_.gpu(lay_.rank(t, c, d, p)), lay_.gpu(lay_.rank(t, c, d, p + 1)),
+                   call.size_bytes, p, flows);
+        }
+  TaskGraph g;
+  g.add_transfer(0, flows);
+  if (!background_.empty()) g.add_background(background_);
+  auto run = run_task_graph(g, fabric_.table(), opt_.sim.engine);
+  if (!run) return models::Error{"pp pattern: " + run.message()};
+  kind.pattern_s = run->makespan_s;
+  pattern_flows_ += flows.size();
+  std::vector<const SimFlow*> ptrs;
+  for (const SimFlow& f : flows) ptrs.push_back(&f);
+  PatternReport rep;
+  rep.dim = ParallelDim::kPp;
+  rep.what = "pp sends " + models::format_size(call.size_bytes) + " at every stage boundary (" +
+             std::to_string(flows.size()) + " flows)";
+  rep.uncontended_s = kind.timed->estimate.bandwidth_s;
+  rep.simulated_s = run->makespan_s;
+  rep.flows = flows.size();
+  rep.loads = tier_loads(fabric_.table(), ptrs, run->makespan_s);
+  out->patterns.push_back(std::move(rep));
+  return models::Status::Ok();
+}
+
+models::Status StepBuilder::prepare_kinds(DesStepResult* out) {
+  for (const TimedComm& c : an_.comms) {
+    CommKind k;
+    k.timed = &c;
+    k.latency_s = c.estimate.latency_s;
+    kinds_.push_back(std::move(k));
+  }
+  // One pattern per distinct (dimension, op, size, group); repeats reuse it.
+  std::map<std::tuple<int, int, double, int, int>, CommKind*> seen;
+  for (CommKind& k : kinds_) {
+    const auto& call = k.timed->call;
+    const auto key = std::make_tuple(static_cast<int>(call.dim), static_cast<int>(call.op),
+                                     call.size_bytes, call.group_size, call.group_stride);
+    if (auto it = seen.find(key); it != seen.end()) {
+      k.pattern_s = it->second->pattern_s;
+      continue;
+    }
+    seen[key] = &k;
+    models::Status s = call.dim == ParallelDim::kPp ? prepare_pp(k, out) : prepare_collective(k, out);
+    if (!s) return s;
+  }
+  return models::Status::Ok();
+}
+
+// ZeRO-1/2: the parameter all-gather after the optimizer, modelled at the start of the step it
+// feeds (steady state), chunk by chunk and layer group by layer group on the DP stream.
+void StepBuilder::emit_dp_start_gathers(int stage) {
+  CommKind* ag = find_kind(ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllGather);
+  if (ag == nullptr) return;
+  for (int c = 0; c < chunks_; ++c)
+    for (int g = 0; g < groups_; ++g) {
+      TaskInfo info;
+      info.name = "DP all_gather params c" + std::to_string(c) + " g" + std::to_string(g);
+      info.category = "dp";
+      info.lane = kLaneDp;
+      info.dim = ParallelDim::kDp;
+      const int t = transfer(stage, {{ag, 1.0 / (chunks_ * groups_)}}, std::move(info));
+      on_dp_stream(stage, t);
+      start_gather_[{stage, c, g}] = t;
+    }
+}
+
+void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_backward_of_chunk) {
+  const bool fwd = op.forward;
+  const CommPhase phase = fwd ? CommPhase::kForward : CommPhase::kBackward;
+  const std::string tag = std::string(fwd ? "F" : "B") + " mb" + std::to_string(op.micro_batch) +
+                          " c" + std::to_string(op.chunk);
+  const auto tp_calls = per_layer(ParallelDim::kTp, phase, group_layers_);
+  const auto cp_calls = per_layer(ParallelDim::kCp, phase, group_layers_);
+  const int zero = sc_.workload.parallelism.zero;
+  CommKind* z3_gather = zero == 3 ? find_kind(ParallelDim::kDp, phase, CollectiveOp::kAllGather) : nullptr;
+  CommKind* grad_rs = nullptr;
+  if (!fwd) {
+    if (zero >= 2) grad_rs = find_kind(ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kReduceScatter);
+    if (zero <= 1 && last_backward_of_chunk) {
+      grad_rs = find_kind(ParallelDim::kDp, CommPhase::kStep,
+                          zero == 0 ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter);
+    }
+  }
+  const double group_share = 1.0 / (chunks_ * groups_);
+  auto dp_info = [&](const std::string& what) {
+    TaskInfo info;
+    info.name = "DP " + what + " " + tag;
+    info.category = "dp";
+    info.lane = kLaneDp;
+    info.dim = ParallelDim::kDp;
+    return info;
+  };
+  // ZeRO-3: gather group i's parameters while group i-1 computes (one group ahead).
+  std::vector<int> gathers(static_cast<size_t>(groups_), -1);
+  auto gather = [&](int i) {
+    const int t = transfer(stage, {{z3_gather, group_share}}, dp_info("all_gather params"));
+    dep(last_stream_[stage], t);
+    on_dp_stream(stage, t);
+    gathers[static_cast<size_t>(i)] = t;
+  };
+  if (z3_gather) gather(0);
+  for (int i = 0; i < groups_; ++i) {
+    const int g = fwd ? i : groups_ - 1 - i;
+    const std::string layer_tag = tag + " g" + std::to_string(g);
+    if (z3_gather && i + 1 < groups_) gather(i + 1);
+    const double total = fwd ? fwd_group_s_ : bwd_group_s_;
+    const double att = fwd ? att_fwd_group_s_ : att_bwd_group_s_;
+    int first = -1, last = -1;
+    if (!cp_calls.empty() && att > 0) {
+      // Ring attention: the K/V exchange runs beside the attention kernels of the group.
+      first = compute(stage, att, layer_tag + " attention");
+      TaskInfo info;
+      info.name = "CP K/V ring " + layer_tag;
+      info.category = "cp";
+      info.lane = kLaneCp;
+      info.dim = ParallelDim::kCp;
+      const int cp = transfer(stage, cp_calls, std::move(info));
+      dep(last_stream_[stage], cp);
+      dep(input, cp);
+      if (gathers[static_cast<size_t>(i)] >= 0) dep(gathers[static_cast<size_t>(i)], cp);
+      last = compute(stage, total - att, layer_tag);
+      dep(first, last);
+      dep(cp, last);
+    } else {
+      first = last = compute(stage, total, layer_tag);
+    }
+    dep(input, first);
+    if (gathers[static_cast<size_t>(i)] >= 0) dep(gathers[static_cast<size_t>(i)], first);
+    if (fwd && op.micro_batch == first_forward_mb(stage, op.chunk)) {
+      auto it = start_gather_.find({stage, op.chunk, g});
+      if (it != start_gather_.end()) dep(it->second, first);
+    }
+    dep(last_stream_[stage], first);
+    if (first != last) {
+      stream_[stage].push_back(first);
+      last_stream_[stage] = first;
+    }
+    on_stream(stage, last);
+    if (!tp_calls.empty()) {
+      TaskInfo info;
+      info.name = "TP " + layer_tag;
+      info.category = "tp";
+      info.lane = kLaneTp;
+      info.dim = ParallelDim::kTp;
+      on_stream(stage, transfer(stage, tp_calls, std::move(info)));
+    }
+    if (grad_rs != nullptr) {
+      const std::string what = std::string(models::to_string(grad_rs->timed->call.op)) + " grads";
+      const int t = transfer(stage, {{grad_rs, group_share}}, dp_info(what));
+      dep(last_stream_[stage], t);
+      on_dp_stream(stage, t);
+    }
+  }
+}
+
+void StepBuilder::emit_optimizer(int stage) {
+  const int t = compute(stage, an_.breakdown.optimizer_s, "optimizer");
+  info_[static_cast<size_t>(t)].category = "optimizer";
+  dep(last_dp_[stage], t);
+  on_stream(stage, t);
+}
+
+models::Status StepBuilder::build(DesStepResult* out) {
+  const auto& par = sc_.workload.parallelism;
+  const int m = an_.micro_batches;
+  chunks_ = par.pp_schedule == models::PipelineSchedule::kInterleaved ? par.virtual_stages : 1;
+  layers_ = models::layers_per_stage(sc_.workload);
+  // 1. Layer groups: at most max_tasks ops (about 2 per layer group and pass, plus PP and DP).
+  const double per_stage_units = 2.0 * m * chunks_;
+  const double layers_per_chunk = layers_ / chunks_;
+  const double budget = std::max(1.0, opt_.max_tasks / (4.0 * lay_.pp * per_stage_units));
+  groups_ = std::max(1, static_cast<int>(std::min(std::ceil(layers_per_chunk), std::floor(budget))));
+  group_layers_ = layers_per_chunk / groups_;
+  out->layers_per_task = static_cast<int>(std::ceil(group_layers_));
+  fwd_group_s_ = an_.forward_s / chunks_ / groups_;
+  bwd_group_s_ = an_.backward_s / chunks_ / groups_;
+  if (par.cp > 1) {
+    // The attention kernels ring attention hides its exchange behind (as step_model.cc times
+    // them: cp chunks of s/cp queries against s/cp keys, heads split over tp).
+    const models::ModelSpec& mod = sc_.workload.model;
+    models::AttentionShape a;
+    a.batch = sc_.workload.micro_batch;
+    a.heads = double(mod.heads) / par.tp;
+    a.kv_heads = std::max(1.0, double(mod.kv_heads) / par.tp);
+    a.head_dim = double(mod.hidden) / mod.heads;
+    a.q_tokens = a.kv_tokens = double(sc_.workload.seq_len) / par.cp;
+    const auto& gpu = sc_.cluster.node.gpu;
+    const double fa = par.cp * models::attention_time(gpu, sc_.workload.precision, a, false, params_.compute).time_s;
+    const double ba = par.cp * models::attention_time(gpu, sc_.workload.precision, a, true, params_.compute).time_s;
+    att_fwd_group_s_ = std::min(fwd_group_s_, fa * group_layers_);
+    att_bwd_group_s_ = std::min(bwd_group_s_, ba * group_layers_);
+  }
+
+  // 2. Patterns.
+  if (auto s = prepare_kinds(out); !s) return s;
+
+  // 3. The op graph, built in an order that respects every dependency: each stage advances
+  // through its schedule as far as the pipeline sends it needs already exist.
+  last_stream_.assign(static_cast<size_t>(lay_.pp), -1);
+  last_dp_.assign(static_cast<size_t>(lay_.pp), -1);
+  stream_.assign(static_cast<size_t>(lay_.pp), {});
+  if (!background_.empty()) {
+    std::vector<SimFlow> local;
+    for (int s = 0; s < lay_.pp; ++s) {
+      for (SimFlow& f : on_owned(background_, {s})) local.push_back(std::move(f));
+    }
+    if (!local.empty()) {
+      TaskInfo info;
+      info.name = "interference";
+      info.category = "background";
+      info.comm = true;
+      add(graph_.add_background(std::move(local)), std::move(info));
+    }
+  }
+  std::vector<std::vector<PipelineOp>> ops(static_cast<size_t>(lay_.pp));
+  std::vector<size_t> pos(static_cast<size_t>(lay_.pp), 0);
+  for (int s = 0; s < lay_.pp; ++s) {
+    ops[s] = stage_schedule(par.pp_schedule, lay_.pp, s, m, chunks_);
+    for (const PipelineOp& op : ops[s]) {
+      if (op.forward) {
+        auto key = std::make_pair(s, op.chunk);
+        if (!first_forward_.count(key)) first_forward_[key] = op.micro_batch;
+      } else {
+        last_backward_[{s, op.chunk}] = op.micro_batch;
+      }
+    }
+    emit_dp_start_gathers(s);
+  }
+  CommKind* pp_fwd = find_kind(ParallelDim::kPp, CommPhase::kForward, CollectiveOp::kSendRecv);
+  CommKind* pp_bwd = find_kind(ParallelDim::kPp, CommPhase::kBackward, CollectiveOp::kSendRecv);
+  const int P = lay_.pp, V = chunks_;
+  size_t left = 0;
+  for (const auto& o : ops) left += o.size();
+  while (left > 0) {
+    bool progress = false;
+    for (int s = 0; s < P; ++s) {
+      while (pos[s] < ops[s].size()) {
+        const PipelineOp& op = ops[s][pos[s]];
+        // The send this op consumes: from the previous stage (or chunk) forward, from the next
+        // one backward.
+        int input = -1;
+        bool needs = false;
+        std::tuple<int, int, int, int> key;
+        if (op.forward && (s > 0 || op.chunk > 0)) {
+          needs = true;
+          key = s > 0 ? std::make_tuple(s - 1, op.micro_batch, op.chunk, 0)
+                      : std::make_tuple(P - 1, op.micro_batch, op.chunk - 1, 0);
+          auto it = fwd_out_.find(key);
+          if (it != fwd_out_.end()) input = it->second;
+        } else if (!op.forward && (s < P - 1 || op.chunk < V - 1)) {
+          needs = true;
+          key = s < P - 1 ? std::make_tuple(s + 1, op.micro_batch, op.chunk, 1)
+                          : std::make_tuple(0, op.micro_batch, op.chunk + 1, 1);
+          auto it = bwd_out_.find(key);
+          if (it != bwd_out_.end()) input = it->second;
+        }
+        if (needs && input < 0) break;
+        const bool last_b = !op.forward && last_backward_[{s, op.chunk}] == op.micro_batch;
+        emit_op(s, op, input, last_b);
+        // The send this op produces (blocking, as Megatron's batched send/recv pairs are).
+        const bool has_consumer = op.forward ? (s < P - 1 || op.chunk < V - 1)
+                                             : (s > 0 || op.chunk > 0);
+        CommKind* kind = op.forward ? pp_fwd : pp_bwd;
+        if (has_consumer && kind != nullptr) {
+          TaskInfo info;
+          info.name = std::string("PP send ") + (op.forward ? "act" : "grad") + " mb" +
+                      std::to_string(op.micro_batch) + " c" + std::to_string(op.chunk);
+          info.category = "pp";
+          info.lane = kLanePp;
+          info.dim = ParallelDim::kPp;
+          const int t = transfer(s, {{kind, 1.0}}, std::move(info));
+          on_stream(s, t);
+          (op.forward ? fwd_out_ : bwd_out_)[{s, op.micro_batch, op.chunk, op.forward ? 0 : 1}] = t;
+        } else if (has_consumer) {
+          (op.forward ? fwd_out_ : bwd_out_)[{s, op.micro_batch, op.chunk, op.forward ? 0 : 1}] =
+              last_stream_[s];
+        }
+        ++pos[s];
+        --left;
+        progress = true;
+      }
+    }
+    if (!progress) return models::Error{"pipeline schedule deadlocks (a bug in the schedule)"};
+  }
+  for (int s = 0; s < P; ++s) emit_optimizer(s);
+  out->tasks = static_cast<size_t>(graph_.size());
+  return models::Status::Ok();
+}
+
+models::Status StepBuilder::run(DesStepResult* out) {
+  auto run = run_task_graph(graph_, fabric_.table(), opt_.sim.engine);
+  if (!run) return models::Error{run.message()};
+  out->flows = run->flows + pattern_flows_;
+  account(out, *run);
+  return models::Status::Ok();
+}
+
+// Where the critical stage's compute stream spends the step: busy on its own ops (compute, TP,
+// blocking PP sends, the optimizer) or waiting. A wait is charged to the transfer it waits for
+// while that transfer runs, and to whatever held that transfer back before it started (another
+// stage's compute: the pipeline bubble).
+void StepBuilder::account(DesStepResult* out, const RunStats& run) {
+  const auto& spans = run.spans;
+  int crit = 0;
+  for (int s = 0; s < lay_.pp; ++s) {
+    if (spans[last_stream_[s]].end_s > spans[last_stream_[crit]].end_s) crit = s;
+  }
+  out->critical_stage = crit;
+  auto latest_pred = [&](int task, int exclude) {
+    int best = -1;
+    for (int p : info_[task].preds) {
+      if (p == exclude) continue;
+      if (best < 0 || spans[p].end_s > spans[best].end_s) best = p;
+    }
+    return best;
+  };
+  std::map<ParallelDim, double> exposed, total;
+  double compute_s = 0, optimizer_s = 0, bubble_s = 0;
+  auto attribute = [&](double t0, double t1, int x) {
+    while (t1 > t0) {
+      if (x < 0 || !info_[x].comm) {
+        bubble_s += t1 - t0;
+        return;
+      }
+      const double start = std::max(t0, spans[x].start_s);
+      exposed[info_[x].dim] += t1 - start;
+      if (spans[x].start_s <= t0) return;
+      t1 = spans[x].start_s;
+      x = latest_pred(x, -1);
+    }
+  };
+  double t = 0;
+  int previous = -1;
+  for (int task : stream_[crit]) {
+    const TaskSpan& sp = spans[task];
+    if (sp.start_s > t) attribute(t, sp.start_s, latest_pred(task, previous));
+    const double d = sp.end_s - sp.start_s;
+    const TaskInfo& in = info_[task];
+    if (in.category == "optimizer") {
+      optimizer_s += d;
+    } else if (in.comm) {
+      exposed[in.dim] += d;
+    } else {
+      compute_s += d;
+    }
+    t = std::max(t, sp.end_s);
+    previous = task;
+  }
+  // Overlapped compute (attention beside the next op) can end later than the stream's chain.
+  for (int task = 0; task < graph_.size(); ++task) {
+    const TaskInfo& in = info_[task];
+    if (in.comm && in.stage == crit && in.category != "background") {
+      total[in.dim] += spans[task].end_s - spans[task].start_s;
+    }
+  }
+
+  models::StepResult& r = out->step;
+  r = an_;
+  models::StepBreakdown& b = r.breakdown;
+  b.compute_s = compute_s;
+  b.optimizer_s = optimizer_s;
+  b.bubble_s = bubble_s;
+  for (auto [dim, slot] : {std::pair{ParallelDim::kTp, &b.tp}, std::pair{ParallelDim::kPp, &b.pp},
+                           std::pair{ParallelDim::kDp, &b.dp}, std::pair{ParallelDim::kCp, &b.cp}}) {
+    slot->total_s = std::max(total[dim], exposed[dim]);
+    slot->exposed_s = exposed[dim];
+  }
+  r.step_time_s = t;
+  if (t > 0) {
+    r.tokens_per_s = r.tokens_per_step / t;
+    r.model_tflops_per_gpu = r.model_flops_per_step / r.gpus / t / 1e12;
+    r.hardware_tflops_per_gpu = r.hardware_flops_per_step / r.gpus / t / 1e12;
+    r.mfu = r.peak_flops > 0 ? r.model_tflops_per_gpu * 1e12 / r.peak_flops : 0;
+  }
+  if (opt_.trace) {
+    out->trace.reserve(info_.size());
+    for (int task = 0; task < graph_.size(); ++task) {
+      const TaskInfo& in = info_[task];
+      if (in.category == "background") continue;
+      out->trace.push_back({in.name, in.category, in.stage, in.lane, spans[task].start_s,
+                            spans[task].end_s - spans[task].start_s});
+    }
+  }
+}
+
+// Traffic of the neighbour job and background traffic, as endless flows at their offered rate.
+std::vector<SimFlow> interference_flows(FabricModel& fabric, const NodePlacement& placement,
+                                        const Interference& in, int gpn) {
+  std::vector<SimFlow> out;
+  const models::NodeConfig& node = fabric.graph().cluster().node;
+  const double nic_Bps = node.links_per_nic * node.nic.line_rate_Bps * node.nic.protocol_efficiency;
+  constexpr double kEndless = 1e18;  // bytes: outlasts any step
+  std::uint64_t id = 0x1f2e3d4c;
+  auto stream = [&](int src, int dst, double rate) {
+    if (src == dst || rate <= 0) return;
+    FabricRoute r = fabric.route(src, dst, ++id);
+    const double window = fabric.window_cap_Bps(r);
+    out.push_back({std::move(r.resources), kEndless, window > 0 ? std::min(rate, window) : rate});
+  };
+  const auto& theirs = placement.neighbour;
+  const int K = static_cast<int>(theirs.size());
+  if (K > 1) {
+    const int shifts = in.pattern == NeighbourPattern::kRing ? 1 : std::min(K - 1, 8);
+    for (int k = 0; k < K; ++k)
+      for (int d = 1; d <= shifts; ++d)
+        for (int i = 0; i < gpn; ++i) {
+          const int dst = in.pattern == NeighbourPattern::kRing ? (k + 1) % K : (k + d) % K;
+          stream(theirs[k] * gpn + i, theirs[dst] * gpn + i, in.neighbour_load * nic_Bps / shifts);
+        }
+  }
+  if (in.background_per_node_Bps > 0 && placement.total_nodes > 1) {
+    std::mt19937_64 rng(in.seed);
+    std::uniform_int_distribution<int> pick(0, placement.total_nodes - 2);
+    for (int n : placement.ours)
+      for (int i = 0; i < gpn; ++i) {
+        int other = pick(rng);
+        if (other >= n) ++other;
+        stream(n * gpn + i, other * gpn + i, in.background_per_node_Bps / gpn);
+      }
+  }
+  return out;
+}
+
+}  // namespace
+
+models::Result<DesStepResult> simulate_step(const models::Scenario& scenario,
+                                            const models::StepParams& params,
+                                            const StepSimOptions& options) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  // 1. The analytic model: compute per micro-batch, the collectives, NCCL's choices.
+  auto analytic = models::predict_step(scenario, params);
+  if (!analytic) return models::Error{analytic.message()};
+  // 2. The fabric (with the neighbour's nodes, if any).
+  auto placement = place_nodes(scenario.cluster.nodes, options.interference);
+  if (!placement) return models::Error{placement.message()};
+  models::ClusterConfig cluster = scenario.cluster;
+  cluster.nodes = placement->total_nodes;
+  auto graph = topology::ClusterGraph::build(cluster, &scenario);
+  if (!graph) return models::Error{graph.message()};
+  StepSimOptions opt = options;
+  opt.sim.collective = params.collective;  // one set of constants for both engines
+  FabricModel fabric(*graph, opt.sim.transport, scale_up_efficiency(scenario.cluster, params.collective),
+                     opt.sim.lowering.channels_per_nic);
+  const auto& par = scenario.workload.parallelism;
+  Layout layout;
+  layout.tp = par.tp;
+  layout.cp = par.cp;
+  layout.dp = par.dp;
+  layout.pp = par.pp;
+  layout.gpn = scenario.cluster.node.gpus_per_node;
+  layout.placement = *placement;
+  auto background = interference_flows(fabric, *placement, opt.interference, layout.gpn);
+  // 3. Patterns, the op graph, the run.
+  DesStepResult out;
+  out.analytic = *analytic;
+  StepBuilder builder(scenario, params, opt, *analytic, layout, fabric, std::move(background));
+  if (auto s = builder.build(&out); !s) return models::Error{s.message()};
+  if (auto s = builder.run(&out); !s) return models::Error{s.message()};
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return out;
+}
+
+}  // namespace clustersim::sim
