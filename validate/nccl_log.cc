@@ -68,12 +68,16 @@ bool parse_connection(std::string_view msg, NcclConnection* c) {
   return true;
 }
 
-// "comm 0x55d0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0x.. - Init START"
+// "comm 0x55d0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0x.. - Init START";
+// NCCL 2.2x puts the function first: "ncclCommInitRank comm 0x55d0 rank 0 nranks 2 ...".
 bool parse_comm_init(std::string_view msg, NcclCommInit* c) {
-  if (msg.substr(0, 5) != "comm " || msg.find(" nranks ") == std::string_view::npos ||
+  if (msg.find(" nranks ") == std::string_view::npos ||
       msg.find("Init START") == std::string_view::npos) {
     return false;
   }
+  const auto comm = msg.find("comm ");
+  if (comm == std::string_view::npos || (comm != 0 && msg[comm - 1] != ' ')) return false;
+  msg = msg.substr(comm);
   auto value_after = [&](std::string_view key) -> std::string_view {
     const auto at = msg.find(key);
     if (at == std::string_view::npos) return {};

@@ -69,5 +69,16 @@ if command -v mpirun >/dev/null && "$bin" validate --help | grep -q -- '--backen
   fi
 fi
 
+# 7. The standalone prober (built next to clustersim when CUDA is found) needs only C-library
+#    class shared objects: NCCL, cuBLASLt and NVML are loaded at run time, the rest is static.
+probe=$(dirname "$bin")/../validate/gpu/clustersim-probe
+if [ -x "$probe" ] && command -v readelf >/dev/null; then
+  needed=$(readelf -d "$probe" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+  extra=$(echo "$needed" | tr ' ' '\n' | grep -v -E '^(libc|libm|libdl|libpthread|librt|ld-linux-x86-64|ld-linux-aarch64)\.so' | grep -v '^$')
+  check "clustersim-probe needs only libc-class libraries (has: $needed)" test -z "$extra"
+  "$probe" --backend fake -e 64K --burn 0s --skip attention -q --out "$tmp/probe.json" >/dev/null
+  check "clustersim-probe runs the validate code (fake backend)" grep -q '"complete": true' "$tmp/probe.json"
+fi
+
 echo "$fails failed"
 [ $fails -eq 0 ]

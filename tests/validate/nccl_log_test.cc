@@ -42,6 +42,18 @@ TEST_SUITE("validate") {
     CHECK_FALSE(parse_nccl_log_line("# nccl-tests header", &l));
   }
 
+  TEST_CASE("nccl log: NCCL 2.28 names the init function before 'comm'") {
+    NcclLogSummary s = parse_nccl_log(
+        "vm:625:638 [1] NCCL INFO ncclCommInitRank comm 0x556b22bbcf00 rank 1 nranks 2 cudaDev 1 "
+        "nvmlDev 1 busId 70 commId 0x79df - Init START\n"
+        "vm:625:637 [0] NCCL INFO Init timings - ncclCommInitRank: rank 0 nranks 2 total 0.53\n");
+    REQUIRE(s.comms.size() == 1);
+    CHECK(s.comms[0].rank == 1);
+    CHECK(s.comms[0].nranks == 2);
+    CHECK(s.comms[0].cuda_dev == 1);
+    CHECK(s.comms[0].bus_id == "70");
+  }
+
   TEST_CASE("nccl log: versions, networks, connections, comms, warnings") {
     NcclLogSummary s = parse_nccl_log(kLog);
     CHECK(s.versions == std::vector<std::string>{"2.21.5+cuda12.4"});

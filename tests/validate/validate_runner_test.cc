@@ -59,6 +59,9 @@ TEST_SUITE("validate") {
       all_reduce_rows += r.op == "all_reduce";
       all_gather_rows += r.op == "all_gather";
       CHECK(r.out_of_place.wrong == 0);
+      // nccl-tests checks no in-place alltoall / sendrecv (undefined: N/A).
+      const bool unchecked = r.op == "alltoall" || r.op == "sendrecv";
+      CHECK(r.in_place.wrong == (unchecked ? -1 : 0));
     }
     CHECK(all_reduce_rows == 18);
     CHECK(all_gather_rows == 16);  // 8 B and 16 B have no 16-byte share per rank

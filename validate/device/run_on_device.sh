@@ -17,10 +17,10 @@ step "machine"
 nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,clocks.max.sm,memory.total \
   --format=csv
 nvidia-smi topo -m
-py_lib() { python3 -c "import nvidia.$1, os; print(os.path.join(list(nvidia.$1.__path__)[0], 'lib'))"; }
-NCCL_LIB=$(py_lib nccl); CUBLAS_LIB=$(py_lib cublas); CUDART_LIB=$(py_lib cuda_runtime)
-export LD_LIBRARY_PATH=$NCCL_LIB:$CUBLAS_LIB:$CUDART_LIB:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"; ls "$NCCL_LIB" "$CUBLAS_LIB"
+# NCCL from PyTorch's pip package; cuBLASLt and cudart (for nccl-tests) from /usr/local/cuda.
+NCCL_LIB=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))")
+export LD_LIBRARY_PATH=$NCCL_LIB:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"; ls "$NCCL_LIB"
 python3 -c "import torch; print('torch', torch.__version__, torch.cuda.device_count(), 'GPUs, nccl', torch.cuda.nccl.version())"
 probe=.device/clustersim-probe
 nt=.device/nccl-tests/build
@@ -39,6 +39,7 @@ else
 fi
 
 step "clustersim-probe on 2 GPUs ($mode)"
+rm -f /tmp/clustersim-nccl-debug.*.log
 start=$(date +%s)
 CUDA_VISIBLE_DEVICES=0,1 timeout 290 $probe --out "$res/h200-2gpu.json" "${sweep[@]}" \
   --burn $burn --attention-seq $seqs --attention-time $att_t > "$res/probe-2gpu.txt"
@@ -51,6 +52,19 @@ for op in $ops; do
   echo "$op exit $?"
 done
 grep -E "^ +(268435456|1073741824|8589934592) " "$res/nccl-tests-2gpu.txt"
+
+if [ "$mode" = full ]; then
+  step "second pass, 256 MiB - 8 GiB, 50 timed launches: clustersim-probe, then nccl-tests"
+  CUDA_VISIBLE_DEVICES=0,1 timeout 150 $probe --out "$res/h200-2gpu-iters50.json" \
+    --ops all_reduce,all_gather,reduce_scatter -b 256M -e 8G --iters 50 --warmup 5 \
+    --skip bandwidth,gemm,attention > "$res/probe-2gpu-iters50.txt"
+  echo "exit $?"
+  for op in all_reduce all_gather reduce_scatter; do
+    CUDA_VISIBLE_DEVICES=0,1 timeout 90 $nt/${op}_perf -b 256M -e 8G -f 2 -g 2 -n 50 -w 5 \
+      >> "$res/nccl-tests-2gpu-iters50.txt" 2>&1
+    echo "$op exit $?"
+  done
+fi
 
 step "clustersim-probe on 1 GPU"
 CUDA_VISIBLE_DEVICES=0 timeout 200 $probe --out "$res/h200-1gpu.json" "${sweep[@]}" --burn 10s \

@@ -7,10 +7,10 @@
 namespace clustersim::validate::gpu {
 namespace {
 
-constexpr int kBlockM = 64;   // query rows per block: 4 warps x 16
 constexpr int kBlockN = 64;   // keys per tile
-constexpr int kThreads = 128;
 constexpr int kPad = 8;       // bf16 elements of padding per shared-memory row (16 bytes)
+// Query rows per block: kWarps warps x 16 rows (64 or 128); 128 rows share each K/V tile
+// between 8 warps, halving shared-memory loads per FLOP.
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -26,7 +26,7 @@ __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wai
 template <int D>
 __device__ __forceinline__ void load_tile(__nv_bfloat16* dst, const __nv_bfloat16* src, int rows) {
   constexpr int kChunks = D / 8;  // 16-byte chunks per row
-  for (int c = threadIdx.x; c < rows * kChunks; c += kThreads) {
+  for (int c = threadIdx.x; c < rows * kChunks; c += blockDim.x) {
     const int r = c / kChunks, col = (c % kChunks) * 8;
     cp_async_16(dst + r * (D + kPad) + col, src + static_cast<std::size_t>(r) * D + col);
   }
@@ -53,13 +53,14 @@ __device__ __forceinline__ uint32_t load_u32(const __nv_bfloat16* p) {
   return *reinterpret_cast<const uint32_t*>(p);
 }
 
-template <int D, bool kLdmatrix>
-__global__ void __launch_bounds__(kThreads)
+template <int D, bool kLdmatrix, int kWarps>
+__global__ void __launch_bounds__(kWarps * 32)
     flash_forward_kernel(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
                          const __nv_bfloat16* __restrict__ v, __nv_bfloat16* __restrict__ o,
                          int seq, bool causal, float scale_log2) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   constexpr int kStride = D + kPad;
+  constexpr int kBlockM = kWarps * 16;
   __nv_bfloat16* qs = reinterpret_cast<__nv_bfloat16*>(smem_raw);
   __nv_bfloat16* ks = qs + kBlockM * kStride;     // two buffers
   __nv_bfloat16* vs = ks + 2 * kBlockN * kStride;  // two buffers
@@ -72,7 +73,7 @@ __global__ void __launch_bounds__(kThreads)
   const __nv_bfloat16* vg = v + head_offset;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
-  const int tiles = causal ? qb + 1 : seq / kBlockN;  // kBlockM == kBlockN
+  const int tiles = causal ? ((qb + 1) * kBlockM + kBlockN - 1) / kBlockN : seq / kBlockN;
 
   load_tile<D>(qs, qg, kBlockM);
   load_tile<D>(ks, kg, kBlockN);
@@ -126,7 +127,7 @@ __global__ void __launch_bounds__(kThreads)
     }
 
     // Scale to log2 units, mask above the diagonal, online softmax.
-    const bool diagonal = causal && j == qb;
+    const bool diagonal = causal && (j + 1) * kBlockN > qb * kBlockM;  // tile crosses it
     float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int nt = 0; nt < kBlockN / 8; ++nt) {
@@ -221,16 +222,18 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <int D, bool kLdmatrix>
+template <int D, bool kLdmatrix, int kWarps>
 cudaError_t launch_flash(const void* q, const void* k, const void* v, void* o,
                          const AttentionShape& s, cudaStream_t stream) {
+  constexpr int kBlockM = kWarps * 16;
   constexpr int kSmem = (kBlockM + 4 * kBlockN) * (D + kPad) * 2;
-  auto kernel = flash_forward_kernel<D, kLdmatrix>;
+  if (s.seq % kBlockM != 0) return cudaErrorInvalidValue;
+  auto kernel = flash_forward_kernel<D, kLdmatrix, kWarps>;
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
   if (e != cudaSuccess) return e;
   const dim3 grid(s.seq / kBlockM, s.batch * s.heads);
   const float scale_log2 = 1.4426950408889634f / sqrtf(static_cast<float>(D));
-  kernel<<<grid, kThreads, kSmem, stream>>>(
+  kernel<<<grid, kWarps * 32, kSmem, stream>>>(
       static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k),
       static_cast<const __nv_bfloat16*>(v), static_cast<__nv_bfloat16*>(o), s.seq, s.causal,
       scale_log2);
@@ -270,18 +273,32 @@ __global__ void reference_kernel(const __nv_bfloat16* q, const __nv_bfloat16* k,
 }  // namespace
 
 cudaError_t flash_attention_forward(const void* q, const void* k, const void* v, void* o,
-                                    const AttentionShape& shape, bool v_ldmatrix,
+                                    const AttentionShape& shape, FlashVariant variant,
                                     cudaStream_t stream) {
-  if (shape.seq % kBlockM != 0) return cudaErrorInvalidValue;
-  if (shape.head_dim == 128) {
-    return v_ldmatrix ? launch_flash<128, true>(q, k, v, o, shape, stream)
-                      : launch_flash<128, false>(q, k, v, o, shape, stream);
-  }
-  if (shape.head_dim == 64) {
-    return v_ldmatrix ? launch_flash<64, true>(q, k, v, o, shape, stream)
-                      : launch_flash<64, false>(q, k, v, o, shape, stream);
+  switch (variant) {
+    case FlashVariant::kRows128Ldmatrix:
+      if (shape.head_dim == 128) return launch_flash<128, true, 8>(q, k, v, o, shape, stream);
+      if (shape.head_dim == 64) return launch_flash<64, true, 8>(q, k, v, o, shape, stream);
+      break;
+    case FlashVariant::kRows64Ldmatrix:
+      if (shape.head_dim == 128) return launch_flash<128, true, 4>(q, k, v, o, shape, stream);
+      if (shape.head_dim == 64) return launch_flash<64, true, 4>(q, k, v, o, shape, stream);
+      break;
+    case FlashVariant::kRows64Plain:
+      if (shape.head_dim == 128) return launch_flash<128, false, 4>(q, k, v, o, shape, stream);
+      if (shape.head_dim == 64) return launch_flash<64, false, 4>(q, k, v, o, shape, stream);
+      break;
   }
   return cudaErrorInvalidValue;
+}
+
+const char* to_string(FlashVariant v) {
+  switch (v) {
+    case FlashVariant::kRows128Ldmatrix: return "clustersim-flash (mma.sync, 128 rows, ldmatrix)";
+    case FlashVariant::kRows64Ldmatrix: return "clustersim-flash (mma.sync, 64 rows, ldmatrix)";
+    case FlashVariant::kRows64Plain: return "clustersim-flash (mma.sync, 64 rows)";
+  }
+  return "?";
 }
 
 cudaError_t reference_attention_forward(const void* q, const void* k, const void* v, float* out,

@@ -16,11 +16,15 @@ struct AttentionShape {
   bool causal = false;
 };
 
-// REQUIRES: seq % 64 == 0, head_dim in {64, 128}; pointers to device memory. `v_ldmatrix`
-// picks how V fragments are read (ldmatrix.trans, or two 16-bit loads per register).
-// Returns the launch error, if any.
+// The kernel's variants: 128 query rows (8 warps) or 64 (4 warps) per block; V fragments read
+// with ldmatrix.trans, or with two 16-bit loads per register (the plainest, the fallback).
+enum class FlashVariant { kRows128Ldmatrix, kRows64Ldmatrix, kRows64Plain };
+const char* to_string(FlashVariant v);
+
+// REQUIRES: seq a multiple of the variant's rows (128 or 64), head_dim in {64, 128}; pointers
+// to device memory. Returns the launch error, if any.
 cudaError_t flash_attention_forward(const void* q, const void* k, const void* v, void* o,
-                                    const AttentionShape& shape, bool v_ldmatrix,
+                                    const AttentionShape& shape, FlashVariant variant,
                                     cudaStream_t stream);
 
 // out (fp32, same layout) = softmax(QK^T / sqrt(d)) V, computed plainly. Slow: checks only.

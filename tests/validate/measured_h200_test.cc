@@ -1,0 +1,170 @@
+// Tests against the measurements committed under scenarios/measurements/ (2 x H200, NVLink,
+// device runs of 2026-11-30; validate/NOTES.md): the nccl-tests arithmetic reproduces every
+// line nccl-tests printed, the NCCL_DEBUG=INFO log parses to the transports the run recorded,
+// and the committed measurement files meet issue 5's checks.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "validate/collective_math.h"
+#include "validate/measurement.h"
+#include "validate/nccl_log.h"
+#include "validate/nccl_tests_output.h"
+
+using namespace clustersim::validate;
+
+namespace {
+
+std::string data_path(const std::string& name) {
+  return std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/measurements/" + name;
+}
+
+std::string read_text(const std::string& name) {
+  std::ifstream in(data_path(name));
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_SUITE("validate") {
+  TEST_CASE("nccl-tests output: the header names op and ranks, N/A reads as unchecked") {
+    const char* text =
+        "# Collective test starting: sendrecv_perf\n"
+        "#  Rank  0 Group  0 Pid   1 on vm device  0 [0000:00:06] NVIDIA H200\n"
+        "#  Rank  1 Group  0 Pid   1 on vm device  1 [0000:00:07] NVIDIA H200\n"
+        "   268435456      67108864     float     sum      -1   872.58  307.63  307.63       0"
+        "   884.38  303.53  303.53    N/A\n"
+        "# Avg bus bandwidth    : 104.5\n";
+    std::vector<CollectiveRow> rows = parse_nccl_tests_output(text);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].op == "sendrecv");
+    CHECK(rows[0].ranks == 2);
+    CHECK(rows[0].count == 67108864);
+    CHECK(rows[0].out_of_place.time_us == doctest::Approx(872.58));
+    CHECK(rows[0].out_of_place.wrong == 0);
+    CHECK(rows[0].in_place.wrong == -1);
+  }
+
+  TEST_CASE("measured: our shapes and bandwidth formulas reproduce every nccl-tests line") {
+    for (const char* file : {"nccl-tests-2gpu.txt", "nccl-tests-1gpu.txt"}) {
+      CAPTURE(file);
+      std::vector<CollectiveRow> rows = parse_nccl_tests_output(read_text(file));
+      REQUIRE(rows.size() > 60);
+      for (const CollectiveRow& r : rows) {
+        CAPTURE(r.op);
+        CAPTURE(r.size_bytes);
+        CollectiveOp op;
+        REQUIRE(parse_collective_op(r.op, &op));
+        // nccl-tests names the requested size in its sweep; its size column is what was moved.
+        const CollectiveShape shape = collective_shape(op, r.size_bytes, 4, r.ranks);
+        CHECK(shape.size_bytes == r.size_bytes);
+        CHECK(shape.count == r.count);
+        for (const CollectiveTiming& t : {r.out_of_place, r.in_place}) {
+          const double alg = algbw_GBps(r.size_bytes, t.time_us * 1e-6);
+          // Both printed with 2 decimals: allow the time's rounding (0.005 us, which is 1% of a
+          // 0.5 us in-place no-op on one GPU) plus the bandwidth's own (0.005 GB/s).
+          const double rounding = 0.0051 / t.time_us + 1e-4;
+          if (t.algbw_GBps >= 1e5) {  // printed "2e+06": one significant digit
+            CHECK(alg / t.algbw_GBps == doctest::Approx(1.0).epsilon(0.5));
+            continue;
+          }
+          CHECK(std::abs(alg - t.algbw_GBps) <= 0.006 + rounding * alg);
+          CHECK(std::abs(alg * bus_bandwidth_factor(op, r.ranks) - t.busbw_GBps) <=
+                0.006 + rounding * alg);
+        }
+      }
+    }
+  }
+
+  TEST_CASE("measured: the NCCL_DEBUG=INFO log of the 2-GPU run shows NVLink P2P both ways") {
+    NcclLogSummary s = parse_nccl_log(read_text("nccl-debug-info-2xh200.log"));
+    CHECK(s.versions == std::vector<std::string>{"2.28.9+cuda13.0"});
+    CHECK_FALSE(uses_socket_transport(s));
+    std::vector<TransportRecord> t = transports_per_peer(s);
+    REQUIRE(t.size() == 2);
+    CHECK(t[0].rank == 0);
+    CHECK(t[0].peer == 1);
+    CHECK(t[0].detail == "P2P/direct");
+    CHECK(t[1].rank == 1);
+    CHECK(t[1].transport == "P2P");
+    auto m = read_measurement_file(data_path("h200-2gpu.json"));
+    REQUIRE(m.ok());
+    REQUIRE(m->transports.size() == 2);
+    CHECK(m->transports[0].channels == t[0].channels);
+  }
+
+  TEST_CASE("measured: 2 x H200 file is complete, identifies the GPUs and has no wrong element") {
+    auto m = read_measurement_file(data_path("h200-2gpu.json"));
+    REQUIRE(m.ok());
+    CHECK(m->complete);
+    CHECK(m->errors.empty());
+    CHECK(m->run.world_size == 2);
+    CHECK(m->run.wall_time_s < 300);  // issue 5: under 5 minutes on two H200s
+    REQUIRE(m->gpus.size() == 2);
+    for (const GpuInfo& g : m->gpus) {
+      CHECK(g.catalog_id == "h200-sxm");
+      CHECK(g.pci.nvml_pci_device_id == 0x233510DEu);
+      CHECK(g.sm_count == 132);
+      CHECK(g.nvlink_active == 18);
+    }
+    // all_gather, reduce_scatter, alltoall: 8 B and 16 B leave no 16-byte share per rank.
+    CHECK(m->collectives.size() == 6 * 31 - 3 * 2);
+    for (const CollectiveRow& r : m->collectives) {
+      CHECK(r.out_of_place.wrong == 0);
+      const bool unchecked = r.op == "alltoall" || r.op == "sendrecv";
+      CHECK(r.in_place.wrong == (unchecked ? -1 : 0));
+    }
+  }
+
+  TEST_CASE("measured: all_reduce busbw 256 MiB - 8 GiB within 3% of nccl-tests in the same call") {
+    auto m = read_measurement_file(data_path("h200-2gpu.json"));
+    REQUIRE(m.ok());
+    std::map<std::pair<std::string, std::uint64_t>, CollectiveRow> nt;
+    for (const CollectiveRow& r : parse_nccl_tests_output(read_text("nccl-tests-2gpu.txt"))) {
+      nt[{r.op, r.size_bytes}] = r;
+    }
+    int compared = 0;
+    for (const CollectiveRow& r : m->collectives) {
+      if (r.op != "all_reduce" || r.size_bytes < (256u << 20)) continue;
+      const CollectiveRow& ref = nt.at({r.op, r.size_bytes});
+      CHECK(r.out_of_place.busbw_GBps == doctest::Approx(ref.out_of_place.busbw_GBps).epsilon(0.03));
+      CHECK(r.in_place.busbw_GBps == doctest::Approx(ref.in_place.busbw_GBps).epsilon(0.03));
+      ++compared;
+    }
+    CHECK(compared == 6);
+  }
+
+  TEST_CASE("measured: sustained bf16 GEMM reaches 90% of a plain torch.matmul loop") {
+    auto m = read_measurement_file(data_path("h200-2gpu.json"));
+    REQUIRE(m.ok());
+    // torch-sdpa-matmul-h200.json, same machine and call: torch.matmul bf16 8192^3, random.
+    const std::string torch = read_text("torch-sdpa-matmul-h200.json");
+    const auto at = torch.find("\"m\": 8192");
+    REQUIRE(at != std::string::npos);
+    const auto tf = torch.find("\"tflops\": ", at);
+    const double torch_tflops = std::stod(torch.substr(tf + 10));
+    CHECK(torch_tflops > 600);
+    int burns = 0;
+    for (const GemmRate& g : m->gemm) {
+      if (!g.sustained) continue;
+      ++burns;
+      CHECK(g.seconds >= 30);
+      CHECK(g.tflops >= 0.9 * torch_tflops);
+    }
+    CHECK(burns == 2);
+  }
+
+  TEST_CASE("measured: the run stopped by SIGINT left a valid partial file") {
+    auto m = read_measurement_file(data_path("h200-2gpu-interrupted.json.partial"));
+    REQUIRE(m.ok());
+    CHECK_FALSE(m->complete);
+    CHECK(m->sections_done == std::vector<std::string>{"identity", "collectives", "bandwidth"});
+    CHECK(m->collectives.size() > 100);
+    CHECK(m->gemm.empty());
+  }
+}
