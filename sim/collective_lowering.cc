@@ -62,10 +62,13 @@ class Lowering {
   // A GPU-to-GPU flow; `edge` makes the connection id unique within the collective.
   void flow(size_t ph, int src, int dst, double bytes, std::uint64_t edge) {
     if (src == dst || bytes <= 0) return;
-    const std::uint64_t id =
-        mix(mix(comm_index_ * 0x100000001ULL + edge) ^ static_cast<std::uint64_t>(shape_.op));
-    FabricRoute r = fabric_.route(src, dst, id);
-    phase(ph).push_back({std::move(r.resources), bytes, fabric_.window_cap_Bps(r)});
+    const int qps = src / gpn_ == dst / gpn_ ? 1 : std::max(1, options_.qps_per_connection);
+    for (int q = 0; q < qps; ++q) {
+      const std::uint64_t id = mix(mix(comm_index_ * 0x100000001ULL + edge) ^
+                                   static_cast<std::uint64_t>(shape_.op) ^ (std::uint64_t(q) << 40));
+      FabricRoute r = fabric_.route(src, dst, id);
+      phase(ph).push_back({std::move(r.resources), bytes / qps, fabric_.window_cap_Bps(r)});
+    }
   }
   void flow_on(size_t ph, std::vector<int> route, double bytes, double cap = 0) {
     if (route.empty() || bytes <= 0) return;

@@ -44,6 +44,10 @@ struct LoweringOptions {
   // NCCL's channels (connections) per NIC for rings and trees across nodes; more channels mean
   // more distinct flows for an ECMP hash to spread (nccl #320, two per NIC).
   int channels_per_nic = 2;
+  // Queue pairs per connection across nodes (NCCL_IB_QPS_PER_CONNECTION, default 1): a channel's
+  // bytes split evenly over this many flows, each hashed on its own by ECMP. Raising it is the
+  // mitigation Meta used against ECMP collisions (Gangidi et al., SIGCOMM 2024, sec. 5).
+  int qps_per_connection = 1;
   // Symmetry: the NVLink segments of a ring or tree are the same on every node, so simulate them
   // on each communicator's first node only (their time is the same; the NICs and the fabric,
   // where nodes differ, are simulated everywhere). Exact unless intra-node flows share NVLink

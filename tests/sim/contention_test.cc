@@ -95,6 +95,19 @@ TEST_SUITE("sim") {
     CHECK(ecmp < 12 * adaptive);
   }
 
+  TEST_CASE("more queue pairs per connection spread ECMP collisions (Meta's mitigation)") {
+    SimParams one, many;
+    many.lowering.qps_per_connection = 8;
+    const auto g = hosts(1.0, Routing::kEcmp);
+    const double adaptive = strided_all_reduce_s(hosts(1.0, Routing::kAdaptive), one);
+    const double ecmp1 = strided_all_reduce_s(g, one);
+    const double ecmp8 = strided_all_reduce_s(g, many);
+    CAPTURE(ecmp1);
+    CAPTURE(ecmp8);
+    CHECK(ecmp8 < ecmp1);
+    CHECK(ecmp8 >= adaptive * (1 - 1e-9));
+  }
+
   TEST_CASE("ECMP is deterministic: the same seed gives the same collisions") {
     SimParams params;
     const auto g = hosts(1.0, Routing::kEcmp);

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# `clustersim compare`: the RoCE vs InfiniBand pair of the same 256-GPU cluster side by side with
+# the simulator (table, differences and why, JSON, a scaling plot through gnuplot), the analytic
+# engine, and bad input (one scenario, unknown engine, plot format) exiting 2.
+# Usage: compare_cli.sh <clustersim binary> <source dir>
+set -u
+bin="$1"
+src="$2"
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+ib="$src/scenarios/ib-256gpu.yaml"
+roce="$src/scenarios/roce-256gpu.yaml"
+
+# Human report: both designs, the breakdown, saturation per tier, the differences and why.
+if "$bin" compare "$ib" "$roce" >"$tmp/out.txt" 2>"$tmp/err.txt"; then
+  for want in "ib-256gpu-h100" "roce-256gpu-h100" "step time" "tokens/s" "MFU" "exposed DP" \
+              "busiest link per tier" "cost per M tokens" "roce-256gpu-h100 vs ib-256gpu-h100" \
+              "protocol efficiency"; do
+    grep -qF -- "$want" "$tmp/out.txt" || fail "compare output lacks '$want'"
+  done
+else
+  fail "compare exited $? ($(cat "$tmp/err.txt"))"
+fi
+
+# JSON: two designs, RoCE slower than InfiniBand (its NICs deliver 90% vs 94%), reasons given.
+if "$bin" compare "$ib" "$roce" --json >"$tmp/out.json" 2>"$tmp/err.txt"; then
+  python3 - "$tmp/out.json" <<'PY' || fail "compare --json content"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["engine"] == "des", d["engine"]
+ib, roce = d["designs"]
+assert ib["scenario"] == "ib-256gpu-h100" and roce["scenario"] == "roce-256gpu-h100"
+assert roce["step_time_s"] > ib["step_time_s"] > 0
+diff = d["differences"][0]
+assert 1.0 < diff["step_time_ratio"] < 1.2, diff["step_time_ratio"]
+assert any("94%" in r and "90%" in r for r in diff["reasons"]), diff["reasons"]
+for des in d["designs"]:
+    assert des["fabric"]["patterns"], "simulated patterns missing"
+    assert set(des["breakdown_s"]["exposed_comm"]) == {"dp", "tp", "pp", "cp"}
+PY
+else
+  fail "compare --json exited $? ($(cat "$tmp/err.txt"))"
+fi
+
+# Analytic engine: the same designs, no fabric section.
+if "$bin" compare "$ib" "$roce" --engine analytic --json >"$tmp/an.json" 2>"$tmp/err.txt"; then
+  python3 -c "
+import json, sys
+d = json.load(open('$tmp/an.json'))
+assert d['engine'] == 'analytic' and 'fabric' not in d['designs'][0]
+" || fail "compare --engine analytic content"
+else
+  fail "compare --engine analytic exited $?"
+fi
+
+# Scaling plot through gnuplot (when installed): a PNG file, and an SVG.
+if command -v gnuplot >/dev/null 2>&1; then
+  if "$bin" compare "$ib" "$roce" --plot "$tmp/scaling.png" >"$tmp/plot.txt" 2>"$tmp/err.txt"; then
+    head -c 8 "$tmp/scaling.png" | od -An -c | grep -q "P   N   G" || fail "--plot did not write a PNG"
+    grep -qF "Scaling plot" "$tmp/plot.txt" || fail "compare does not name the plot"
+  else
+    fail "compare --plot exited $? ($(cat "$tmp/err.txt"))"
+  fi
+  "$bin" compare "$ib" "$roce" --engine analytic --plot "$tmp/scaling.svg" >/dev/null 2>&1 &&
+    grep -q "<svg" "$tmp/scaling.svg" || fail "--plot .svg did not write an SVG"
+fi
+
+# Bad input: exit 2 with a message.
+"$bin" compare "$ib" >/dev/null 2>"$tmp/err.txt"
+[ $? -eq 2 ] || fail "one scenario should exit 2"
+"$bin" compare "$ib" "$roce" --engine fast >/dev/null 2>"$tmp/err.txt"
+[ $? -eq 2 ] && grep -q "engine" "$tmp/err.txt" || fail "unknown engine should exit 2 naming --engine"
+"$bin" compare "$ib" "$roce" --plot "$tmp/x.gif" >/dev/null 2>"$tmp/err.txt"
+[ $? -eq 2 ] && grep -q ".png or .svg" "$tmp/err.txt" || fail "a .gif plot should exit 2"
+"$bin" compare "$ib" "$tmp/missing.yaml" >/dev/null 2>"$tmp/err.txt"
+[ $? -eq 2 ] || fail "a missing scenario should exit 2"
+
+[ "$fails" -eq 0 ] && echo "compare_cli: ok"
+exit $((fails > 0))

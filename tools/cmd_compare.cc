@@ -1,0 +1,462 @@
+// `clustersim compare A.yaml B.yaml [...]`: several designs side by side (the seed's question:
+// RoCE or InfiniBand for the same cluster?). For each: step time, tokens/s, MFU, where the step
+// goes (compute, exposed communication per dimension, bubble), memory, cost; with the simulator
+// (default) also which fabric tiers the step's collectives saturate and how much contention
+// slowed them. Then the differences against the first design and why, and with --plot a scaling
+// plot (tokens/s against GPUs, each design grown and shrunk by whole nodes at the same per-
+// pipeline batch) drawn by gnuplot into a PNG or SVG.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/cost_model.h"
+#include "models/step_model.h"
+#include "models/units.h"
+#include "sim/step_sim.h"
+#include "tools/calibration_option.h"
+#include "tools/command_registry.h"
+#include "tools/scenario_input.h"
+#include "tools/text_table.h"
+
+namespace clustersim::tools {
+namespace {
+
+using models::format_significant;
+using models::format_time;
+using Align = TextTable::Align;
+
+struct CompareArgs {
+  std::vector<std::string> scenarios;
+  std::string engine = "des";
+  std::string plot;
+  bool json = false;
+};
+
+// One design evaluated by one engine.
+struct Design {
+  models::Scenario scenario;
+  models::StepParams params;
+  models::StepResult step;
+  std::optional<sim::DesStepResult> des;
+  models::RunCost cost;
+  std::vector<std::pair<int, double>> scaling;  // (GPUs, tokens/s)
+};
+
+models::Result<models::StepResult> evaluate(const models::Scenario& s, const models::StepParams& p,
+                                            bool des, std::optional<sim::DesStepResult>* out) {
+  if (!des) return models::predict_step(s, p);
+  auto r = sim::simulate_step(s, p);
+  if (!r) return models::Error{r.message()};
+  models::StepResult step = r->step;
+  if (out) *out = std::move(r).value();
+  return step;
+}
+
+models::Result<Design> load_design(const std::string& path, bool des) {
+  auto s = load_scenario_or_default(path);
+  if (!s) return models::Error{s.message()};
+  Design d;
+  d.scenario = std::move(s).value();
+  d.params = models::default_step_params(d.scenario.cluster);
+  auto cal = calibration_for("", d.scenario.calibration_path, d.scenario.cluster);
+  if (!cal) return models::Error{cal.message()};
+  if (*cal) {
+    auto applied = models::apply_calibration(**cal, d.scenario.cluster,
+                                             d.scenario.workload.precision, &d.params);
+    if (!applied) return models::Error{applied.message()};
+  }
+  auto step = evaluate(d.scenario, d.params, des, &d.des);
+  if (!step) return models::Error{d.scenario.path + ": " + step.message()};
+  d.step = std::move(step).value();
+  d.cost = models::estimate_run_cost(d.scenario, d.step);
+  return d;
+}
+
+// The design grown or shrunk to `factor` x its nodes with the same TP, PP, CP and micro-batches
+// per pipeline (weak scaling: the global batch follows DP). nullopt when it does not divide.
+std::optional<models::Scenario> scaled(const models::Scenario& base, double factor) {
+  models::Scenario s = base;
+  const double nodes = base.cluster.nodes * factor;
+  if (nodes < 1 || std::abs(nodes - std::round(nodes)) > 1e-9) return std::nullopt;
+  s.cluster.nodes = static_cast<int>(std::lround(nodes));
+  auto& par = s.workload.parallelism;
+  const int model_parallel = par.tp * par.pp * par.cp;
+  const int gpus = s.cluster.total_gpus();
+  if (gpus % model_parallel != 0) return std::nullopt;
+  const int dp = gpus / model_parallel;
+  if (dp < 1 || (base.workload.global_batch * static_cast<long long>(dp)) % par.dp != 0) {
+    return std::nullopt;
+  }
+  s.workload.global_batch = static_cast<int>(base.workload.global_batch * static_cast<long long>(dp) / par.dp);
+  par.dp = dp;
+  return s;
+}
+
+void compute_scaling(Design& d, bool des) {
+  for (double f : {0.125, 0.25, 0.5, 1.0, 2.0}) {
+    auto s = scaled(d.scenario, f);
+    if (!s || s->cluster.total_gpus() > 32768) continue;
+    if (f == 1.0) {
+      d.scaling.push_back({d.step.gpus, d.step.tokens_per_s});
+      continue;
+    }
+    auto step = evaluate(*s, d.params, des, nullptr);
+    if (step) d.scaling.push_back({step->gpus, step->tokens_per_s});
+  }
+}
+
+std::string pct(double part, double whole) {
+  return whole > 0 ? format_significant(100 * part / whole, 3) + "%" : "-";
+}
+std::string signed_pct(double ratio) {
+  const double p = 100 * (ratio - 1);
+  return (p >= 0 ? "+" : "") + format_significant(p, 3) + "%";
+}
+
+std::string network_line(const models::Scenario& s) {
+  const auto& n = s.cluster.node;
+  const auto& f = s.cluster.fabric;
+  if (n.nics_per_node == 0) return "one node, no fabric";
+  std::string out = std::to_string(n.nics_per_node) + " x " + n.nic.id + " (" +
+                    models::format_bandwidth_bits(n.nic.line_rate_Bps * n.links_per_nic) + ", " +
+                    pct(n.nic.protocol_efficiency, 1) + ")";
+  out += ", " + std::string(models::to_string(f.topology));
+  if (f.topology == models::TopologyKind::kFatTree) out += " " + std::to_string(f.tiers) + "-tier";
+  out += ", " + std::string(models::to_string(f.routing));
+  if (f.oversubscription > 1) out += ", " + format_significant(f.oversubscription, 3) + ":1";
+  if (f.in_network_reduction) out += ", SHARP";
+  return out;
+}
+
+// The busiest resource of each tier over the step's collective patterns.
+std::vector<sim::TierLoad> busiest_tiers(const sim::DesStepResult& r) {
+  std::vector<sim::TierLoad> out;
+  for (const auto& p : r.patterns)
+    for (const auto& t : p.loads) {
+      auto it = std::find_if(out.begin(), out.end(), [&](const auto& o) { return o.tier == t.tier; });
+      if (it == out.end()) {
+        out.push_back(t);
+      } else if (t.max_utilisation > it->max_utilisation) {
+        *it = t;
+      }
+    }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.tier < b.tier; });
+  return out;
+}
+
+std::string saturation_line(const Design& d) {
+  if (!d.des) return "-";
+  std::string out;
+  for (const auto& t : busiest_tiers(*d.des)) {
+    if (!out.empty()) out += ", ";
+    out += std::string(sim::to_string(t.tier)) + " " + pct(t.max_utilisation, 1);
+  }
+  return out.empty() ? "-" : out;
+}
+
+// Why `b` differs from the baseline `a`: the step components that moved, largest first, with
+// what in the designs explains them.
+std::vector<std::string> reasons(const Design& a, const Design& b) {
+  std::vector<std::pair<double, std::string>> moved;
+  const auto& x = a.step.breakdown;
+  const auto& y = b.step.breakdown;
+  const double base = a.step.step_time_s;
+  auto consider = [&](const char* what, double va, double vb) {
+    const double delta = vb - va;
+    if (std::abs(delta) > 0.01 * base) {
+      moved.push_back({std::abs(delta), std::string(what) + " " + (delta > 0 ? "+" : "-") +
+                                            format_time(std::abs(delta)) + " (" + format_time(va) +
+                                            " -> " + format_time(vb) + ")"});
+    }
+  };
+  consider("compute", x.compute_s, y.compute_s);
+  consider("exposed DP communication", x.dp.exposed_s, y.dp.exposed_s);
+  consider("exposed TP communication", x.tp.exposed_s, y.tp.exposed_s);
+  consider("exposed PP communication", x.pp.exposed_s, y.pp.exposed_s);
+  consider("exposed CP communication", x.cp.exposed_s, y.cp.exposed_s);
+  consider("pipeline bubble", x.bubble_s, y.bubble_s);
+  consider("optimizer", x.optimizer_s, y.optimizer_s);
+  std::sort(moved.begin(), moved.end(), [](const auto& p, const auto& q) { return p.first > q.first; });
+  std::vector<std::string> out;
+  for (auto& m : moved) out.push_back(std::move(m.second));
+
+  const auto& na = a.scenario.cluster.node;
+  const auto& nb = b.scenario.cluster.node;
+  if (na.nic.id != nb.nic.id || na.nics_per_node != nb.nics_per_node ||
+      na.links_per_nic != nb.links_per_nic) {
+    out.push_back("network: " + network_line(a.scenario) + " vs " + network_line(b.scenario));
+    if (na.nic.protocol_efficiency != nb.nic.protocol_efficiency) {
+      out.push_back("uncontended, the NICs deliver " + pct(na.nic.protocol_efficiency, 1) + " vs " +
+                    pct(nb.nic.protocol_efficiency, 1) +
+                    " of line rate (catalog protocol efficiency)");
+    }
+    const bool lossy = nb.nic.technology == models::LinkTechnology::kRoce ||
+                       nb.nic.technology == models::LinkTechnology::kEthernetTcp;
+    if (nb.nic.technology != na.nic.technology && lossy && b.des) {
+      double worst = 1;
+      for (const auto& p : b.des->patterns) worst = std::max(worst, p.slowdown());
+      out.push_back(
+          worst > 1.01
+              ? std::string(models::to_string(nb.nic.technology)) +
+                    " loses link capacity where flows collide (congestion control under incast "
+                    "and ECMP collisions; InfiniBand's credit flow control does not): see below"
+              : "no flows collide on this fabric (" +
+                    std::string(models::to_string(b.scenario.cluster.fabric.routing)) +
+                    " routing, no overloaded port), so " +
+                    std::string(models::to_string(nb.nic.technology)) +
+                    "'s congestion loss does not arise: only the protocol efficiency differs");
+    }
+  } else if (network_line(a.scenario) != network_line(b.scenario)) {
+    out.push_back("fabric: " + network_line(a.scenario) + " vs " + network_line(b.scenario));
+  }
+  if (b.des) {
+    for (const auto& p : b.des->patterns) {
+      if (p.slowdown() > 1.05) {
+        std::string busiest;
+        double u = 0;
+        for (const auto& t : p.loads)
+          if (t.max_utilisation > u) {
+            u = t.max_utilisation;
+            busiest = std::string(sim::to_string(t.tier)) + " " + t.busiest;
+          }
+        out.push_back(p.what + " ran " + format_significant(p.slowdown(), 3) +
+                      "x its uncontended time (busiest: " + busiest + " at " + pct(u, 1) + ")");
+      }
+    }
+  }
+  return out;
+}
+
+void print_table(const std::vector<Design>& ds, bool des) {
+  std::vector<std::string> header = {""};
+  for (const auto& d : ds) header.push_back(d.scenario.name);
+  TextTable t(header, [&] {
+    std::vector<Align> a = {Align::kLeft};
+    a.resize(header.size(), Align::kRight);
+    return a;
+  }());
+  auto row = [&](const std::string& what, auto&& cell) {
+    std::vector<std::string> r = {what};
+    for (const auto& d : ds) r.push_back(cell(d));
+    t.add_row(r);
+  };
+  row("GPUs", [](const Design& d) { return std::to_string(d.step.gpus); });
+  row("network", [](const Design& d) { return network_line(d.scenario); });
+  t.add_separator();
+  row("step time", [](const Design& d) { return format_time(d.step.step_time_s); });
+  row("tokens/s", [](const Design& d) { return models::format_count(d.step.tokens_per_s); });
+  row("tokens/s per GPU",
+      [](const Design& d) { return models::format_count(d.step.tokens_per_s / d.step.gpus); });
+  row("MFU", [](const Design& d) { return pct(d.step.mfu, 1); });
+  t.add_separator();
+  row("compute", [](const Design& d) { return format_time(d.step.breakdown.compute_s); });
+  row("exposed TP", [](const Design& d) { return format_time(d.step.breakdown.tp.exposed_s); });
+  row("exposed DP", [](const Design& d) { return format_time(d.step.breakdown.dp.exposed_s); });
+  row("exposed PP", [](const Design& d) { return format_time(d.step.breakdown.pp.exposed_s); });
+  row("exposed CP", [](const Design& d) { return format_time(d.step.breakdown.cp.exposed_s); });
+  row("hidden communication",
+      [](const Design& d) { return format_time(d.step.breakdown.hidden_comm_s()); });
+  row("pipeline bubble", [](const Design& d) { return format_time(d.step.breakdown.bubble_s); });
+  row("optimizer", [](const Design& d) { return format_time(d.step.breakdown.optimizer_s); });
+  if (des) {
+    t.add_separator();
+    row("busiest link per tier*", [](const Design& d) { return saturation_line(d); });
+    row("worst contention", [](const Design& d) {
+      double worst = 1;
+      for (const auto& p : d.des->patterns) worst = std::max(worst, p.slowdown());
+      return format_significant(worst, 3) + "x";
+    });
+  }
+  t.add_separator();
+  row("memory per GPU", [](const Design& d) {
+    return models::format_size(d.step.memory.total()) + (d.step.fits ? "" : " (no fit)");
+  });
+  row("cost per step", [](const Design& d) {
+    return d.cost.priced ? models::format_usd(d.cost.usd_per_step) : std::string("-");
+  });
+  row("cost per M tokens", [](const Design& d) {
+    return d.cost.priced ? models::format_usd(d.cost.usd_per_million_tokens) : std::string("-");
+  });
+  row("whole run", [](const Design& d) {
+    return d.cost.priced && d.cost.has_run ? models::format_usd(d.cost.run_usd) + " in " +
+                                                 format_time(d.cost.effective_run_time_s)
+                                           : std::string("-");
+  });
+  std::printf("%s", t.render(2).c_str());
+  if (des) {
+    std::printf("  * utilisation of the busiest link of each tier while the step's collectives run "
+                "(100%%: saturated)\n");
+  }
+  std::printf("\n");
+}
+
+// gnuplot from stdin; the data inline. Returns "" or what went wrong.
+std::string draw_plot(const std::vector<Design>& ds, const std::string& file) {
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+    return "gnuplot not found: install it (apt-get install gnuplot-nox) to draw --plot " + file;
+  }
+  const bool svg = file.size() > 4 && file.substr(file.size() - 4) == ".svg";
+  std::string script = svg ? "set terminal svg size 900,600 dynamic enhanced\n"
+                           : "set terminal pngcairo size 900,600 enhanced\n";
+  script += "set output '" + file + "'\n";
+  script += "set title 'Weak scaling: tokens/s against GPUs (same per-pipeline batch)'\n";
+  script += "set xlabel 'GPUs'\nset ylabel 'tokens/s'\nset logscale xy 2\nset grid\n";
+  script += "set key left top\nset format y '%.0s%c'\n";
+  std::string plots;
+  for (size_t i = 0; i < ds.size(); ++i) {
+    script += "$d" + std::to_string(i) + " << EOD\n";
+    for (const auto& [gpus, tps] : ds[i].scaling) {
+      script += std::to_string(gpus) + " " + format_significant(tps, 8) + "\n";
+    }
+    script += "EOD\n";
+    std::string title = ds[i].scenario.name;
+    std::replace(title.begin(), title.end(), '\'', ' ');
+    std::replace(title.begin(), title.end(), '_', '-');
+    plots += (i ? ", " : "plot ") + std::string("$d") + std::to_string(i) +
+             " using 1:2 with linespoints lw 2 pt 7 title '" + title + "'";
+  }
+  script += plots + "\n";
+  FILE* p = popen("gnuplot 2>&1", "w");
+  if (p == nullptr) return "could not start gnuplot";
+  std::fwrite(script.data(), 1, script.size(), p);
+  const int rc = pclose(p);
+  if (rc != 0) return "gnuplot failed (exit " + std::to_string(rc) + ") writing " + file;
+  return "";
+}
+
+nlohmann::json design_json(const Design& d) {
+  const auto& b = d.step.breakdown;
+  nlohmann::json j = {
+      {"scenario", d.scenario.name},
+      {"path", d.scenario.path},
+      {"gpus", d.step.gpus},
+      {"network", network_line(d.scenario)},
+      {"step_time_s", d.step.step_time_s},
+      {"tokens_per_s", d.step.tokens_per_s},
+      {"mfu", d.step.mfu},
+      {"memory_per_gpu_bytes", d.step.memory.total()},
+      {"fits", d.step.fits},
+      {"breakdown_s",
+       {{"compute", b.compute_s},
+        {"exposed_comm",
+         {{"dp", b.dp.exposed_s}, {"tp", b.tp.exposed_s}, {"pp", b.pp.exposed_s}, {"cp", b.cp.exposed_s}}},
+        {"hidden_comm", b.hidden_comm_s()},
+        {"bubble", b.bubble_s},
+        {"optimizer", b.optimizer_s}}},
+      {"cost",
+       {{"usd_per_step", d.cost.priced ? nlohmann::json(d.cost.usd_per_step) : nlohmann::json()},
+        {"usd_per_million_tokens",
+         d.cost.priced ? nlohmann::json(d.cost.usd_per_million_tokens) : nlohmann::json()},
+        {"run_usd", d.cost.priced && d.cost.has_run ? nlohmann::json(d.cost.run_usd) : nlohmann::json()}}},
+  };
+  if (d.des) {
+    nlohmann::json patterns = nlohmann::json::array();
+    for (const auto& p : d.des->patterns) {
+      nlohmann::json tiers = nlohmann::json::array();
+      for (const auto& t : p.loads) {
+        tiers.push_back({{"tier", sim::to_string(t.tier)},
+                         {"max_utilisation", t.max_utilisation},
+                         {"mean_utilisation", t.mean_utilisation},
+                         {"busiest", t.busiest}});
+      }
+      patterns.push_back({{"what", p.what},
+                          {"uncontended_s", p.uncontended_s},
+                          {"simulated_s", p.simulated_s},
+                          {"slowdown", p.slowdown()},
+                          {"tiers", tiers}});
+    }
+    j["fabric"] = {{"patterns", patterns}, {"critical_stage", d.des->critical_stage}};
+    j["analytic_step_time_s"] = d.des->analytic.step_time_s;
+  }
+  if (!d.scaling.empty()) {
+    nlohmann::json pts = nlohmann::json::array();
+    for (const auto& [g, t] : d.scaling) pts.push_back({{"gpus", g}, {"tokens_per_s", t}});
+    j["scaling"] = pts;
+  }
+  return j;
+}
+
+int run_compare(const CompareArgs& a) {
+  const std::string cmd = "compare";
+  if (a.engine != "des" && a.engine != "analytic") {
+    return fail_bad_input(cmd, "--engine: '" + a.engine + "' (des or analytic)");
+  }
+  if (a.scenarios.size() < 2) return fail_bad_input(cmd, "give at least two scenarios to compare");
+  if (!a.plot.empty()) {
+    const auto dot = a.plot.rfind('.');
+    const std::string ext = dot == std::string::npos ? "" : a.plot.substr(dot);
+    if (ext != ".png" && ext != ".svg") {
+      return fail_bad_input(cmd, "--plot " + a.plot + ": the file must end in .png or .svg");
+    }
+  }
+  const bool des = a.engine == "des";
+  std::vector<Design> ds;
+  for (const auto& path : a.scenarios) {
+    auto d = load_design(path, des);
+    if (!d) return fail_bad_input(cmd, d.message());
+    ds.push_back(std::move(d).value());
+  }
+  if (!a.plot.empty())
+    for (auto& d : ds) compute_scaling(d, des);
+
+  std::string plot_error;
+  if (!a.plot.empty()) plot_error = draw_plot(ds, a.plot);
+
+  if (a.json) {
+    nlohmann::json out = {{"engine", a.engine}, {"designs", nlohmann::json::array()},
+                          {"differences", nlohmann::json::array()}};
+    for (const auto& d : ds) out["designs"].push_back(design_json(d));
+    for (size_t i = 1; i < ds.size(); ++i) {
+      out["differences"].push_back({{"design", ds[i].scenario.name},
+                                    {"baseline", ds[0].scenario.name},
+                                    {"step_time_ratio", ds[i].step.step_time_s / ds[0].step.step_time_s},
+                                    {"tokens_per_s_ratio", ds[i].step.tokens_per_s / ds[0].step.tokens_per_s},
+                                    {"reasons", reasons(ds[0], ds[i])}});
+    }
+    if (!a.plot.empty()) out["plot"] = plot_error.empty() ? nlohmann::json(a.plot) : nlohmann::json();
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    std::printf("Comparison (%s)\n", des ? "discrete-event simulation on SimGrid: contention, "
+                                           "overlap and pipeline simulated"
+                                         : "analytic model: no contention between flows");
+    print_table(ds, des);
+    for (size_t i = 1; i < ds.size(); ++i) {
+      const double r = ds[i].step.step_time_s / ds[0].step.step_time_s;
+      std::printf("%s vs %s: step %s, tokens/s %s\n", ds[i].scenario.name.c_str(),
+                  ds[0].scenario.name.c_str(), signed_pct(r).c_str(),
+                  signed_pct(ds[i].step.tokens_per_s / ds[0].step.tokens_per_s).c_str());
+      for (const auto& why : reasons(ds[0], ds[i])) std::printf("  - %s\n", why.c_str());
+      std::printf("\n");
+    }
+    if (!a.plot.empty() && plot_error.empty()) {
+      std::printf("Scaling plot (tokens/s against GPUs) written to %s\n", a.plot.c_str());
+    }
+  }
+  if (!plot_error.empty()) {
+    std::fprintf(stderr, "clustersim compare: %s\n", plot_error.c_str());
+    return kExitBadInput;
+  }
+  return kExitOk;
+}
+
+const bool kRegistered = register_command(
+    {"compare", "several designs side by side (e.g. RoCE vs InfiniBand): step, cost, why", 40,
+     [](CLI::App& sub) -> CommandAction {
+       auto a = std::make_shared<CompareArgs>();
+       sub.add_option("scenarios", a->scenarios, "two or more scenario YAML files")->required();
+       sub.add_option("--engine", a->engine, "des (simulated, default) or analytic");
+       sub.add_option("--plot", a->plot,
+                      "write a scaling plot (tokens/s vs GPUs) with gnuplot to FILE.png or FILE.svg");
+       sub.add_flag("--json", a->json, "one JSON object instead of the table");
+       return [a] { return run_compare(*a); };
+     }});
+
+}  // namespace
+}  // namespace clustersim::tools
