@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -12,6 +13,8 @@
 #include "models/cost_model.h"
 #include "models/step_model.h"
 #include "models/units.h"
+#include "sim/chrome_trace.h"
+#include "sim/step_sim.h"
 #include "tools/calibration_option.h"
 #include "tools/command_registry.h"
 #include "tools/scenario_input.h"
@@ -33,6 +36,8 @@ struct PlanArgs {
   std::string scenario;
   std::string calibration;  // overlay file; "" = the scenario's calibration: key, if any
   bool json = false;
+  std::string engine = "analytic";  // or "des": the simulator (sim/step_sim.h)
+  std::string trace;                // des: Chrome trace JSON of the simulated step
 };
 
 std::string percent(double part, double whole) {
@@ -58,11 +63,12 @@ std::string parallelism_line(const models::WorkloadConfig& w, int micro_batches)
   return s;
 }
 
-void print_header(const models::Scenario& s, const models::StepResult& r) {
+void print_header(const models::Scenario& s, const models::StepResult& r,
+                  const char* engine = "analytic model") {
   const auto& c = s.cluster;
   const auto& n = c.node;
   const auto& w = s.workload;
-  std::printf("Plan for %s (%s): analytic model\n", s.name.c_str(), s.path.c_str());
+  std::printf("Plan for %s (%s): %s\n", s.name.c_str(), s.path.c_str(), engine);
   std::printf("  cluster   %d GPUs: %d nodes x %d %s on %s", r.gpus, c.nodes, n.gpus_per_node,
               n.gpu.id.c_str(), n.scale_up.id.c_str());
   if (n.nics_per_node > 0) {
@@ -241,7 +247,8 @@ void print_assumptions(const models::StepParams& p, const models::CostParams& co
 }
 
 nlohmann::json plan_json(const models::Scenario& s, const models::StepResult& r,
-                         const models::RunCost& c, const models::StepParams& params) {
+                         const models::RunCost& c, const models::StepParams& params,
+                         const char* engine = "analytic") {
   const auto& b = r.breakdown;
   const auto& m = r.memory;
   nlohmann::json comms = nlohmann::json::array();
@@ -266,7 +273,7 @@ nlohmann::json plan_json(const models::Scenario& s, const models::StepResult& r,
       models::memory_advice(s.workload, m, r.memory_capacity_bytes, params.memory);
   return {
       {"scenario", s.name},
-      {"engine", "analytic"},
+      {"engine", engine},
       {"gpus", r.gpus},
       {"micro_batches", r.micro_batches},
       {"step_time_s", r.step_time_s},
@@ -334,15 +341,44 @@ int run_plan(const PlanArgs& a) {
   }
   auto step = models::predict_step(*scenario, params);
   if (!step) return fail_bad_input("plan", scenario->path + ": " + step.message());
+  // --engine des: the same report from the discrete-event simulator.
+  const bool des = a.engine == "des";
+  if (a.engine != "des" && a.engine != "analytic") {
+    return fail_bad_input("plan", "--engine: '" + a.engine + "' (analytic or des)");
+  }
+  if (!a.trace.empty() && !des) return fail_bad_input("plan", "--trace needs --engine des");
+  double analytic_step_s = step->step_time_s;
+  if (des) {
+    sim::StepSimOptions options;
+    options.trace = !a.trace.empty();
+    auto simulated = sim::simulate_step(*scenario, params, options);
+    if (!simulated) return fail_bad_input("plan", scenario->path + ": " + simulated.message());
+    if (!a.trace.empty()) {
+      std::ofstream out(a.trace);
+      out << sim::chrome_trace_json(*simulated, scenario->name);
+      if (!out) return fail_bad_input("plan", "--trace " + a.trace + ": cannot write the file");
+    }
+    *step = simulated->step;
+  }
   const models::CostParams cost_params;
   const models::RunCost cost = models::estimate_run_cost(*scenario, *step, cost_params);
 
   if (a.json) {
-    std::printf("%s\n", plan_json(*scenario, *step, cost, params).dump(2).c_str());
+    nlohmann::json j = plan_json(*scenario, *step, cost, params, des ? "des" : "analytic");
+    if (des) j["analytic_step_time_s"] = analytic_step_s;
+    std::printf("%s\n", j.dump(2).c_str());
     return kExitOk;
   }
-  print_header(*scenario, *step);
+  print_header(*scenario, *step,
+               des ? "discrete-event simulation (SimGrid: contention, overlap, pipeline)"
+                   : "analytic model");
   print_step(*step);
+  if (des) {
+    std::printf("  (analytic model: step %s; simulated / analytic %s)\n\n",
+                format_time(analytic_step_s).c_str(),
+                format_significant(step->step_time_s / analytic_step_s, 4).c_str());
+  }
+  if (!a.trace.empty()) std::printf("Timeline of the step (Chrome trace, Perfetto): %s\n\n", a.trace.c_str());
   print_memory(*scenario, *step, params);
   print_breakdown(*step);
   const auto advice = models::step_advice(*scenario, *step);
@@ -363,6 +399,10 @@ const bool kRegistered = register_command(
        sub.add_flag("--json", a->json, "one JSON object (keys as SCENARIO.md gives them)");
        sub.add_option("--calibration", a->calibration,
                       "calibration overlay (clustersim calibrate); default: the scenario's");
+       sub.add_option("--engine", a->engine,
+                      "analytic (default) or des: the SimGrid simulation (contention, overlap)");
+       sub.add_option("--trace", a->trace,
+                      "with --engine des: write the step's timeline as Chrome trace JSON to FILE");
        return [a] { return run_plan(*a); };
      }});
 

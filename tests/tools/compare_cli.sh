@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `clustersim compare`: the RoCE vs InfiniBand pair of the same 256-GPU cluster side by side with
+# `clustersim compare` (and `plan --engine des --trace`, the simulator's other entry point):
+# the RoCE vs InfiniBand pair of the same 256-GPU cluster side by side with
 # the simulator (table, differences and why, JSON, a scaling plot through gnuplot), the analytic
 # engine, and bad input (one scenario, unknown engine, plot format) exiting 2.
 # Usage: compare_cli.sh <clustersim binary> <source dir>
@@ -66,6 +67,28 @@ if command -v gnuplot >/dev/null 2>&1; then
   "$bin" compare "$ib" "$roce" --engine analytic --plot "$tmp/scaling.svg" >/dev/null 2>&1 &&
     grep -q "<svg" "$tmp/scaling.svg" || fail "--plot .svg did not write an SVG"
 fi
+
+# plan --engine des: the simulated report, the analytic figure beside it, a Chrome trace.
+if "$bin" plan --engine des --trace "$tmp/step.json" >"$tmp/plan.txt" 2>"$tmp/err.txt"; then
+  grep -qF "discrete-event simulation" "$tmp/plan.txt" || fail "plan --engine des does not say so"
+  grep -qF "analytic model: step" "$tmp/plan.txt" || fail "plan --engine des lacks the analytic figure"
+  python3 - "$tmp/step.json" <<'PY' || fail "plan --trace is not a Chrome trace"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = [e for e in d["traceEvents"] if e["ph"] == "X"]
+assert len(ev) > 100 and all(e["dur"] >= 0 for e in ev)
+assert {e["cat"] for e in ev} >= {"compute", "tp", "dp"}, {e["cat"] for e in ev}
+PY
+else
+  fail "plan --engine des exited $? ($(cat "$tmp/err.txt"))"
+fi
+"$bin" plan --engine des --json | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+assert d['engine'] == 'des' and d['step_time_s'] > 0 and d['analytic_step_time_s'] > 0
+" || fail "plan --engine des --json"
+"$bin" plan --trace "$tmp/x.json" >/dev/null 2>"$tmp/err.txt"
+[ $? -eq 2 ] || fail "plan --trace without --engine des should exit 2"
 
 # Bad input: exit 2 with a message.
 "$bin" compare "$ib" >/dev/null 2>"$tmp/err.txt"
