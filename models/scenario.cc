@@ -57,6 +57,14 @@ std::string_view to_string(PipelineSchedule s) {
   return "?";
 }
 
+std::string_view to_string(NeighbourPlacement p) {
+  return p == NeighbourPlacement::kAfter ? "after" : "interleaved";
+}
+
+std::string_view to_string(NeighbourPattern p) {
+  return p == NeighbourPattern::kRing ? "ring" : "alltoall";
+}
+
 std::string SourceLocation::to_string() const {
   if (line <= 0) return file;
   return file + ":" + std::to_string(line) + ":" + std::to_string(column);
@@ -77,8 +85,8 @@ namespace {
 
 using Keys = std::span<const std::string_view>;
 
-constexpr std::string_view kTopKeys[] = {"name",    "cluster",     "workload",
-                                         "cost",    "reliability", "calibration"};
+constexpr std::string_view kTopKeys[] = {"name",        "cluster",     "workload",    "cost",
+                                         "reliability", "calibration", "interference"};
 constexpr std::string_view kClusterKeys[] = {"nodes", "node", "fabric", "storage"};
 constexpr std::string_view kNodeKeys[] = {"gpu", "gpus_per_node", "scale_up",
                                           "nics_per_node", "nic", "links_per_nic"};
@@ -96,6 +104,9 @@ constexpr std::string_view kParallelismKeys[] = {"tp",   "pp",        "dp",     
 constexpr std::string_view kCostKeys[] = {"gpu_hour"};
 constexpr std::string_view kReliabilityKeys[] = {"gpu_mtbf", "checkpoint_interval",
                                                  "restart_time"};
+constexpr std::string_view kInterferenceKeys[] = {"neighbour", "background", "seed"};
+constexpr std::string_view kNeighbourKeys[] = {"nodes", "placement", "pattern", "load"};
+constexpr std::string_view kBackgroundKeys[] = {"per_node"};
 
 // Edit distance, for "did you mean" suggestions.
 std::size_t edit_distance(std::string_view a, std::string_view b) {
@@ -526,6 +537,7 @@ class Loader {
   bool load_workload(const YAML::Node& node);
   bool load_parallelism(const YAML::Node& node, const std::string& path);
   bool load_model(const YAML::Node& node);
+  bool load_interference(const YAML::Node& node);
   bool check_combinations();
 
   Scenario sc_;
@@ -534,6 +546,36 @@ class Loader {
   bool switch_given_ = false;
   bool radix_given_ = false;
 };
+
+bool Loader::load_interference(const YAML::Node& node) {
+  static constexpr std::pair<std::string_view, NeighbourPlacement> kPlacements[] = {
+      {"after", NeighbourPlacement::kAfter}, {"interleaved", NeighbourPlacement::kInterleaved}};
+  static constexpr std::pair<std::string_view, NeighbourPattern> kPatterns[] = {
+      {"ring", NeighbourPattern::kRing}, {"alltoall", NeighbourPattern::kAllToAll}};
+  InterferenceConfig& in = sc_.interference;
+  const std::string path = "interference";
+  if (!open_map(node, path, kInterferenceKeys)) return false;
+  const YAML::Node n = node["neighbour"];
+  const std::string np = path + ".neighbour";
+  if (n.IsDefined() &&
+      (!open_map(n, np, kNeighbourKeys) || !read_int(n, np, "nodes", 0, &in.neighbour_nodes) ||
+       !read_enum(n, np, "placement", kPlacements, &in.placement) ||
+       !read_enum(n, np, "pattern", kPatterns, &in.pattern) ||
+       !read_quantity(n, np, "load", FieldKind::kFraction, false, &in.neighbour_load))) {
+    return false;
+  }
+  const YAML::Node b = node["background"];
+  const std::string bp = path + ".background";
+  if (b.IsDefined() &&
+      (!open_map(b, bp, kBackgroundKeys) ||
+       !read_quantity(b, bp, "per_node", FieldKind::kBandwidth, true, &in.background_per_node_Bps))) {
+    return false;
+  }
+  int seed = static_cast<int>(in.seed);
+  if (!read_int(node, path, "seed", 0, &seed)) return false;
+  in.seed = static_cast<std::uint64_t>(seed);
+  return true;
+}
 
 bool Loader::load_node(const YAML::Node& node, const std::string& path) {
   if (!open_map(node, path, kNodeKeys)) return false;
@@ -940,6 +982,8 @@ Result<Scenario> Loader::load(std::string_view text) {
                         &r.restart_s))) {
       return *error_;
     }
+    const YAML::Node interference = root["interference"];
+    if (interference.IsDefined() && !load_interference(interference)) return *error_;
     std::string calibration;
     if (!read_string(root, "", "calibration", &calibration)) return *error_;
     if (!calibration.empty()) {

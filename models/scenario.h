@@ -6,6 +6,7 @@
 // "file:line:col: key.path:". The loader never throws and never prints.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -118,6 +119,33 @@ struct ReliabilityConfig {
   double restart_s = 0;                // 0 = default
 };
 
+// Section `interference:` (read by the simulator, sim/; the analytic model has no contention and
+// ignores it): traffic of others sharing the fabric for the whole step. Defaults: none.
+//   interference:
+//     neighbour: {nodes: 32, placement: interleaved, pattern: ring, load: 0.8}
+//     background: {per_node: 20GB/s}
+//     seed: 7
+enum class NeighbourPlacement {
+  kAfter,        // its nodes follow ours (shares the spine and core tiers)
+  kInterleaved,  // ours and its alternate node by node (shares leaves and their uplinks too)
+};
+enum class NeighbourPattern {
+  kRing,      // a data-parallel ring all_reduce: each GPU streams to the next node's GPU
+  kAllToAll,  // each node streams to (up to 8) other neighbour nodes
+};
+std::string_view to_string(NeighbourPlacement p);
+std::string_view to_string(NeighbourPattern p);
+
+struct InterferenceConfig {
+  int neighbour_nodes = 0;  // neighbour.nodes: a second job's nodes, added to the cluster
+  NeighbourPlacement placement = NeighbourPlacement::kAfter;  // neighbour.placement
+  NeighbourPattern pattern = NeighbourPattern::kRing;          // neighbour.pattern
+  double neighbour_load = 1.0;  // neighbour.load: fraction of its NICs' rate it offers, (0, 1]
+  double background_per_node_Bps = 0;  // background.per_node: our nodes to random others
+  std::uint64_t seed = 1;              // seed: destinations of background traffic
+  bool any() const { return neighbour_nodes > 0 || background_per_node_Bps > 0; }
+};
+
 struct Scenario {
   std::string name;
   std::string path;  // file it came from ("<embedded>" for the default)
@@ -126,6 +154,7 @@ struct Scenario {
   CostConfig cost;
   ReliabilityConfig reliability;
   std::string calibration_path;  // resolved relative to the scenario file; "" = none
+  InterferenceConfig interference;
 
   // Where each key was given in the file (the key's own line:col), by dotted path
   // ("cluster.fabric.switch_radix", "cluster.node.gpu.bf16"), so that later stages (topology

@@ -2,14 +2,6 @@
 
 namespace clustersim::sim {
 
-std::string_view to_string(NeighbourPlacement p) {
-  return p == NeighbourPlacement::kAfter ? "after" : "interleaved";
-}
-
-std::string_view to_string(NeighbourPattern p) {
-  return p == NeighbourPattern::kRing ? "ring" : "alltoall";
-}
-
 models::Result<NodePlacement> place_nodes(int our_nodes, const Interference& interference) {
   if (our_nodes < 1 || interference.neighbour_nodes < 0) {
     return models::Error{"interference.neighbour.nodes: must be >= 0"};

@@ -742,7 +742,9 @@ models::Result<DesStepResult> simulate_step(const models::Scenario& scenario,
   auto analytic = models::predict_step(scenario, params);
   if (!analytic) return models::Error{analytic.message()};
   // 2. The fabric (with the neighbour's nodes, if any).
-  auto placement = place_nodes(scenario.cluster.nodes, options.interference);
+  const Interference& interference =
+      options.interference.any() ? options.interference : scenario.interference;
+  auto placement = place_nodes(scenario.cluster.nodes, interference);
   if (!placement) return models::Error{placement.message()};
   models::ClusterConfig cluster = scenario.cluster;
   cluster.nodes = placement->total_nodes;
@@ -760,7 +762,7 @@ models::Result<DesStepResult> simulate_step(const models::Scenario& scenario,
   layout.pp = par.pp;
   layout.gpn = scenario.cluster.node.gpus_per_node;
   layout.placement = *placement;
-  auto background = interference_flows(fabric, *placement, opt.interference, layout.gpn);
+  auto background = interference_flows(fabric, *placement, interference, layout.gpn);
   // 3. Patterns, the op graph, the run.
   DesStepResult out;
   out.analytic = *analytic;

@@ -36,6 +36,7 @@ namespace clustersim::sim {
 
 struct StepSimOptions {
   SimParams sim;
+  // Other traffic on the fabric; none given (any() false) means the scenario's `interference:`.
   Interference interference;
   bool trace = false;      // keep every op's timing for a Chrome trace (chrome_trace.h)
   int max_tasks = 20000;   // bound on the op graph; layers are grouped above it

@@ -182,6 +182,10 @@ TEST_SUITE("sim") {
     CAPTURE(quiet.step.step_time_s);
     CAPTURE(busy.step.step_time_s);
     CHECK(busy.step.step_time_s > 1.02 * quiet.step.step_time_s);
+    // The same interference given in the scenario (its `interference:` section).
+    models::Scenario with = s;
+    with.interference = o.interference;
+    CHECK(simulate(with).step.step_time_s == doctest::Approx(busy.step.step_time_s).epsilon(1e-9));
   }
 
   TEST_CASE("the Chrome trace has one event per op, per stage and stream") {
