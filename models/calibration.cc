@@ -36,8 +36,9 @@ std::string to_yaml_text(const Calibration& c) {
        "# check). Collectives: per op and communicator (ranks over nodes), size regimes with\n"
        "#   time = latency + size x busbw_factor(op, ranks) / busbw   for min_size <= size < the\n"
        "# next regime's min_size (nccl-tests' size column and busbw factor), measured under NCCL's\n"
-       "# own algorithm and protocol choice; residuals are relative, on the fitted rows. A busbw of\n"
-       "# 100000 GB/s marks a regime whose time does not grow with size (latency-bound).\n"
+       "# own algorithm and protocol choice; residuals are relative, on the fitted rows. Regimes\n"
+       "# join continuously; a regime's busbw is its marginal rate (time per extra byte), which in a\n"
+       "# latency-bound regime can exceed the link; 100000 GB/s marks one that does not grow.\n"
        "# GEMM / attention: efficiency = max_efficiency x w / (w + half), w = FLOPs (GEMM) or tokens.\n";
   y << "schema: " << kCalibrationSchema << "\n";
   y << "gpu: " << c.gpu << "\n";

@@ -12,16 +12,20 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// SSE and largest weighted residual of a candidate line.
+// Weighted SSE and relative residuals of a candidate line.
 void score(const std::vector<WeightedPoint>& pts, LineFit* f) {
   f->weighted_sse = 0;
-  f->max_abs_weighted_residual = 0;
+  f->max_rel_residual = 0;
+  double rel_sq = 0;
   for (const auto& p : pts) {
-    const double r = std::sqrt(p.weight) * (p.y - f->predict(p.x));
-    f->weighted_sse += r * r;
-    f->max_abs_weighted_residual = std::max(f->max_abs_weighted_residual, std::fabs(r));
+    const double r = p.y - f->predict(p.x);
+    f->weighted_sse += p.weight * r * r;
+    const double rel = p.y != 0 ? std::fabs(r / p.y) : 0;
+    rel_sq += rel * rel;
+    f->max_rel_residual = std::max(f->max_rel_residual, rel);
   }
   f->points = static_cast<int>(pts.size());
+  f->rms_rel_residual = pts.empty() ? 0 : std::sqrt(rel_sq / pts.size());
 }
 
 // Weighted least squares of y - fixed_part over one free column (x or 1): the 1-D normal
@@ -84,70 +88,124 @@ LineFit fit_line(const std::vector<WeightedPoint>& points, const LineBounds& bou
                            });
 }
 
+namespace {
+
+// The spline with these knots: its SSE and, when feasible (bounds kept), its pieces.
+struct SplineFit {
+  bool feasible = false;
+  double sse = 0;
+  std::vector<double> knots;
+  std::vector<double> intercepts, slopes;  // per piece
+};
+
+SplineFit fit_spline(const std::vector<WeightedPoint>& pts, const std::vector<double>& knots,
+                     const LineBounds& bounds) {
+  SplineFit f;
+  f.knots = knots;
+  const int n = static_cast<int>(pts.size());
+  const int m = static_cast<int>(knots.size());
+  Eigen::MatrixXd a(n, m + 2);
+  Eigen::VectorXd y(n);
+  for (int i = 0; i < n; ++i) {
+    const auto& p = pts[static_cast<std::size_t>(i)];
+    const double s = std::sqrt(p.weight);
+    a(i, 0) = s;
+    a(i, 1) = s * p.x;
+    for (int j = 0; j < m; ++j) a(i, j + 2) = s * std::max(0.0, p.x - knots[static_cast<std::size_t>(j)]);
+    y(i) = s * p.y;
+  }
+  Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(a);
+  if (qr.rank() < m + 2) return f;
+  const Eigen::VectorXd c = qr.solve(y);
+  f.sse = (a * c - y).squaredNorm();
+  // Piece k: slope b + sum_{j<k} c_j, intercept a - sum_{j<k} c_j k_j.
+  double intercept = c(0), slope = c(1);
+  f.feasible = intercept >= bounds.min_intercept && slope >= bounds.min_slope;
+  f.intercepts.push_back(intercept);
+  f.slopes.push_back(slope);
+  for (int j = 0; j < m; ++j) {
+    slope += c(j + 2);
+    intercept -= c(j + 2) * knots[static_cast<std::size_t>(j)];
+    f.feasible = f.feasible && slope >= bounds.min_slope && intercept >= bounds.min_intercept;
+    f.intercepts.push_back(intercept);
+    f.slopes.push_back(slope);
+  }
+  return f;
+}
+
+}  // namespace
+
 PiecewiseFit fit_piecewise(const std::vector<WeightedPoint>& points, const LineBounds& bounds,
                            const PiecewiseOptions& options) {
   CS_ASSERT(!points.empty(), "fit_piecewise needs at least one point");
   const int n = static_cast<int>(points.size());
-  const int min_pts = std::max(2, options.min_points);
-  auto whole = [&]() {
-    PiecewiseFit f;
-    f.segments.push_back({0, n - 1, fit_line(points, bounds)});
-    f.weighted_sse = f.segments[0].fit.weighted_sse;
-    f.max_abs_weighted_residual = f.segments[0].fit.max_abs_weighted_residual;
-    return f;
-  };
-  const int max_k = std::min(std::max(1, options.max_segments), n / min_pts);
-  if (max_k <= 1) return whole();
-
-  // Every admissible run [i, j]: its line and SSE. A run may not start between equal x (two
-  // runs of one size), so that a size belongs to one regime.
-  std::vector<std::vector<LineFit>> run(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    run[static_cast<std::size_t>(i)].resize(static_cast<std::size_t>(n));
-    for (int j = i + min_pts - 1; j < n; ++j) {
-      std::vector<WeightedPoint> sub(points.begin() + i, points.begin() + j + 1);
-      run[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = fit_line(sub, bounds);
-    }
+  // Candidate knots: the distinct sizes strictly inside the range.
+  std::vector<double> candidates;
+  for (int i = 1; i < n; ++i) {
+    if (points[i].x > points[i - 1].x && points[i].x < points[n - 1].x) candidates.push_back(points[i].x);
   }
-  auto can_start = [&](int i) { return i == 0 || points[i].x > points[i - 1].x; };
-  // best[k][j]: least SSE of points 0..j in k+1 runs; from[k][j]: where the last run starts.
-  std::vector<std::vector<double>> best(max_k, std::vector<double>(n, kInf));
-  std::vector<std::vector<int>> from(max_k, std::vector<int>(n, -1));
-  for (int j = min_pts - 1; j < n; ++j) best[0][j] = run[0][j].weighted_sse, from[0][j] = 0;
-  for (int k = 1; k < max_k; ++k) {
-    for (int j = 0; j < n; ++j) {
-      for (int i = min_pts; i + min_pts - 1 <= j; ++i) {
-        if (!can_start(i) || best[k - 1][i - 1] == kInf) continue;
-        const double s = best[k - 1][i - 1] + run[i][j].weighted_sse;
-        if (s < best[k][j]) best[k][j] = s, from[k][j] = i;
+  const double floor_sse = n * options.noise_floor * options.noise_floor;
+  auto bic = [&](double sse, int knots) {
+    return n * std::log(std::max(sse, floor_sse) / n) +
+           options.penalty_per_knot * knots * std::log(double(n));
+  };
+  // No knot: the bounded line.
+  const LineFit line = fit_line(points, bounds);
+  SplineFit best{true, line.weighted_sse, {}, {line.intercept}, {line.slope}};
+  double best_bic = bic(line.weighted_sse, 0);
+  std::vector<double> knots;
+  // Knots go in by least SSE whether or not the spline keeps the bounds yet (a knee may need two
+  // knots before it does); the kept count is the feasible one of least BIC.
+  for (int m = 1; m < options.max_segments && !candidates.empty(); ++m) {
+    SplineFit step;
+    std::size_t step_at = 0;
+    bool any = false;
+    for (std::size_t c = 0; c < candidates.size(); ++c) {
+      std::vector<double> trial = knots;
+      trial.insert(std::upper_bound(trial.begin(), trial.end(), candidates[c]), candidates[c]);
+      SplineFit f = fit_spline(points, trial, bounds);
+      if (f.slopes.empty()) continue;  // rank-deficient
+      // Feasible splines first, then the least SSE.
+      if (!any || (f.feasible && !step.feasible) ||
+          (f.feasible == step.feasible && f.sse < step.sse)) {
+        step = std::move(f);
+        step_at = c;
+        any = true;
       }
     }
-  }
-  // The segment count with the least BIC; SSE floored at the noise floor so that a perfect fit
-  // of few points does not win by -infinity.
-  PiecewiseFit chosen;
-  double best_bic = kInf;
-  const double floor_sse = n * options.noise_floor * options.noise_floor;
-  for (int k = 0; k < max_k; ++k) {
-    if (best[k][n - 1] == kInf) continue;
-    const double bic =
-        n * std::log(std::max(best[k][n - 1], floor_sse) / n) + options.penalty_per_segment * (k + 1) * std::log(n);
-    if (bic >= best_bic) continue;
-    best_bic = bic;
-    PiecewiseFit f;
-    for (int end = n - 1, kk = k; kk >= 0; --kk) {
-      const int start = from[kk][end];
-      f.segments.insert(f.segments.begin(), Segment{start, end, run[start][end]});
-      end = start - 1;
+    if (!any) break;
+    knots = step.knots;
+    candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(step_at));
+    const double b = bic(step.sse, m);
+    if (step.feasible && b < best_bic) {
+      best_bic = b;
+      best = step;
     }
-    f.weighted_sse = best[k][n - 1];
-    for (const auto& s : f.segments) {
-      f.max_abs_weighted_residual = std::max(f.max_abs_weighted_residual,
-                                             s.fit.max_abs_weighted_residual);
-    }
-    chosen = f;
   }
-  return chosen.segments.empty() ? whole() : chosen;
+  // The pieces, with their own points' residuals.
+  PiecewiseFit out;
+  for (std::size_t k = 0; k < best.slopes.size(); ++k) {
+    Segment s;
+    s.from_x = k == 0 ? 0 : best.knots[k - 1];
+    s.to_x = k < best.knots.size() ? best.knots[k] : kInf;
+    s.fit.intercept = best.intercepts[k];
+    s.fit.slope = best.slopes[k];
+    s.first = -1;
+    std::vector<WeightedPoint> own;
+    for (int i = 0; i < n; ++i) {
+      const bool first_piece_below = k == 0 && points[i].x < s.from_x;
+      if ((points[i].x >= s.from_x || first_piece_below) && points[i].x < s.to_x) {
+        if (s.first < 0) s.first = i;
+        s.last = i;
+        own.push_back(points[i]);
+      }
+    }
+    if (!own.empty()) score(own, &s.fit);
+    out.weighted_sse += s.fit.weighted_sse;
+    out.max_rel_residual = std::max(out.max_rel_residual, s.fit.max_rel_residual);
+    out.segments.push_back(s);
+  }
+  return out;
 }
 
 SaturatingFit fit_saturating(const std::vector<WeightedPoint>& points, double default_half) {
@@ -197,17 +255,6 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
-// Where regime k hands over to k+1: where their lines cross, if that lies between the last size
-// of one and the first of the other (the switch is then continuous in time); else the geometric
-// middle of the two sizes.
-double boundary(const LineFit& lo, const LineFit& hi, double last_lo_x, double first_hi_x) {
-  if (lo.slope != hi.slope) {
-    const double x = (hi.intercept - lo.intercept) / (lo.slope - hi.slope);
-    if (x > last_lo_x && x < first_hi_x) return x;
-  }
-  return std::sqrt(last_lo_x * first_hi_x);
-}
-
 void fit_collectives(const CalibrationInput& input, const CalibrationOptions& options,
                      Calibration* out) {
   std::map<std::tuple<int, int, int>, std::vector<const CollectiveSample*>> groups;
@@ -225,26 +272,23 @@ void fit_collectives(const CalibrationInput& input, const CalibrationOptions& op
     });
     std::vector<WeightedPoint> pts;
     for (const auto* s : samples) pts.push_back({s->size_bytes, s->time_s, 1.0 / (s->time_s * s->time_s)});
+    // A piece's busbw is its marginal rate (time per extra byte). In a latency-bound piece it may
+    // exceed the link: the transfer overlaps the fixed latency. Only its sign is bounded.
     const LineBounds bounds{0.0, factor / kFlatRegimeBusbwBps};
     const PiecewiseFit pw = fit_piecewise(pts, bounds, options.piecewise);
     CollectiveCalibration cc;
     cc.op = op;
     cc.ranks = ranks;
     cc.nodes = std::get<2>(key);
-    for (std::size_t k = 0; k < pw.segments.size(); ++k) {
-      const Segment& seg = pw.segments[k];
+    for (const Segment& seg : pw.segments) {
       CollectiveRegime r;
-      r.min_size_bytes = k == 0 ? 0
-                                : boundary(pw.segments[k - 1].fit, seg.fit,
-                                           pts[static_cast<std::size_t>(seg.first) - 1].x,
-                                           pts[static_cast<std::size_t>(seg.first)].x);
-      r.max_size_bytes = kInf;
-      if (k > 0) cc.regimes.back().max_size_bytes = r.min_size_bytes;
+      r.min_size_bytes = seg.from_x;
+      r.max_size_bytes = seg.to_x;
       r.latency_s = seg.fit.intercept;
       r.busbw_Bps = factor / seg.fit.slope;
       r.points = seg.fit.points;
-      r.rms_rel_residual = std::sqrt(seg.fit.weighted_sse / seg.fit.points);
-      r.max_rel_residual = seg.fit.max_abs_weighted_residual;
+      r.rms_rel_residual = seg.fit.rms_rel_residual;
+      r.max_rel_residual = seg.fit.max_rel_residual;
       cc.regimes.push_back(r);
     }
     out->collectives.push_back(std::move(cc));

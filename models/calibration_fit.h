@@ -17,8 +17,7 @@
 namespace clustersim::models {
 
 // One observation y at x with weight w (> 0). Relative least squares uses w = 1 / y^2, so that a
-// 10 us point and a 100 ms point count alike: the residual sqrt(w) (y - fit) is then the
-// relative error.
+// 10 us point and a 100 ms point count alike.
 struct WeightedPoint {
   double x = 0;
   double y = 0;
@@ -34,8 +33,9 @@ struct LineBounds {
 struct LineFit {
   double intercept = 0;
   double slope = 0;
-  double weighted_sse = 0;  // sum of w (y - fit)^2
-  double max_abs_weighted_residual = 0;  // max sqrt(w) |y - fit|: the max relative error
+  double weighted_sse = 0;     // sum of w (y - fit)^2
+  double rms_rel_residual = 0;  // sqrt(mean ((y - fit) / y)^2), what a report shows
+  double max_rel_residual = 0;  // max |y - fit| / |y|
   int points = 0;
   bool intercept_at_bound = false;  // the bound was active (the free fit went below it)
   bool slope_at_bound = false;
@@ -47,37 +47,41 @@ struct LineFit {
 // solution for two parameters). REQUIRES: at least one point, every weight > 0.
 LineFit fit_line(const std::vector<WeightedPoint>& points, const LineBounds& bounds);
 
-// A run of consecutive points (indices into the sorted input, inclusive) and its line.
+// One piece of a continuous piecewise-linear fit: the points [first, last] (indices into the
+// sorted input) and its line, valid for from_x <= x < to_x.
 struct Segment {
   int first = 0;
   int last = 0;
-  LineFit fit;
+  double from_x = 0;
+  double to_x = 0;  // +inf for the last piece
+  LineFit fit;      // intercept and slope of this piece; SSE over its own points
 };
 
 struct PiecewiseOptions {
-  int max_segments = 6;  // regimes at most
-  int min_points = 2;    // points per regime at least: two determine a line, the BIC decides
+  int max_segments = 12;  // pieces at most
   // Relative noise floor: fitting the rows better than this (rms) earns nothing in the BIC, so
-  // that two-point regimes (a perfect fit) do not win by -infinity. 1%: NCCL's run-to-run
-  // spread at one size.
+  // that interpolating every point does not win by -infinity. 1%: NCCL's run-to-run spread at
+  // one size (nccl-tests rounds on one node, scenarios/measurements/h200-2gpu-rounds/).
   double noise_floor = 0.01;
-  // BIC penalty per segment, in units of ln(n): 2 parameters plus a break point searched over
-  // every position (the search is worth more than one parameter: Zhang & Siegmund 2007 charge
-  // change points extra), so 5.
-  double penalty_per_segment = 5;
+  // BIC penalty per knot, in units of ln(n) (Schwarz 1978: one per parameter; a knot adds one
+  // slope change).
+  double penalty_per_knot = 1;
 };
 
 struct PiecewiseFit {
-  std::vector<Segment> segments;  // in x order
+  std::vector<Segment> segments;  // in x order, contiguous, continuous at the knots
   double weighted_sse = 0;
-  double max_abs_weighted_residual = 0;
+  double max_rel_residual = 0;
 };
 
-// Splits points sorted by x into contiguous segments and fits each line (fit_line), choosing the
-// split points by dynamic programming over every split (minimum total weighted SSE for each
-// segment count K) and K by the Bayesian information criterion n ln(SSE/n) + p K ln(n) (p =
-// penalty_per_segment; Schwarz 1978), so that noise does not buy regimes. Fewer
-// than 2 x min_points points: one segment. REQUIRES: points sorted by x, at least one.
+// A continuous piecewise-linear least-squares fit (a linear spline, y = a + b x + sum_j c_j
+// max(0, x - k_j)) with its knots k_j at sizes of the data: the alpha-beta law piece by piece
+// where NCCL changes protocol, algorithm or channel count with the size, without jumps. Knots are
+// added greedily (the one that lowers the weighted SSE most), only where every piece keeps
+// slope >= bounds.min_slope and intercept >= bounds.min_intercept (a latency), up to
+// max_segments - 1; the knot count kept is the feasible one of least BIC, n ln(SSE/n) + p m ln(n)
+// with SSE floored at n x noise_floor^2 (relative weights 1 / y^2 assumed). No knot: fit_line.
+// REQUIRES: points sorted by x, at least one, weights > 0.
 PiecewiseFit fit_piecewise(const std::vector<WeightedPoint>& points, const LineBounds& bounds,
                            const PiecewiseOptions& options);
 
@@ -139,8 +143,9 @@ struct CalibrationOptions {
 };
 
 // Fits everything the input allows: per (op, ranks, nodes) the piecewise alpha-beta regimes of
-// the time (relative weights, latency >= 0, busbw at most kFlatRegimeBusbwBps: a regime whose
-// time does not grow with size gets that, "no measurable size term"); GEMM efficiency over work per precision
+// the time (continuous piecewise alpha-beta, relative weights, latency >= 0, busbw at most
+// kFlatRegimeBusbwBps: a piece's busbw is its marginal rate, which in a latency-bound piece can
+// exceed the link, the transfer overlapping the fixed latency); GEMM efficiency over work per precision
 // (scaled to the sustained burn where one was run); attention efficiency over sequence length;
 // HBM efficiency; host link and peer-to-peer rates. Several runs of one size are all kept (the
 // fit averages them). Fails when the GPU is not in the catalog or nothing can be fitted.

@@ -3,6 +3,7 @@
 // overlay that `plan`, `collective` and `check` apply (--calibration FILE or a scenario's
 // `calibration:` key). Prints every fit with its residuals; --json prints the same as JSON.
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -27,7 +28,9 @@ struct CalibrateArgs {
   int max_regimes = models::PiecewiseOptions{}.max_segments;
 };
 
-std::string pct(double f) { return format_significant(100 * f, 3) + "%"; }
+std::string pct(double f) {
+  return std::fabs(f) < 5e-7 ? "0%" : format_significant(100 * f, 3) + "%";  // no 1e-14 noise
+}
 
 nlohmann::json calibration_json(const models::Calibration& c, const std::string& out) {
   using nlohmann::json;
@@ -168,9 +171,9 @@ const bool kRegistered = register_command(
        sub.add_option("-o,--out", a->out, "the overlay to write (YAML)")->required();
        sub.add_flag("--json", a->json, "print the fits as JSON");
        sub.add_option("--max-regimes", a->max_regimes,
-                      "size regimes per collective at most (piecewise alpha-beta)")
+                      "size regimes per collective at most (continuous piecewise alpha-beta)")
            ->capture_default_str()
-           ->check(CLI::Range(1, 12));
+           ->check(CLI::Range(1, 64));
        return [a] { return run_calibrate(*a); };
      }});
 

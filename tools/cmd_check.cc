@@ -38,7 +38,9 @@ struct CheckArgs {
   double max_error = 0;
 };
 
-std::string pct(double f) { return format_significant(100 * f, 3) + "%"; }
+std::string pct(double f) {
+  return std::fabs(f) < 5e-7 ? "0%" : format_significant(100 * f, 3) + "%";  // no 1e-14 noise
+}
 
 std::string value_text(const validate::ComparedRow& r, double v) {
   if (v <= 0) return "-";

@@ -48,6 +48,8 @@ constexpr double kAllReduceNvlsThresholdBps = 460e9;
 constexpr double kAllReduceRingThresholdBps = 350e9;
 constexpr int kAllReduceReferenceGpus = 8;
 constexpr double kAllReduceReferenceSize = 8 * models::kGiB;
+// How far below a threshold extrapolated to another GPU count a node may read before it fails.
+constexpr double kExtrapolationTolerance = 0.05;
 // Host links: pinned copies reach 48-55 GB/s on PCIe Gen5 x16 (Azure HPC checks, measured).
 constexpr double kHostLinkGen5Bps = 48e9;
 constexpr double kGen5x16Bps = 32e9 * 16 * 128 / 130 / 8;  // 63.0 GB/s raw per direction
@@ -491,9 +493,26 @@ AcceptanceCheck check_all_reduce_one_node(const Context& x, AcceptanceResult* ou
     c.why = "REFERENCE.md gives one-node thresholds for NVLink Hopper nodes only";
   } else {
     c.threshold = ">= " + format_bandwidth(threshold) + " busbw: " + how;
-    c.status = judged >= threshold ? CheckStatus::kPass : CheckStatus::kFail;
-    c.why = judged >= threshold
+    // REFERENCE.md's figure is for 8 GPUs. For other counts it is extrapolated by a model whose
+    // one-node ring busbw does not depend on the count, while measured 2-GPU rings run a few
+    // percent under 8-GPU ones (nccl-tests on 2 x H200: 344.9 GB/s at 8 GiB, scenarios/
+    // measurements/nccl-tests-2gpu.txt, vs 365-370 on 8, nccl-tests #309): within
+    // kExtrapolationTolerance below an extrapolated threshold is a WARN, not a FAIL.
+    const bool extrapolated = ranks != kAllReduceReferenceGpus;
+    const double fail_below = extrapolated ? (1 - kExtrapolationTolerance) * threshold : threshold;
+    c.status = judged >= threshold    ? CheckStatus::kPass
+               : judged >= fail_below ? CheckStatus::kWarn
+                                      : CheckStatus::kFail;
+    if (extrapolated) {
+      c.threshold += "; FAIL below " + format_bandwidth(fail_below) + " (extrapolated from 8 GPUs)";
+    }
+    c.why = c.status == CheckStatus::kPass
                 ? pct(judged / model_n) + " of the model's " + format_bandwidth(model_n)
+            : c.status == CheckStatus::kWarn
+                ? "short of the threshold by " + pct(1 - judged / threshold) +
+                      ", within the " + pct(kExtrapolationTolerance) +
+                      " uncertainty of extrapolating an 8-GPU reference to " +
+                      std::to_string(ranks) + " GPUs: inconclusive"
                 : "short of the threshold by " + pct(1 - judged / threshold) +
                       ": NVLink degraded, PCIe risers, or virtualized GPUs";
   }

@@ -63,8 +63,9 @@ int nodes_of(const Measurement& m, int ranks) {
 }
 
 double row_time_s(const CollectiveRow& row) {
-  if (row.out_of_place.time_us > 0) return row.out_of_place.time_us * 1e-6;
-  return row.in_place.time_us > 0 ? row.in_place.time_us * 1e-6 : 0;
+  const double oop = row.out_of_place.time_us, ip = row.in_place.time_us;
+  if (oop > 0 && ip > 0) return 0.5 * (oop + ip) * 1e-6;
+  return (oop > 0 ? oop : ip > 0 ? ip : 0) * 1e-6;
 }
 
 std::vector<std::string> nccl_disabled_algorithms(const Measurement& m) {

@@ -112,8 +112,9 @@ NcclLogReport analyze_nccl_log(std::string_view text) {
       add_distinct(r.algorithms, "tree");
     }
   }
-  // "24 coll channels, 0 collnet channels, 16 nvls channels, ...": the algorithms with channels.
-  for (const char* algo : {"collnet", "nvls"}) {
+  // "24 coll channels, 24 collnet channels, 16 nvls channels, ...": NVLS when it has channels.
+  // (NCCL prints the collnet count as the coll count whether or not CollNet runs: not evidence.)
+  for (const char* algo : {"nvls"}) {
     const auto at = r.channel_line.find(std::string(" ") + algo + " channels");
     if (at == std::string::npos) continue;
     const auto start = r.channel_line.find_last_of(", ", at - 1);
@@ -140,7 +141,10 @@ NcclLogReport analyze_nccl_log(std::string_view text) {
     auto it = r.environment.find(k);
     return it == r.environment.end() ? std::string() : it->second;
   };
-  if (socket_conn || (socket_net && multi_node)) {
+  // Data over sockets: a connection through NET/Socket, or the socket network on a multi-node
+  // job (one node's GPUs talk over P2P/SHM whatever the network).
+  const bool data_over_sockets = socket_conn || (socket_net && multi_node);
+  if (data_over_sockets) {
     add("error", "socket fallback: NCCL moves inter-node data over TCP sockets (NET/Socket)" +
                      std::string(socket_iface.empty() ? "" : " on " + socket_iface) +
                      ", at a fraction of the fabric's bandwidth. Check that the IB/RoCE devices "
@@ -155,7 +159,7 @@ NcclLogReport analyze_nccl_log(std::string_view text) {
     std::string first = ifname;
     if (!first.empty() && (first[0] == '=' || first[0] == '^')) first.erase(0, 1);
     first = first.substr(0, first.find(','));
-    if ((socket_conn || socket_net) && ethernet_like(first)) {
+    if (data_over_sockets && ethernet_like(first)) {
       add("error", "NCCL_SOCKET_IFNAME=" + ifname + " picks " + first +
                        ", an Ethernet interface (the management network by its name), and NCCL "
                        "carries data over sockets on it; point it at the fabric (ib0) or leave "
@@ -164,9 +168,13 @@ NcclLogReport analyze_nccl_log(std::string_view text) {
       add("info", "NCCL_SOCKET_IFNAME=" + ifname + ": bootstrap traffic on " + first +
                       " (fine while data goes over IB/RoCE).");
     }
-  } else if (!socket_iface.empty() && management_like(socket_iface) && (socket_conn || socket_net)) {
+  } else if (!socket_iface.empty() && management_like(socket_iface) && data_over_sockets) {
     add("error", "NCCL chose " + socket_iface + " for its sockets (no NCCL_SOCKET_IFNAME): a "
                  "management or container interface.");
+  }
+  if (socket_net && !data_over_sockets) {
+    add("info", "one node: NCCL's network is Socket but carries no data; the GPUs connect "
+                "directly (P2P/SHM).");
   }
   if (r.gdr_disabled && !r.gdr_enabled) {
     add("warning", "GPUDirect RDMA is off: network traffic bounces through host memory "
@@ -195,7 +203,10 @@ NcclLogReport analyze_nccl_log(std::string_view text) {
                  "tensors of different sizes across ranks, or a peer that died).");
   }
   if (r.summary.nccl_lines == 0) add("warning", "no NCCL_DEBUG output found (set NCCL_DEBUG=INFO).");
-  if (r.findings.empty()) add("info", "no problem found.");
+  if (std::none_of(r.findings.begin(), r.findings.end(),
+                   [](const NcclLogFinding& f) { return f.severity != "info"; })) {
+    add("info", "no problem found.");
+  }
   std::stable_sort(r.findings.begin(), r.findings.end(), [](const auto& a, const auto& b) {
     auto rank = [](const std::string& s) { return s == "error" ? 0 : s == "warning" ? 1 : 2; };
     return rank(a.severity) < rank(b.severity);

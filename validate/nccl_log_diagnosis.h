@@ -34,7 +34,7 @@ struct NcclLogReport {
   int nranks = 0;                    // the largest communicator initialised
   int ring_channels = 0;             // "Channel 00/24 :" ring lines: 24
   std::string channel_line;          // "24 coll channels, 0 collnet channels, ..." (last seen)
-  std::vector<std::string> algorithms;  // set up: "ring", "tree", "nvls", "collnet"
+  std::vector<std::string> algorithms;  // set up: "ring", "tree", "nvls"
   std::map<std::string, std::string> environment;  // "NCCL_X set by environment to Y"
   std::vector<std::string> interfaces;  // "NET/IB : Using [0]mlx5_0:1/IB ..." (the chosen devices)
   bool gdr_disabled = false;  // "GPU Direct RDMA Disabled"

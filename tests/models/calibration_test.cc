@@ -1,0 +1,147 @@
+// The calibration overlay: YAML round trip, errors that cite file:line:col, and applying it —
+// regimes replace the collective model's terms in their size range, efficiencies replace the
+// compute defaults, an overlay of another GPU is refused.
+#include "models/calibration.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "models/cluster_sketch.h"
+#include "models/step_model.h"
+
+using namespace clustersim::models;
+
+namespace {
+
+Calibration sample() {
+  Calibration c;
+  c.gpu = "h200-sxm";
+  c.sources = {"a.json sha256:00"};
+  c.nccl_disabled_algorithms = {"nvls"};
+  CollectiveCalibration cc;
+  cc.op = CollectiveOp::kAllReduce;
+  cc.ranks = 2;
+  cc.nodes = 1;
+  cc.regimes = {{0, 65536, 10e-6, 30e9, 8, 0.01, 0.02},
+                {65536, std::numeric_limits<double>::infinity(), 30e-6, 360e9, 12, 0.012, 0.03}};
+  c.collectives.push_back(cc);
+  c.gemm.push_back({Precision::kBf16, 0.66, 0.79, 2e9, 6, true, true, 0.02});
+  c.attention.push_back({false, 0.5, 700, 5, 0.03});
+  c.hbm_efficiency = 0.9;
+  c.hbm_copy_Bps = 4.32e12;
+  c.h2d_Bps = 53e9;
+  return c;
+}
+
+ClusterConfig h200s(int gpus) {
+  ClusterSketch s;
+  s.gpu = "h200-sxm";
+  s.gpus_per_node = gpus;
+  auto c = cluster_from_sketch(s, "test");
+  REQUIRE(c.ok());
+  return *c;
+}
+
+}  // namespace
+
+TEST_SUITE("models") {
+  TEST_CASE("calibration: YAML round trip keeps every field") {
+    const Calibration c = sample();
+    auto back = load_calibration_text(to_yaml_text(c), "x.yaml");
+    REQUIRE_MESSAGE(back.ok(), back.message());
+    CHECK(back->gpu == "h200-sxm");
+    CHECK(back->nccl_disabled_algorithms == c.nccl_disabled_algorithms);
+    REQUIRE(back->collectives.size() == 1);
+    const auto& r = back->collectives[0].regimes;
+    REQUIRE(r.size() == 2);
+    CHECK(r[0].min_size_bytes == 0);
+    CHECK(r[0].max_size_bytes == 65536);
+    CHECK(r[1].min_size_bytes == 65536);
+    CHECK(std::isinf(r[1].max_size_bytes));
+    CHECK(r[1].latency_s == doctest::Approx(30e-6));
+    CHECK(r[1].busbw_Bps == doctest::Approx(360e9));
+    CHECK(r[1].points == 12);
+    REQUIRE(back->gemm.size() == 1);
+    CHECK(back->gemm[0].max_efficiency == doctest::Approx(0.66));
+    CHECK(back->gemm[0].short_max_efficiency == doctest::Approx(0.79));
+    CHECK(back->gemm[0].half_efficiency_flops == doctest::Approx(2e9));
+    CHECK(back->attention[0].half_kv_tokens == doctest::Approx(700));
+    CHECK(back->hbm_efficiency == doctest::Approx(0.9));
+    CHECK(back->h2d_Bps == doctest::Approx(53e9));
+  }
+
+  TEST_CASE("calibration: bad overlays fail with file:line:col") {
+    auto wrong_schema = load_calibration_text("schema: nope\ngpu: h200-sxm\n", "c.yaml");
+    REQUIRE_FALSE(wrong_schema.ok());
+    CHECK(wrong_schema.message().find("c.yaml:1:9: schema: expected clustersim.calibration/1") == 0);
+    auto bare = load_calibration_text(
+        "schema: clustersim.calibration/1\ngpu: h200-sxm\ncollectives:\n  - op: all_reduce\n"
+        "    ranks: 2\n    regimes:\n      - {latency: 10, busbw: 30GB/s}\n",
+        "c.yaml");
+    REQUIRE_FALSE(bare.ok());
+    CHECK(bare.message().find("c.yaml:7:") == 0);
+    CHECK(bare.message().find("latency") != std::string::npos);
+    auto unknown = load_calibration_text("schema: clustersim.calibration/1\ngpu: h200-sxm\nfoo: 1\n",
+                                         "c.yaml");
+    REQUIRE_FALSE(unknown.ok());
+    CHECK(unknown.message().find("c.yaml:3:1: foo: unknown key") == 0);
+    auto order = load_calibration_text(
+        "schema: clustersim.calibration/1\ngpu: h200-sxm\ncollectives:\n  - op: all_reduce\n"
+        "    ranks: 2\n    regimes:\n      - {latency: 10us, busbw: 30GB/s}\n"
+        "      - {min_size: 0B, latency: 10us, busbw: 30GB/s}\n",
+        "c.yaml");
+    REQUIRE_FALSE(order.ok());
+    CHECK(order.message().find("regimes must go up in size") != std::string::npos);
+    CHECK_FALSE(load_calibration_file("/no/such/file.yaml").ok());
+  }
+
+  TEST_CASE("calibration: regimes replace the collective model in their size range") {
+    CollectiveParams p;
+    apply_calibration(sample(), &p);
+    auto topo = collective_topology(h200s(2), 2);
+    REQUIRE(topo.ok());
+    // 1 KiB: the first regime, 10 us + 1024 x 1 / 30 GB/s.
+    auto small = estimate_collective(*topo, {CollectiveOp::kAllReduce, 1024}, p);
+    REQUIRE(small.ok());
+    CHECK(small->bottleneck == CollectiveBottleneck::kCalibrated);
+    CHECK(small->time_s == doctest::Approx(10e-6 + 1024 / 30e9));
+    // 1 GiB: the second; every algorithm candidate gets the measured line (auto fits).
+    auto big = estimate_collective(*topo, {CollectiveOp::kAllReduce, 1 << 30}, p);
+    REQUIRE(big.ok());
+    CHECK(big->time_s == doctest::Approx(30e-6 + (1 << 30) / 360e9));
+    auto tree = estimate_collective(
+        *topo, {CollectiveOp::kAllReduce, 1 << 30, CollectiveAlgorithm::kTree}, p);
+    CHECK(tree->time_s == doctest::Approx(big->time_s));
+    // Another communicator size or op keeps the model.
+    auto four = collective_topology(h200s(4), 4);
+    auto other = estimate_collective(*four, {CollectiveOp::kAllReduce, 1 << 30}, p);
+    CHECK(other->bottleneck != CollectiveBottleneck::kCalibrated);
+    auto gather = estimate_collective(*topo, {CollectiveOp::kAllGather, 1 << 30}, p);
+    CHECK(gather->bottleneck != CollectiveBottleneck::kCalibrated);
+  }
+
+  TEST_CASE("calibration: compute efficiencies, and an overlay of another GPU is refused") {
+    ComputeParams cp;
+    apply_calibration(sample(), Precision::kBf16, &cp);
+    CHECK(cp.gemm_max_efficiency == doctest::Approx(0.66));
+    CHECK(cp.gemm_half_efficiency_flops == doctest::Approx(2e9));
+    CHECK(cp.attention_fwd_max_efficiency == doctest::Approx(0.5));
+    CHECK(cp.hbm_efficiency == doctest::Approx(0.9));
+    ComputeParams fp8;
+    apply_calibration(sample(), Precision::kFp8, &fp8);
+    CHECK(fp8.gemm_max_efficiency == ComputeParams{}.gemm_max_efficiency);  // not measured
+    StepParams sp = default_step_params(h200s(8));
+    CHECK(apply_calibration(sample(), h200s(8), Precision::kBf16, &sp).ok());
+    CHECK(sp.collective.fits.size() == 2);
+    ClusterSketch h100;
+    h100.gpu = "h100-sxm";
+    h100.gpus_per_node = 8;
+    auto other = cluster_from_sketch(h100, "test");
+    REQUIRE(other.ok());
+    const Status s = apply_calibration(sample(), *other, Precision::kBf16, &sp);
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.message().find("measured on h200-sxm, but the cluster's GPU is h100-sxm") !=
+          std::string::npos);
+  }
+}

@@ -1,0 +1,124 @@
+// Claims held to physics: hand-computed floors (REFERENCE.md "The seed's numbers, checked
+// against physics"), the one-line form, and the golden verdicts of the seed's claims file
+// (tests/golden/claims-seed.json: verdict, floor within 1e-6, conditions).
+#include "models/claims.h"
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "models/cluster_sketch.h"
+#include "models/physical_floor.h"
+
+using namespace clustersim::models;
+
+namespace {
+
+ClusterConfig cluster(const char* gpu, int gpn, int nodes, const char* nic, int nics,
+                      bool sharp = false) {
+  ClusterSketch s;
+  s.gpu = gpu;
+  s.gpus_per_node = gpn;
+  s.nodes = nodes;
+  s.nic = nic;
+  s.nics_per_node = nics;
+  s.in_network_reduction = sharp;
+  auto c = cluster_from_sketch(s, "test");
+  REQUIRE_MESSAGE(c.ok(), c.message());
+  return *c;
+}
+
+}  // namespace
+
+TEST_SUITE("models") {
+  TEST_CASE("physical floor: ring and in-network all_reduce through one NIC per node") {
+    // 4 nodes x 1 x 100G (12.5 GB/s): each node sends 2(N-1)/N x 2 GB = 3 GB: 240 ms; with SHARP
+    // it sends S = 2 GB once (on IB): 160 ms (REFERENCE.md: "half that" for large N).
+    const auto tcp = floor_hardware(cluster("h100-sxm", 8, 4, "eth-tcp-100", 1));
+    const auto f = collective_floor(tcp, CollectiveOp::kAllReduce, 2e9);
+    CHECK(f.bound == "network");
+    CHECK(f.time_s == doctest::Approx(0.240));
+    auto hdr = floor_hardware(cluster("h100-sxm", 8, 4, "ib-hdr", 1, true));
+    CHECK(hdr.in_network_reduction);
+    CHECK(collective_floor(hdr, CollectiveOp::kAllReduce, 2e9).time_s == doctest::Approx(0.080));
+    // One node of 8 x H100: a ring moves 2(n-1)/n S per GPU at 450 GB/s: busbw <= 450 GB/s; NVLS
+    // halves it (busbw <= 900 GB/s, measured 480 with NVLS: nccl-tests #212).
+    const auto node = floor_hardware(cluster("h100-sxm", 8, 1, "", 0));
+    const auto nvls = collective_floor(node, CollectiveOp::kAllReduce, 8e9);
+    CHECK(nvls.max_busbw_Bps == doctest::Approx(900e9));
+    FloorHardware ring = node;
+    ring.switch_reduction = false;
+    CHECK(collective_floor(ring, CollectiveOp::kAllReduce, 8e9).max_busbw_Bps ==
+          doctest::Approx(450e9));
+    // all_gather: (n-1)/n S per GPU, busbw <= the link.
+    CHECK(collective_floor(ring, CollectiveOp::kAllGather, 8e9).max_busbw_Bps ==
+          doctest::Approx(450e9));
+    CHECK(collective_floor(ring, CollectiveOp::kAllReduce, 0).time_s == 0);
+    // Attention at 1M tokens, h = 16384, causal: 3.3e16 FLOP per layer (REFERENCE.md).
+    CHECK(attention_forward_flops_per_layer(1e6, 16384, true) == doctest::Approx(3.2768e16));
+  }
+
+  TEST_CASE("claims: a one-line claim on a scenario's cluster, and what it would take") {
+    const auto c = cluster("h100-sxm", 8, 4, "ib-ndr", 1);
+    auto claim = parse_claim_line("all_reduce 2GB 18ms", c, "test");
+    REQUIRE(claim.ok());
+    const ClaimResult r = evaluate_claim(*claim);
+    CHECK(r.verdict == ClaimVerdict::kPossibleOnlyIf);
+    CHECK(r.floor == doctest::Approx(0.060));  // 3 GB through 50 GB/s
+    REQUIRE(r.conditions.size() == 2);
+    CHECK(r.conditions[0] == ">= 4 x ib-ndr (400 Gb/s) per node");
+    CHECK(r.conditions[1].find(">= 3 x ib-ndr") == 0);  // 2 GB / (3 x 50 GB/s) = 13.3 ms
+    auto slow = evaluate_claim(*parse_claim_line("all_reduce 2GB 100ms", c, "test"));
+    CHECK(slow.verdict == ClaimVerdict::kPossible);
+    CHECK(slow.required_fraction == doctest::Approx(0.6));
+    // Bandwidth without a metric word: both readings are tried.
+    auto bw = parse_claim_line("ring all_reduce 2GB 300GB/s", cluster("h100-sxm", 8, 1, "", 0), "");
+    REQUIRE(bw.ok());
+    CHECK(bw->ring_only);
+    const ClaimResult b = evaluate_claim(*bw);
+    CHECK(b.verdict == ClaimVerdict::kPossibleOnlyIf);
+    REQUIRE(b.conditions.size() == 1);
+    CHECK(b.conditions[0].find("busbw") != std::string::npos);
+    CHECK_FALSE(parse_claim_line("allreduce two 18ms", c, "").ok());
+    CHECK_FALSE(parse_claim_line("all_reduce 2GB fast", c, "").ok());
+    CHECK_FALSE(parse_claim_line("bogus 2GB 18ms", c, "").ok());
+  }
+
+  TEST_CASE("claims: the seed's claims file against its golden verdicts") {
+    const std::string dir = CLUSTERSIM_SOURCE_DIR;
+    auto claims = load_claims_file(dir + "/scenarios/seed/claims.yaml");
+    REQUIRE_MESSAGE(claims.ok(), claims.message());
+    std::ifstream in(dir + "/tests/golden/claims-seed.json");
+    REQUIRE(in.good());
+    const nlohmann::json golden = nlohmann::json::parse(in);
+    const double tol = golden["tolerance"]["floor_relative"].get<double>();
+    const auto& want = golden["claims"];
+    REQUIRE(want.size() == claims->size());
+    for (std::size_t i = 0; i < claims->size(); ++i) {
+      const ClaimResult r = evaluate_claim((*claims)[i]);
+      const auto& g = want[i];
+      INFO("claim " << r.id);
+      CHECK(r.id == g["id"].get<std::string>());
+      CHECK(std::string(to_string(r.verdict)) == g["verdict"].get<std::string>());
+      CHECK(r.unit == g["floor"]["unit"].get<std::string>());
+      CHECK(r.floor_kind == g["floor"]["kind"].get<std::string>());
+      CHECK(r.floor == doctest::Approx(g["floor"]["value"].get<double>()).epsilon(tol));
+      CHECK(r.conditions == g["conditions"].get<std::vector<std::string>>());
+      CHECK(!r.floor_why.empty());
+    }
+  }
+
+  TEST_CASE("claims: a claims file with an error names file, line and key") {
+    const std::string path = "/tmp/clustersim-claims-test.yaml";
+    std::ofstream(path) << "claims:\n  - id: x\n    says: y\n    kind: collective_time\n"
+                           "    gpu: h100-sxm\n    op: all_reduce\n    size: 2GB\n";
+    auto r = load_claims_file(path);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.message().find(path + ":2:5: claims[0].time: missing") == 0);
+    std::ofstream(path) << "claims:\n  - id: x\n    says: y\n    kind: nonsense\n";
+    auto k = load_claims_file(path);
+    REQUIRE_FALSE(k.ok());
+    CHECK(k.message().find(":4:11: claims[0].kind: unknown kind") != std::string::npos);
+  }
+}
