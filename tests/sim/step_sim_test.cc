@@ -31,6 +31,22 @@ struct Knobs {
   std::string routing = "adaptive";
 };
 
+// Four nodes of TP 8: as four pipeline stages, or as four data-parallel replicas.
+Knobs four_stages(int global_batch = 16) {
+  Knobs k;
+  k.nodes = 4;
+  k.pp = 4;
+  k.global_batch = global_batch;
+  return k;
+}
+Knobs four_replicas() {
+  Knobs k;
+  k.nodes = 4;
+  k.dp = 4;
+  k.global_batch = 16;
+  return k;
+}
+
 models::Scenario scenario(const Knobs& k) {
   const std::string yaml =
       "name: step-test\n"
@@ -85,10 +101,7 @@ TEST_SUITE("sim") {
   }
 
   TEST_CASE("1F1B on four stages: the bubble is (pp - 1) micro-batch slots, as the formula says") {
-    Knobs k;
-    k.nodes = 4;
-    k.pp = 4;
-    k.global_batch = 16;
+    Knobs k = four_stages();
     const auto r = simulate(scenario(k));
     const auto& a = r.analytic;
     CAPTURE(a.breakdown.bubble_s);
@@ -101,10 +114,7 @@ TEST_SUITE("sim") {
   }
 
   TEST_CASE("the interleaved schedule divides the bubble by the virtual stages") {
-    Knobs k;
-    k.nodes = 4;
-    k.pp = 4;
-    k.global_batch = 16;
+    Knobs k = four_stages();
     const auto plain = simulate(scenario(k));
     k.schedule = "interleaved";
     k.virtual_stages = 2;
@@ -123,9 +133,7 @@ TEST_SUITE("sim") {
   TEST_CASE("overlap hides DP gradient reduction until it outgrows the last backward") {
     // Data parallel over 4 nodes (TP 8 inside each): the gradient all-reduce (ZeRO-0) runs
     // bucket by bucket beside the last micro-batch's backward (8 sequences of 4K tokens).
-    Knobs k;
-    k.nodes = 4;
-    k.dp = 4;
+    Knobs k = four_replicas();
     k.micro_batch = 8;
     k.global_batch = 128;
     const auto fast = simulate(scenario(k));
@@ -148,10 +156,7 @@ TEST_SUITE("sim") {
   }
 
   TEST_CASE("the same scenario simulates to the same step, event for event") {
-    Knobs k;
-    k.nodes = 4;
-    k.dp = 4;
-    k.global_batch = 16;
+    Knobs k = four_replicas();
     k.routing = "ecmp";
     const auto s = scenario(k);
     StepSimOptions o;
@@ -166,10 +171,7 @@ TEST_SUITE("sim") {
   }
 
   TEST_CASE("a neighbour job streaming on interleaved nodes slows the step") {
-    Knobs k;
-    k.nodes = 4;
-    k.dp = 4;
-    k.global_batch = 16;
+    Knobs k = four_replicas();
     k.nic = "eth-tcp-100";
     const auto s = scenario(k);
     const auto quiet = simulate(s);
@@ -189,10 +191,7 @@ TEST_SUITE("sim") {
   }
 
   TEST_CASE("the Chrome trace has one event per op, per stage and stream") {
-    Knobs k;
-    k.nodes = 4;
-    k.pp = 4;
-    k.global_batch = 8;
+    Knobs k = four_stages(8);
     StepSimOptions o;
     o.trace = true;
     const auto r = simulate(scenario(k), o);
