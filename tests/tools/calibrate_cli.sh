@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# `clustersim calibrate`: fits a measurement file into an overlay that `collective` and `plan`
+# apply; several files combine; bad input exits 2.
+# Usage: calibrate_cli.sh <clustersim binary> <source dir>
+set -u
+bin="$1"
+src="$2"
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+synthetic="$src/tests/data/synthetic-h200-2gpu.json"
+
+# The overlay: written, schema and GPU, one regime list per collective, residuals printed.
+if "$bin" calibrate "$synthetic" -o "$tmp/cal.yaml" >"$tmp/out.txt" 2>"$tmp/err.txt"; then
+  for want in "schema: clustersim.calibration/1" "gpu: h200-sxm" "op: all_reduce" "regimes:" \
+              "nccl_disabled_algorithms: [nvls]" "hbm_efficiency:" "precision: bf16"; do
+    grep -qF -- "$want" "$tmp/cal.yaml" || fail "overlay lacks '$want'"
+  done
+  for want in "Calibration of h200-sxm" "all_gather" "rms res" "HBM copy"; do
+    grep -qF -- "$want" "$tmp/out.txt" || fail "calibrate output lacks '$want'"
+  done
+else
+  fail "calibrate exited $? ($(cat "$tmp/err.txt"))"
+fi
+
+# JSON: the fits recover the synthetic truth (all_reduce 360 GB/s at large sizes, 9 us small).
+"$bin" calibrate "$synthetic" -o "$tmp/cal2.yaml" --json >"$tmp/cal.json" || fail "calibrate --json"
+python3 - "$tmp/cal.json" <<'PY' || fail "calibrate --json content"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ar = next(c for c in d["collectives"] if c["op"] == "all_reduce")
+big, small = ar["regimes"][-1], ar["regimes"][0]
+assert abs(big["busbw_GBps"] / 360 - 1) < 0.05, big
+assert abs(small["latency_us"] / 9 - 1) < 0.05, small
+assert big["max_size_bytes"] is None and small["min_size_bytes"] == 0
+assert d["gemm"][0]["sustained_scaled"] is True
+PY
+
+# The overlay applies: `collective` on 2 x H200 predicts the measured 8 GiB all_reduce.
+cat >"$tmp/h200x2.yaml" <<YAML
+name: h200x2
+cluster:
+  nodes: 1
+  node:
+    gpu: h200-sxm
+    gpus_per_node: 2
+workload:
+  model: gpt2-124m
+  seq_len: 1024
+  global_batch: 2
+  micro_batch: 1
+  parallelism:
+    dp: 2
+calibration: cal.yaml
+YAML
+"$bin" collective --scenario "$tmp/h200x2.yaml" --op all_reduce -b 8G -e 8G --json >"$tmp/coll.json" \
+  || fail "collective with the scenario's calibration: key"
+python3 - "$tmp/coll.json" <<'PY' || fail "calibrated collective"
+import json, sys
+r = json.load(open(sys.argv[1]))["rows"][0]
+assert r["bottleneck"] == "calibrated", r
+assert abs(r["busbw_GBps"] / 360 - 1) < 0.05, r
+PY
+"$bin" collective --scenario "$tmp/h200x2.yaml" --calibration /no/such.yaml >/dev/null 2>&1
+[ $? -eq 2 ] || fail "a missing --calibration file should exit 2"
+"$bin" plan "$src/scenarios/llama3-8b-8xh100.yaml" --calibration "$tmp/cal.yaml" >/dev/null 2>"$tmp/err.txt"
+[ $? -eq 2 ] && grep -q "measured on h200-sxm" "$tmp/err.txt" \
+  || fail "an H200 overlay on an H100 plan should exit 2 naming the GPUs"
+"$bin" plan "$src/scenarios/h200-8gpu.yaml" --calibration "$tmp/cal.yaml" >/dev/null \
+  || fail "plan with an H200 overlay"
+
+# Several files combine (the same file twice: every size measured twice).
+"$bin" calibrate "$synthetic" "$synthetic" -o "$tmp/two.yaml" >/dev/null || fail "two files"
+grep -q "sha256:" "$tmp/two.yaml" || fail "sources carry the files' SHA-256"
+
+# Bad input: exit 2.
+"$bin" calibrate /no/such.json -o "$tmp/x.yaml" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "a missing measurement file should exit 2"
+echo '{"schema": "other"}' >"$tmp/bad.json"
+"$bin" calibrate "$tmp/bad.json" -o "$tmp/x.yaml" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "a file of another schema should exit 2"
+
+[ "$fails" -eq 0 ] && echo "calibrate CLI: all checks passed"
+exit $((fails > 0))

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# `clustersim check`: predicted vs measured, errors per group, cross-validation, IMPOSSIBLE rows.
+# On the real 2 x H200 file (when committed): the held-out error targets of issue 6 (median
+# <= 5%, max <= 15% for every collective over 64 KiB - 8 GiB).
+# Usage: check_cli.sh <clustersim binary> <source dir>
+set -u
+bin="$1"
+src="$2"
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+synthetic="$src/tests/data/synthetic-h200-2gpu.json"
+real="$src/scenarios/measurements/h200-2gpu.json"
+
+# Uncalibrated: a table and statistics, exit 0.
+"$bin" check "$synthetic" >"$tmp/out.txt" 2>&1 || fail "check exited $?"
+for want in "uncalibrated analytic model" "median |err|" "all_reduce x2" "gemm bf16"; do
+  grep -qF -- "$want" "$tmp/out.txt" || fail "check output lacks '$want'"
+done
+
+# Cross-validation with the gates: fitted and held-out rows, targets met.
+for f in "$synthetic" "$real"; do
+  [ -f "$f" ] || continue
+  "$bin" check "$f" --holdout every-other --sizes 64KiB:8GiB --max-median-error 0.05 \
+    --max-error 0.15 --json >"$tmp/cv.json" || fail "$f: held-out error gate missed"
+  python3 - "$tmp/cv.json" <<'PY' || fail "$f: cross-validation JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+held = [s for s in d["stats"] if s["set"] == "held_out"]
+assert len(held) >= 3, held
+for s in held:
+    assert s["median_abs_error"] <= 0.05 and s["max_abs_error"] <= 0.15, s
+assert d["impossible_rows"] == 0
+PY
+done
+
+# A measured time faster than physics is IMPOSSIBLE and exits 1.
+python3 - "$synthetic" "$tmp/fast.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for r in d["collectives"]:
+    if r["op"] == "all_reduce" and r["size_bytes"] == 8589934592:
+        for p in ("out_of_place", "in_place"):
+            r[p]["time_us"] /= 4
+json.dump(d, open(sys.argv[2], "w"))
+PY
+"$bin" check "$tmp/fast.json" --summary >"$tmp/fast.txt" 2>&1
+[ $? -eq 1 ] || fail "an impossible row should exit 1"
+grep -q "IMPOSSIBLE: all_reduce x2 8 GiB" "$tmp/fast.txt" || fail "the impossible row is named"
+
+# With an overlay from calibrate; --holdout and --calibration together are refused.
+"$bin" calibrate "$synthetic" -o "$tmp/cal.yaml" >/dev/null || fail "calibrate"
+"$bin" check "$synthetic" --calibration "$tmp/cal.yaml" --summary >"$tmp/cal.txt" || fail "check --calibration"
+grep -q "calibrated by" "$tmp/cal.txt" || fail "check names the overlay"
+"$bin" check "$synthetic" --calibration "$tmp/cal.yaml" --holdout every-other >/dev/null 2>&1
+[ $? -eq 2 ] || fail "--holdout with --calibration should exit 2"
+"$bin" check /no/such.json >/dev/null 2>&1
+[ $? -eq 2 ] || fail "a missing file should exit 2"
+
+[ "$fails" -eq 0 ] && echo "check CLI: all checks passed"
+exit $((fails > 0))

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# `clustersim verify`: acceptance verdicts (exit 0 / 1), each doctored copy failing on its check,
+# signed reports that detect edits, and the seed's claims.
+# Usage: verify_cli.sh <clustersim binary> <source dir>
+set -u
+bin="$1"
+src="$2"
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+data="$src/tests/data"
+
+# Clean files pass (exit 0); each doctored copy exits 1 with its check FAILing, and only it.
+pairs=("$data/synthetic-h200-2gpu.json:$data/doctored-synthetic")
+[ -f "$src/scenarios/measurements/h200-2gpu.json" ] &&
+  pairs+=("$src/scenarios/measurements/h200-2gpu.json:$data/doctored-h200-2gpu")
+for pair in "${pairs[@]}"; do
+  clean="${pair%%:*}"
+  dir="${pair#*:}"
+  "$bin" verify "$clean" >"$tmp/clean.txt" || fail "$clean: verify exited $?"
+  grep -qE "^Verdict: (PASS|WARN)" "$tmp/clean.txt" || fail "$clean: verdict"
+  for c in fewer-sms:identity wrong-pci-id:identity slow-busbw:all_reduce_one_node \
+           socket-transport:nccl_transport; do
+    file="$dir/${c%%:*}.json"
+    check="${c#*:}"
+    "$bin" verify "$file" --json >"$tmp/d.json"
+    [ $? -eq 1 ] || fail "$file: should exit 1"
+    python3 - "$tmp/d.json" "$check" <<'PY' || fail "$file: should FAIL on $check only"
+import json, sys
+d = json.load(open(sys.argv[1]))
+failed = [c["id"] for c in d["checks"] if c["status"] == "FAIL"]
+assert failed == [sys.argv[2]], failed
+assert d["verdict"] == "FAIL"
+PY
+  done
+done
+
+# Reports: Markdown, HTML with the SVG plot, JSON; signed; edits and other keys detected.
+m="$data/synthetic-h200-2gpu.json"
+printf 'a-secret-key\n' >"$tmp/key"
+"$bin" verify "$m" --report "$tmp/r.md" --report "$tmp/r.html" --report "$tmp/r.json" \
+  --sign-key "$tmp/key" >/dev/null || fail "verify with reports"
+grep -q "<svg" "$tmp/r.html" || fail "the HTML report has the plot"
+grep -q "SHA-256 of the measurement file" "$tmp/r.md" || fail "the report cites the digest"
+sha="$(sha256sum "$m" | cut -d' ' -f1)"
+grep -q "$sha" "$tmp/r.md" || fail "the digest is the file's SHA-256 ($sha)"
+for r in r.md r.html r.json; do
+  "$bin" verify --check-report "$tmp/$r" --sign-key "$tmp/key" "$m" >/dev/null \
+    || fail "$r: a real report should check out"
+done
+sed 's/FAIL/PASS/; s/WARN/PASS/; s/slowest/fastest/' "$tmp/r.md" >"$tmp/edited.md"
+"$bin" verify --check-report "$tmp/edited.md" --sign-key "$tmp/key" >/dev/null
+[ $? -eq 1 ] || fail "an edited report should exit 1"
+printf 'other' >"$tmp/key2"
+"$bin" verify --check-report "$tmp/r.html" --sign-key "$tmp/key2" >/dev/null
+[ $? -eq 1 ] || fail "another key should exit 1"
+"$bin" verify --check-report "$tmp/r.json" --sign-key "$tmp/key" "$data/doctored-synthetic/fewer-sms.json" >/dev/null
+[ $? -eq 1 ] || fail "a report of other measurement bytes should exit 1"
+
+# Claims: the seed's file has an IMPOSSIBLE one (exit 1); a one-line claim on a scenario.
+"$bin" verify --claims "$src/scenarios/seed/claims.yaml" --json >"$tmp/claims.json"
+[ $? -eq 1 ] || fail "the seed's claims include impossible ones: exit 1"
+python3 - "$tmp/claims.json" "$src/tests/golden/claims-seed.json" <<'PY' || fail "claims JSON vs golden"
+import json, sys
+got = json.load(open(sys.argv[1]))["claims"]
+want = json.load(open(sys.argv[2]))["claims"]
+assert [c["id"] for c in got] == [c["id"] for c in want]
+for g, w in zip(got, want):
+    assert g["verdict"] == w["verdict"], (g["id"], g["verdict"])
+    assert abs(g["floor"]["value"] / w["floor"]["value"] - 1) < 1e-6, g["id"]
+    assert g["floor"]["why"], g["id"]
+PY
+"$bin" verify --claim "all_reduce 2GB 18ms" --scenario "$src/scenarios/seed/interconnect-400g-ib.yaml" >"$tmp/c.txt" \
+  || fail "a possible-only-if claim exits 0"
+grep -q "POSSIBLE_ONLY_IF" "$tmp/c.txt" && grep -q "only if:  >= 3 x ib-ndr" "$tmp/c.txt" \
+  || fail "the claim names what it would take"
+"$bin" verify --claim "all_reduce 2GB fast" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "an unreadable claim should exit 2"
+"$bin" verify >/dev/null 2>&1
+[ $? -eq 2 ] || fail "verify with nothing to judge should exit 2"
+
+[ "$fails" -eq 0 ] && echo "verify CLI: all checks passed"
+exit $((fails > 0))
