@@ -164,7 +164,7 @@ int run_calibrate(const CalibrateArgs& a) {
 }
 
 const bool kRegistered = register_command(
-    {"calibrate", "fit the models to measurement files and write a calibration overlay", 60,
+    {"calibrate", "fit the models to measurement files and write a calibration overlay", 70,
      [](CLI::App& sub) -> CommandAction {
        auto a = std::make_shared<CalibrateArgs>();
        sub.add_option("measurements", a->files, "measurement files (one GPU model)")->required();

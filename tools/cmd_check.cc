@@ -199,7 +199,7 @@ int run_check(const CheckArgs& a) {
 }
 
 const bool kRegistered = register_command(
-    {"check", "predicted vs measured per row, error per group, impossible figures flagged", 61,
+    {"check", "predicted vs measured per row, error per group, impossible figures flagged", 71,
      [](CLI::App& sub) -> CommandAction {
        auto a = std::make_shared<CheckArgs>();
        sub.add_option("measurements", a->file, "a measurement file")->required();

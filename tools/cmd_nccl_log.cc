@@ -110,7 +110,7 @@ int run_nccl_log(const NcclLogArgs& a) {
 
 const bool kRegistered = register_command(
     {"nccl-log", "read an NCCL_DEBUG=INFO log: transports per peer, channels, errors, diagnosis",
-     63, [](CLI::App& sub) -> CommandAction {
+     73, [](CLI::App& sub) -> CommandAction {
        auto a = std::make_shared<NcclLogArgs>();
        sub.add_option("log", a->file, "NCCL_DEBUG=INFO output (a capture or NCCL_DEBUG_FILE)")
            ->required();

@@ -246,7 +246,7 @@ int run_verify(const VerifyArgs& a) {
 
 const bool kRegistered = register_command(
     {"verify", "acceptance verdict for a rented cluster; is a claimed figure physically possible",
-     62, [](CLI::App& sub) -> CommandAction {
+     72, [](CLI::App& sub) -> CommandAction {
        auto a = std::make_shared<VerifyArgs>();
        sub.add_option("measurements", a->file, "a measurement file (clustersim validate)");
        sub.add_option("--expect", a->expect.sku, "the promised GPU (catalog id, e.g. h200-sxm)");
