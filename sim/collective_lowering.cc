@@ -109,13 +109,25 @@ class Lowering {
     std::sort(nics.begin(), nics.end());
     return static_cast<int>(std::unique(nics.begin(), nics.end()) - nics.begin());
   }
-  // Channels of a multi-node ring or tree: a multiple of the GPUs per node (so that entry
-  // points rotate over all of them) with at least channels_per_nic per NIC in use.
-  int channels(const std::vector<std::vector<int>>& nodes, int multiple) const {
+  // Where the channels of a multi-node ring (per_entry 1) or tree (per_entry 2: one channel per
+  // tree sharing a head) enter each node: one local-rank offset per entry point, channels_per_nic
+  // channels per NIC in use. With a NIC per GPU the entries rotate over every GPU (a multiple of
+  // g of them); with fewer NICs they are spread g / entries apart, so that the exits (the GPU
+  // before each entry) fall evenly on the NICs.
+  std::vector<int> entry_offsets(const std::vector<std::vector<int>>& nodes, int per_entry) const {
     const int g = static_cast<int>(nodes.front().size());
-    const int want = std::max(1, options_.channels_per_nic) * std::max(1, nics_used(nodes.front()));
-    const int q = std::max(1, (want + g * multiple - 1) / (g * multiple));
-    return g * multiple * q;
+    const int k = std::max(1, nics_used(nodes.front()));
+    const int want = std::max(1, (std::max(1, options_.channels_per_nic) * k + per_entry - 1) / per_entry);
+    std::vector<int> out;
+    if (want >= g) {
+      const int n = g * ((want + g - 1) / g);
+      for (int i = 0; i < n; ++i) out.push_back(i % g);
+      return out;
+    }
+    int n = want;
+    while (g % n != 0) ++n;  // a divisor of g: evenly spaced entries
+    for (int i = 0; i < n; ++i) out.push_back(i * (g / n));
+    return out;
   }
   bool keep_intra(size_t node_index) const {
     return !options_.sample_intra_node || node_index == 0;
@@ -136,12 +148,15 @@ class Lowering {
       }
       return;
     }
-    const int C = channels(nodes, 1);
+    const auto offsets = entry_offsets(nodes, 1);
+    const int C = static_cast<int>(offsets.size());
     const double bytes = bytes_per_edge / C;
     const int N = static_cast<int>(nodes.size());
+    // Channel c enters node j at local rank offset(c) - j: each exit (the GPU before the entry)
+    // sends to the same local rank of the next node, on its rail.
     auto entry = [&](int c, int j) {
       const int g = static_cast<int>(nodes[j].size());
-      return ((c % g - j) % g + g) % g;
+      return ((offsets[c] - j) % g + g) % g;
     };
     std::uint64_t edge = 0;
     for (int c = 0; c < C; ++c) {
@@ -164,10 +179,12 @@ class Lowering {
     }
   }
 
-  // Inter-node double binary tree between the head GPUs (local index h) of each node: every
-  // edge carries `bytes` up and `bytes` down. Channel c uses tree c % 2 and head (c / 2) % g.
-  void node_tree(const std::vector<std::vector<int>>& nodes, int C, double bytes, size_t ph) {
+  // Inter-node double binary tree between the head GPUs of each node: every edge carries
+  // `bytes` up and `bytes` down. Channel c uses tree c % 2 and head heads[c / 2].
+  void node_tree(const std::vector<std::vector<int>>& nodes, const std::vector<int>& heads,
+                 double bytes, size_t ph) {
     const int N = static_cast<int>(nodes.size());
+    const int C = 2 * static_cast<int>(heads.size());
     std::uint64_t edge = 1u << 20;
     for (int c = 0; c < C; ++c) {
       for (int j = 0; j < N; ++j) {
@@ -175,8 +192,8 @@ class Lowering {
         if (p < 0) continue;
         const auto& a = nodes[j];
         const auto& b = nodes[p];
-        const int ha = a[(c / 2) % a.size()];
-        const int hb = b[(c / 2) % b.size()];
+        const int ha = a[static_cast<size_t>(heads[c / 2]) % a.size()];
+        const int hb = b[static_cast<size_t>(heads[c / 2]) % b.size()];
         flow(ph, ha, hb, bytes, ++edge);
         flow(ph, hb, ha, bytes, ++edge);
       }
@@ -190,14 +207,15 @@ class Lowering {
       return models::Error{"algorithm tree cannot run " + std::string(to_string(shape_.op))};
     }
     (void)comm;
-    const int C = nodes.size() == 1 ? 1 : channels(nodes, 2);
+    const std::vector<int> heads = nodes.size() == 1 ? std::vector<int>{0} : entry_offsets(nodes, 2);
+    const int C = nodes.size() == 1 ? 1 : 2 * static_cast<int>(heads.size());
     const double bytes = shape_.size_bytes * wire_ / params_.tree_efficiency / C;
     std::uint64_t edge = 0;
     for (int c = 0; c < C; ++c) {
       for (size_t j = 0; j < nodes.size(); ++j) {
         const auto& m = nodes[j];
         const size_t g = m.size();
-        const size_t h = nodes.size() == 1 ? 0 : (c / 2) % g;
+        const size_t h = nodes.size() == 1 ? 0 : static_cast<size_t>(heads[c / 2]) % g;
         for (size_t t = 0; t + 1 < g; ++t) {
           const int up = m[(h + t) % g], down = m[(h + t + 1) % g];
           edge += 2;
@@ -207,7 +225,7 @@ class Lowering {
         }
       }
     }
-    if (nodes.size() > 1) node_tree(nodes, C, bytes, 0);
+    if (nodes.size() > 1) node_tree(nodes, heads, bytes, 0);
     return models::Status::Ok();
   }
 
@@ -243,8 +261,8 @@ class Lowering {
       const double g = static_cast<double>(nodes[j].size());
       nvls_ports(nodes[j], S * (1 + 1 / g), S * (1 + 1 / g), 0);
     }
-    const int C = channels(nodes, 2);
-    node_tree(nodes, C, S * wire_ / C, 0);
+    const auto heads = entry_offsets(nodes, 2);
+    node_tree(nodes, heads, S * wire_ / (2 * heads.size()), 0);
     return models::Status::Ok();
   }
 
