@@ -6,6 +6,7 @@
 // (--scenario) or the measured one (its GPU model, GPU count, one node). Exit 1 when a row is
 // impossible or an error gate (--max-median-error / --max-error on held-out rows) is missed.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -49,8 +50,13 @@ std::string value_text(const validate::ComparedRow& r, double v) {
   return models::format_bandwidth(v);
 }
 
+// "fitted" / "held_out" in a cross-validation, "all" otherwise.
+std::string set_name(bool cross_validation, bool held_out) {
+  return !cross_validation ? "all" : held_out ? "held_out" : "fitted";
+}
+
 nlohmann::json comparison_json(const validate::Comparison& c, const std::string& mode,
-                               const models::ClusterConfig& cluster) {
+                               const models::ClusterConfig& cluster, bool cross_validation) {
   using nlohmann::json;
   json rows = json::array();
   for (const auto& r : c.rows) {
@@ -70,7 +76,7 @@ nlohmann::json comparison_json(const validate::Comparison& c, const std::string&
   json stats = json::array();
   for (const auto& s : c.stats) {
     stats.push_back({{"group", s.group},
-                     {"set", s.held_out ? "held_out" : "fitted"},
+                     {"set", set_name(cross_validation, s.held_out)},
                      {"rows", s.rows},
                      {"median_abs_error", s.median_abs_error},
                      {"max_abs_error", s.max_abs_error},
@@ -158,7 +164,7 @@ int run_check(const CheckArgs& a) {
     }
   }
   if (a.json) {
-    nlohmann::json j = comparison_json(c, mode, cluster);
+    nlohmann::json j = comparison_json(c, mode, cluster, !in.held_out.empty());
     j["measurement"] = {{"path", file->path}, {"sha256", file->sha256_hex}};
     j["gate_missed"] = gate_missed;
     std::printf("%s\n", j.dump(2).c_str());
@@ -182,7 +188,9 @@ int run_check(const CheckArgs& a) {
     TextTable s({"group", "set", "rows", "median |err|", "max |err|", "worst row"},
                 {TextTable::Align::kLeft, TextTable::Align::kLeft});
     for (const auto& g : c.stats) {
-      s.add_row({g.group, g.held_out ? "held out" : "fitted", std::to_string(g.rows),
+      std::string set = set_name(!in.held_out.empty(), g.held_out);
+      std::replace(set.begin(), set.end(), '_', ' ');
+      s.add_row({g.group, set, std::to_string(g.rows),
                  pct(g.median_abs_error), pct(g.max_abs_error), g.worst_label});
     }
     std::printf("%s", s.render(2).c_str());
