@@ -131,6 +131,25 @@ TEST_SUITE("sim") {
     CHECK(roce / ib <= nic_ratio / params.transport.roce_shared_efficiency + 1e-9);
   }
 
+  TEST_CASE("TCP's window caps a flow at window / round trip; RDMA has no window") {
+    TransportParams t;
+    t.tcp_window_bytes = 64 * 1024;
+    // 15 us one way: 64 KiB per 30 us = 2.18 GB/s.
+    CHECK(window_rate_cap_Bps(models::LinkTechnology::kEthernetTcp, 15e-6, t) ==
+          doctest::Approx(65536 / 30e-6));
+    CHECK(window_rate_cap_Bps(models::LinkTechnology::kRoce, 15e-6, t) == 0);
+    SimParams wide, narrow;
+    narrow.transport.tcp_window_bytes = 64 * 1024;
+    const auto g = hosts(1.0, Routing::kAdaptive, "eth-tcp-100");
+    const double free_s = strided_all_reduce_s(g, wide);
+    const double capped_s = strided_all_reduce_s(g, narrow);
+    CAPTURE(free_s);
+    CAPTURE(capped_s);
+    // 6 MiB windows never bind at 100 Gb/s in a data centre; 64 KiB ones do (2 flows per NIC at
+    // ~1.7 GB/s each against 8.75 GB/s of NIC).
+    CHECK(capped_s > 2 * free_s);
+  }
+
   TEST_CASE("adaptive bundles equal splitting each flow over its equal paths") {
     const auto g = hosts(2.0, Routing::kAdaptive);
     SimParams params;
