@@ -39,7 +39,9 @@ std::string to_yaml_text(const Calibration& c) {
        "# own algorithm and protocol choice; residuals are relative, on the fitted rows. Regimes\n"
        "# join continuously; a regime's busbw is its marginal rate (time per extra byte), which in a\n"
        "# latency-bound regime can exceed the link; 100000 GB/s marks one that does not grow.\n"
-       "# GEMM / attention: efficiency = max_efficiency x w / (w + half), w = FLOPs (GEMM) or tokens.\n";
+       "# GEMM / attention: efficiency = max_efficiency x w / (w + half), w = FLOPs (GEMM) or tokens.\n"
+       "# Attention is what validate's own kernel reached: recorded, not applied (the planner keeps\n"
+       "# its production flash-attention assumption).\n";
   y << "schema: " << kCalibrationSchema << "\n";
   y << "gpu: " << c.gpu << "\n";
   y << "sources:\n";
@@ -272,11 +274,6 @@ void apply_calibration(const Calibration& c, Precision precision, ComputeParams*
     if (g.precision != precision) continue;
     params->gemm_max_efficiency = g.max_efficiency;
     params->gemm_half_efficiency_flops = g.half_efficiency_flops;
-  }
-  for (const auto& a : c.attention) {
-    (a.backward ? params->attention_bwd_max_efficiency : params->attention_fwd_max_efficiency) =
-        a.max_efficiency;
-    if (!a.backward) params->attention_half_efficiency_kv_tokens = a.half_kv_tokens;
   }
   if (c.hbm_efficiency > 0) params->hbm_efficiency = c.hbm_efficiency;
 }

@@ -55,7 +55,10 @@ struct GemmCalibration {
   double max_rel_residual = 0;
 };
 
-// Flash attention efficiency over sequence length: max * kv / (kv + half_kv_tokens).
+// Flash attention efficiency over sequence length: max * kv / (kv + half_kv_tokens), as the
+// measured kernel reached it. validate measures its own teaching kernel (mma.sync, ~27% of the
+// H200 bf16 peak), not the production FlashAttention-3 / cuDNN kernels a training run uses, so
+// the overlay records it but apply_calibration leaves ComputeParams' attention terms alone.
 struct AttentionCalibration {
   bool backward = false;
   double max_efficiency = 0;
@@ -96,8 +99,8 @@ Status check_calibration_gpu(const Calibration& c, const ClusterConfig& cluster)
 // The collective regimes as CollectiveFits (algorithm and protocol kAuto, ranks, nodes, size
 // range), put ahead of the fits `params` already has so that the overlay wins.
 void apply_calibration(const Calibration& c, CollectiveParams* params);
-// GEMM (the given precision's curve), attention and HBM efficiency; fields the overlay did not
-// measure keep their value.
+// GEMM (the given precision's curve) and HBM efficiency; fields the overlay did not measure keep
+// their value (attention: see AttentionCalibration).
 void apply_calibration(const Calibration& c, Precision precision, ComputeParams* params);
 // Both of the above for a training step on `cluster`, after check_calibration_gpu.
 Status apply_calibration(const Calibration& c, const ClusterConfig& cluster, Precision precision,
