@@ -90,9 +90,13 @@ class StepBuilder {
   const std::set<int>& owned(int stage) {
     auto [it, inserted] = owned_.try_emplace(stage);
     if (inserted) {
+      // Its own links (NVLink port, PCIe link) both ways, and its NIC's path to the leaf.
       const int gpu = lay_.rep(stage);
-      for (int r : fabric_.to_switch(gpu)) it->second.insert(r);
-      for (int r : fabric_.from_switch(gpu)) it->second.insert(r);
+      const auto& g = fabric_.graph();
+      for (int link : g.links_of(g.gpu_vertex(gpu))) {
+        it->second.insert(fabric_.link_resource(link, true));
+        it->second.insert(fabric_.link_resource(link, false));
+      }
       if (fabric_.graph().node_count() > 1 && fabric_.graph().plane_count() > 0) {
         for (int r : fabric_.to_leaf(gpu).resources) it->second.insert(r);
         for (int r : fabric_.from_leaf(gpu).resources) it->second.insert(r);
