@@ -100,6 +100,22 @@ TEST_SUITE("sim") {
     CHECK(r.step.mfu == doctest::Approx(a.mfu).epsilon(0.01));
   }
 
+  TEST_CASE("a PCIe-only node (no NVLink, no NIC): TP over PCIe agrees with the formula") {
+    auto s = models::load_scenario_text(
+        "name: pcie\n"
+        "cluster: {nodes: 1, node: {gpu: l40s, gpus_per_node: 8, scale_up: pcie4}}\n"
+        "workload:\n"
+        "  model: llama2-7b\n"
+        "  seq_len: 2048\n"
+        "  global_batch: 16\n"
+        "  parallelism: {tp: 8, pp: 1, dp: 1, cp: 1, sp: true}\n",
+        "<test>");
+    REQUIRE(s.ok());
+    const auto r = simulate(*s);
+    CHECK(r.step.breakdown.tp.exposed_s > 0.1 * r.step.step_time_s);
+    CHECK(r.step.step_time_s == doctest::Approx(r.analytic.step_time_s).epsilon(0.01));
+  }
+
   TEST_CASE("1F1B on four stages: the bubble is (pp - 1) micro-batch slots, as the formula says") {
     Knobs k = four_stages();
     const auto r = simulate(scenario(k));
