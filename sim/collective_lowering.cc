@@ -84,7 +84,7 @@ class Lowering {
         }
         ring(comm, nodes, 0, ring_bytes(comm.size()));
         return models::Status::Ok();
-      case CollectiveAlgorithm::kTree: return tree(comm, nodes);
+      case CollectiveAlgorithm::kTree: return tree(nodes);
       case CollectiveAlgorithm::kNvls: return nvls(nodes);
       case CollectiveAlgorithm::kCollNet: return collnet(nodes);
       case CollectiveAlgorithm::kHierarchical: return hierarchical(nodes);
@@ -202,11 +202,10 @@ class Lowering {
 
   // NCCL's tree (all_reduce): a chain inside each node (up to the head, then back down), the
   // double binary tree across nodes. Each edge moves S/C each way.
-  models::Status tree(const Communicator& comm, const std::vector<std::vector<int>>& nodes) {
+  models::Status tree(const std::vector<std::vector<int>>& nodes) {
     if (shape_.op != CollectiveOp::kAllReduce) {
       return models::Error{"algorithm tree cannot run " + std::string(to_string(shape_.op))};
     }
-    (void)comm;
     const std::vector<int> heads = nodes.size() == 1 ? std::vector<int>{0} : entry_offsets(nodes, 2);
     const int C = nodes.size() == 1 ? 1 : 2 * static_cast<int>(heads.size());
     const double bytes = shape_.size_bytes * wire_ / params_.tree_efficiency / C;
@@ -380,7 +379,7 @@ class Lowering {
     const size_t N = nodes.size();
     if (N < 2) return models::Status::Ok();
     const size_t g = nodes.front().size();
-    // Shifts d = 1 .. N-1; above the budget a evenly spread sample, each scaled up.
+    // Shifts d = 1 .. N-1; above the budget an evenly spread sample, each scaled up.
     const size_t budget = static_cast<size_t>(std::max(1, options_.max_alltoall_flows));
     const size_t shifts = std::min(N - 1, std::max<size_t>(1, budget / (N * g)));
     const double scale = static_cast<double>(N - 1) / static_cast<double>(shifts);
@@ -394,7 +393,6 @@ class Lowering {
         }
       }
     }
-    (void)g;
     return models::Status::Ok();
   }
 
