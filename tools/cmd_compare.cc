@@ -127,7 +127,8 @@ std::string network_line(const models::Scenario& s) {
   std::string out = std::to_string(n.nics_per_node) + " x " + n.nic.id + " (" +
                     models::format_bandwidth_bits(n.nic.line_rate_Bps * n.links_per_nic) + ", " +
                     pct(n.nic.protocol_efficiency, 1) + ")";
-  out += ", " + std::string(models::to_string(f.topology));
+  out += ", " + f.switch_spec.id + " (" + std::to_string(f.switch_radix) + " ports), " +
+         std::string(models::to_string(f.topology));
   if (f.topology == models::TopologyKind::kFatTree) out += " " + std::to_string(f.tiers) + "-tier";
   out += ", " + std::string(models::to_string(f.routing));
   if (f.oversubscription > 1) out += ", " + format_significant(f.oversubscription, 3) + ":1";
@@ -215,6 +216,20 @@ std::vector<std::string> reasons(const Design& a, const Design& b) {
     }
   } else if (network_line(a.scenario) != network_line(b.scenario)) {
     out.push_back("fabric: " + network_line(a.scenario) + " vs " + network_line(b.scenario));
+  }
+  const auto& fa = a.scenario.cluster.fabric;
+  const auto& fb = b.scenario.cluster.fabric;
+  if (fa.switch_radix != fb.switch_radix && a.des && b.des) {
+    auto leaf_spine = [](const Design& d) {
+      for (const auto& t : busiest_tiers(*d.des))
+        if (t.tier == sim::ResourceTier::kLeafSpine) return t.max_utilisation;
+      return 0.0;
+    };
+    out.push_back("switches of " + std::to_string(fa.switch_radix) + " vs " +
+                  std::to_string(fb.switch_radix) +
+                  " ports: fewer nodes share a leaf with smaller switches, so more traffic "
+                  "crosses the leaf uplinks (busiest leaf-spine link " +
+                  pct(leaf_spine(a), 1) + " vs " + pct(leaf_spine(b), 1) + ")");
   }
   if (b.des) {
     for (const auto& p : b.des->patterns) {
