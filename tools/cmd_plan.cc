@@ -36,7 +36,10 @@ struct PlanArgs {
   std::string scenario;
   std::string calibration;  // overlay file; "" = the scenario's calibration: key, if any
   bool json = false;
-  std::string engine = "analytic";  // or "des": the simulator (sim/step_sim.h)
+  // "des": the simulator (sim/step_sim.h); "analytic": the formulas (models/step_model.h);
+  // "auto" (default): des, or analytic with a stated reason when the simulation cannot run
+  // (a fabric that cannot be cabled still gets a plan, and the reason why the fabric fails).
+  std::string engine = "auto";
   std::string trace;                // des: Chrome trace JSON of the simulated step
 };
 
@@ -341,24 +344,35 @@ int run_plan(const PlanArgs& a) {
   }
   auto step = models::predict_step(*scenario, params);
   if (!step) return fail_bad_input("plan", scenario->path + ": " + step.message());
-  // --engine des: the same report from the discrete-event simulator.
-  const bool des = a.engine == "des";
-  if (a.engine != "des" && a.engine != "analytic") {
-    return fail_bad_input("plan", "--engine: '" + a.engine + "' (analytic or des)");
+  // --engine des (or auto): the same report from the discrete-event simulator.
+  if (a.engine != "des" && a.engine != "analytic" && a.engine != "auto") {
+    return fail_bad_input("plan", "--engine: '" + a.engine + "' (auto, des or analytic)");
   }
+  bool des = a.engine != "analytic";
   if (!a.trace.empty() && !des) return fail_bad_input("plan", "--trace needs --engine des");
+  std::string engine_note;  // why auto fell back to the analytic model
   double analytic_step_s = step->step_time_s;
   if (des) {
     sim::StepSimOptions options;
     options.trace = !a.trace.empty();
     auto simulated = sim::simulate_step(*scenario, params, options);
-    if (!simulated) return fail_bad_input("plan", scenario->path + ": " + simulated.message());
-    if (!a.trace.empty()) {
-      std::ofstream out(a.trace);
-      out << sim::chrome_trace_json(*simulated, scenario->name);
-      if (!out) return fail_bad_input("plan", "--trace " + a.trace + ": cannot write the file");
+    if (!simulated && a.engine == "des") {
+      // Messages from the scenario's own keys already start with its path.
+      const std::string& m = simulated.message();
+      return fail_bad_input("plan", m.rfind(scenario->path, 0) == 0 ? m : scenario->path + ": " + m);
     }
-    *step = simulated->step;
+    if (!simulated) {
+      des = false;
+      engine_note = "not simulated (" + simulated.message() + "); analytic model used";
+      std::fprintf(stderr, "clustersim plan: %s\n", engine_note.c_str());
+    } else {
+      if (!a.trace.empty()) {
+        std::ofstream out(a.trace);
+        out << sim::chrome_trace_json(*simulated, scenario->name);
+        if (!out) return fail_bad_input("plan", "--trace " + a.trace + ": cannot write the file");
+      }
+      *step = simulated->step;
+    }
   }
   const models::CostParams cost_params;
   const models::RunCost cost = models::estimate_run_cost(*scenario, *step, cost_params);
@@ -366,6 +380,7 @@ int run_plan(const PlanArgs& a) {
   if (a.json) {
     nlohmann::json j = plan_json(*scenario, *step, cost, params, des ? "des" : "analytic");
     if (des) j["analytic_step_time_s"] = analytic_step_s;
+    if (!engine_note.empty()) j["engine_note"] = engine_note;
     std::printf("%s\n", j.dump(2).c_str());
     return kExitOk;
   }
@@ -400,7 +415,8 @@ const bool kRegistered = register_command(
        sub.add_option("--calibration", a->calibration,
                       "calibration overlay (clustersim calibrate); default: the scenario's");
        sub.add_option("--engine", a->engine,
-                      "analytic (default) or des: the SimGrid simulation (contention, overlap)");
+                      "auto (default: des, or analytic where the fabric cannot be simulated), des "
+                      "(the SimGrid simulation: contention, overlap) or analytic (the formulas)");
        sub.add_option("--trace", a->trace,
                       "with --engine des: write the step's timeline as Chrome trace JSON to FILE");
        return [a] { return run_plan(*a); };
