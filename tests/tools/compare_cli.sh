@@ -87,8 +87,10 @@ import json, sys
 d = json.load(sys.stdin)
 assert d['engine'] == 'des' and d['step_time_s'] > 0 and d['analytic_step_time_s'] > 0
 " || fail "plan --engine des --json"
-"$bin" plan --trace "$tmp/x.json" >/dev/null 2>"$tmp/err.txt"
-[ $? -eq 2 ] || fail "plan --trace without --engine des should exit 2"
+"$bin" plan --engine analytic --trace "$tmp/x.json" >/dev/null 2>"$tmp/err.txt"
+[ $? -eq 2 ] || fail "plan --trace with --engine analytic should exit 2"
+"$bin" plan --trace "$tmp/x.json" >/dev/null 2>"$tmp/err.txt" || fail "plan --trace (default engine des) exited $?"
+[ -s "$tmp/x.json" ] || fail "plan --trace with the default engine wrote no trace"
 
 # Bad input: exit 2 with a message.
 "$bin" compare "$ib" >/dev/null 2>"$tmp/err.txt"
