@@ -2,13 +2,7 @@
 # `clustersim calibrate`: fits a measurement file into an overlay that `collective` and `plan`
 # apply; several files combine; bad input exits 2.
 # Usage: calibrate_cli.sh <clustersim binary> <source dir>
-set -u
-bin="$1"
-src="$2"
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/cli_test_lib.bash"
 synthetic="$src/tests/data/synthetic-h200-2gpu.json"
 
 # The overlay: written, schema and GPU, one regime list per collective, residuals printed.
@@ -81,5 +75,4 @@ echo '{"schema": "other"}' >"$tmp/bad.json"
 "$bin" calibrate "$tmp/bad.json" -o "$tmp/x.yaml" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "a file of another schema should exit 2"
 
-[ "$fails" -eq 0 ] && echo "calibrate CLI: all checks passed"
-exit $((fails > 0))
+finish calibrate_cli

@@ -1,12 +1,7 @@
 #!/usr/bin/env bash
 # `clustersim catalog`: tables and JSON for every kind, sources present, bad flags exit 2.
 # Usage: catalog_cli.sh <clustersim binary> <source dir>
-set -u
-bin="$1"
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/cli_test_lib.bash"
 
 # Human tables: exit 0, every section, units and sources.
 if "$bin" catalog >"$tmp/all.txt" 2>"$tmp/err.txt"; then
@@ -55,8 +50,4 @@ grep -q "llama2-70b" "$tmp/models.txt" || fail "--kind models lacks llama2-70b"
 "$bin" catalog --bogus >/dev/null 2>&1; rc=$?
 [ "$rc" -eq 2 ] || fail "--bogus exited $rc, expected 2"
 
-if [ "$fails" -ne 0 ]; then
-  echo "catalog_cli: $fails failure(s)" >&2
-  exit 1
-fi
-echo "catalog_cli: ok"
+finish catalog_cli

@@ -3,13 +3,7 @@
 # On the real 2 x H200 file (when committed): the held-out error targets of issue 6 (median
 # <= 5%, max <= 15% for every collective over 64 KiB - 8 GiB).
 # Usage: check_cli.sh <clustersim binary> <source dir>
-set -u
-bin="$1"
-src="$2"
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/cli_test_lib.bash"
 synthetic="$src/tests/data/synthetic-h200-2gpu.json"
 real="$src/scenarios/measurements/h200-2gpu.json"
 
@@ -58,5 +52,4 @@ grep -q "calibrated by" "$tmp/cal.txt" || fail "check names the overlay"
 "$bin" check /no/such.json >/dev/null 2>&1
 [ $? -eq 2 ] || fail "a missing file should exit 2"
 
-[ "$fails" -eq 0 ] && echo "check CLI: all checks passed"
-exit $((fails > 0))
+finish check_cli

@@ -2,13 +2,7 @@
 # `clustersim collective`: nccl-tests columns, JSON, exit codes, and the published H100 figures
 # through the command line (sources in tests/models/collective_model_test.cc and REFERENCE.md).
 # Usage: collective_cli.sh <clustersim binary> <source dir>
-set -u
-bin="$1"
-src="$2"
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/cli_test_lib.bash"
 
 # A JSON sweep of one size; prints the row's field.
 field() {  # field <json file> <key>
@@ -111,8 +105,4 @@ cluster:
 EOF
 expect_2 "bad scenario" "bad.yaml:[0-9]+:[0-9]+" --scenario "$tmp/bad.yaml"
 
-if [ "$fails" -ne 0 ]; then
-  echo "collective_cli: $fails failure(s)" >&2
-  exit 1
-fi
-echo "collective_cli: ok"
+finish collective_cli

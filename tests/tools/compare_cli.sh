@@ -4,13 +4,7 @@
 # the simulator (table, differences and why, JSON, a scaling plot through gnuplot), the analytic
 # engine, and bad input (one scenario, unknown engine, plot format) exiting 2.
 # Usage: compare_cli.sh <clustersim binary> <source dir>
-set -u
-bin="$1"
-src="$2"
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/cli_test_lib.bash"
 ib="$src/scenarios/ib-256gpu.yaml"
 roce="$src/scenarios/roce-256gpu.yaml"
 
@@ -102,5 +96,4 @@ assert d['engine'] == 'des' and d['step_time_s'] > 0 and d['analytic_step_time_s
 "$bin" compare "$ib" "$tmp/missing.yaml" >/dev/null 2>"$tmp/err.txt"
 [ $? -eq 2 ] || fail "a missing scenario should exit 2"
 
-[ "$fails" -eq 0 ] && echo "compare_cli: ok"
-exit $((fails > 0))
+finish compare_cli

@@ -2,13 +2,7 @@
 # `clustersim nccl-log`: the hand-written excerpts' diagnoses and exit codes, JSON, and the real
 # log from the device machine (when committed).
 # Usage: nccl_log_cli.sh <clustersim binary> <source dir>
-set -u
-bin="$1"
-src="$2"
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/cli_test_lib.bash"
 logs="$src/tests/data/nccl-logs"
 
 expect() {  # file, exit code, words in the output
@@ -42,5 +36,4 @@ fi
 "$bin" nccl-log /no/such.log >/dev/null 2>&1
 [ $? -eq 2 ] || fail "a missing log should exit 2"
 
-[ "$fails" -eq 0 ] && echo "nccl-log CLI: all checks passed"
-exit $((fails > 0))
+finish nccl_log_cli

@@ -2,13 +2,7 @@
 # `clustersim plan`: the human report, SCENARIO.md's JSON keys, every shipped scenario, the
 # "DOES NOT FIT" verdict with advice, exit codes, and that a plan takes well under a second.
 # Usage: plan_cli.sh <clustersim binary> <source dir>
-set -u
-bin="$1"
-src="$2"
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/cli_test_lib.bash"
 
 # The embedded default: every section of the report.
 if "$bin" plan >"$tmp/plan.txt" 2>"$tmp/err.txt"; then
@@ -125,8 +119,4 @@ grep -qE "bad.yaml:6:[0-9]+: cluster.node.gpus_per_node" "$tmp/err.txt" ||
 "$bin" plan --bogus >/dev/null 2>&1; rc=$?
 [ "$rc" -eq 2 ] || fail "--bogus exited $rc, expected 2"
 
-if [ "$fails" -ne 0 ]; then
-  echo "plan_cli: $fails failure(s)" >&2
-  exit 1
-fi
-echo "plan_cli: ok"
+finish plan_cli

@@ -2,13 +2,7 @@
 # `clustersim topo`: the summary on every scenario file, --json with the same figures, DOT and
 # SVG pictures, the seed's infeasible 256-GPU leaf-spine explained, bad input exits 2.
 # Usage: topo_cli.sh <clustersim binary> <source dir>
-set -u
-bin="$1"
-src="$2"
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/cli_test_lib.bash"
 
 # Default (embedded) scenario: 4 nodes x 8 NDR NICs fit one 64-port switch.
 if "$bin" topo >"$tmp/default.txt" 2>"$tmp/err.txt"; then
@@ -93,8 +87,4 @@ fi
 "$bin" topo --dot "$tmp/no/such/dir/x.dot" >/dev/null 2>&1; rc=$?
 [ "$rc" -eq 2 ] || fail "unwritable --dot exited $rc, expected 2"
 
-if [ "$fails" -ne 0 ]; then
-  echo "topo_cli: $fails failure(s)" >&2
-  exit 1
-fi
-echo "topo_cli: ok"
+finish topo_cli

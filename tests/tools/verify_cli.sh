@@ -2,13 +2,7 @@
 # `clustersim verify`: acceptance verdicts (exit 0 / 1), each doctored copy failing on its check,
 # signed reports that detect edits, and the seed's claims.
 # Usage: verify_cli.sh <clustersim binary> <source dir>
-set -u
-bin="$1"
-src="$2"
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/cli_test_lib.bash"
 data="$src/tests/data"
 
 # Clean files pass (exit 0); each doctored copy exits 1 with its check FAILing, and only it.
@@ -80,5 +74,4 @@ grep -q "POSSIBLE_ONLY_IF" "$tmp/c.txt" && grep -q "only if:  >= 3 x ib-ndr" "$t
 "$bin" verify >/dev/null 2>&1
 [ $? -eq 2 ] || fail "verify with nothing to judge should exit 2"
 
-[ "$fails" -eq 0 ] && echo "verify CLI: all checks passed"
-exit $((fails > 0))
+finish verify_cli
