@@ -266,20 +266,89 @@ const std::vector<OverrideField<SwitchSpec>>& switch_fields() {
   return kFields;
 }
 
+// The keys the map at dotted `path` takes ("" is the top); empty for a key that takes a value.
+// Catalog entries (gpu, scale_up, nic, switch, model) take `base:` and their override fields.
+std::vector<std::string_view> keys_under(std::string_view path) {
+  static constexpr std::pair<std::string_view, Keys> kMaps[] = {
+      {"", kTopKeys},
+      {"cluster", kClusterKeys},
+      {"cluster.node", kNodeKeys},
+      {"cluster.fabric", kFabricKeys},
+      {"cluster.storage", kStorageKeys},
+      {"workload", kWorkloadKeys},
+      {"workload.parallelism", kParallelismKeys},
+      {"cost", kCostKeys},
+      {"reliability", kReliabilityKeys},
+      {"interference", kInterferenceKeys},
+      {"interference.neighbour", kNeighbourKeys},
+      {"interference.background", kBackgroundKeys}};
+  for (const auto& [p, keys] : kMaps) {
+    if (p == path) return {keys.begin(), keys.end()};
+  }
+  auto spec = [](const auto& fields) {
+    std::vector<std::string_view> keys{"base"};
+    for (const auto& f : fields) keys.push_back(f.key);
+    return keys;
+  };
+  if (path == "cluster.node.gpu") return spec(gpu_fields());
+  if (path == "cluster.node.scale_up") return spec(scale_up_fields());
+  if (path == "cluster.node.nic") return spec(nic_fields());
+  if (path == "cluster.fabric.switch") return spec(switch_fields());
+  if (path == "workload.model") return {"base"};
+  return {};
+}
+
+std::vector<std::string> split_key_path(std::string_view key_path) {
+  std::vector<std::string> parts;
+  std::string part;
+  for (char ch : key_path) {
+    if (ch == '.') {
+      parts.push_back(std::move(part));
+      part.clear();
+    } else {
+      part += ch;
+    }
+  }
+  parts.push_back(std::move(part));
+  return parts;
+}
+
 // One pass over the YAML tree. The first error wins: fail() records it and every reader then
 // returns false, so the caller unwinds with one message.
 class Loader {
  public:
-  explicit Loader(std::string origin) { sc_.path = std::move(origin); }
+  Loader(std::string origin, std::vector<ScenarioOverride> overrides, bool check_layout)
+      : overrides_(std::move(overrides)), check_layout_(check_layout) {
+    sc_.path = std::move(origin);
+  }
 
   Result<Scenario> load(std::string_view text);
 
  private:
+  // --- overrides (load_scenario_* with --set edits) ---
+  // The override that set `path` or a map above it; nullptr when the file gave it.
+  const ScenarioOverride* override_of(const std::string& path) const {
+    for (const auto& o : overrides_) {
+      if (path == o.key_path || path.rfind(o.key_path + ".", 0) == 0) return &o;
+    }
+    return nullptr;
+  }
+  // The override that created the map at `path` on its way to a key below; nullptr when none.
+  const ScenarioOverride* override_below(const std::string& path) const {
+    for (const auto& o : overrides_) {
+      if (o.key_path.rfind(path + ".", 0) == 0) return &o;
+    }
+    return nullptr;
+  }
+  bool apply_override(YAML::Node root, const ScenarioOverride& o);
+
   // --- errors and locations ---
   bool fail_at(const YAML::Mark& mark, const std::string& path, const std::string& what) {
     if (!error_) {
       SourceLocation at;
-      if (!mark.is_null()) {
+      if (const ScenarioOverride* o = path.empty() ? nullptr : override_of(path)) {
+        at.file = o->origin();  // the value came from the command line, not the file
+      } else if (!mark.is_null()) {
         at = SourceLocation{sc_.path, mark.line + 1, mark.column + 1};
       } else if (auto it = sc_.locations.find(path); it != sc_.locations.end()) {
         at = it->second;
@@ -319,7 +388,11 @@ class Loader {
       }
       if (!seen.insert(name).second) return fail(key, key_path, "key given twice");
       const YAML::Mark m = key.Mark();
-      sc_.locations[key_path] = SourceLocation{sc_.path, m.line + 1, m.column + 1};
+      const ScenarioOverride* o = override_of(key_path);
+      if (o == nullptr && m.is_null()) o = override_below(key_path);  // a map it created
+      sc_.locations[key_path] = o != nullptr
+                                    ? SourceLocation{o->origin()}
+                                    : SourceLocation{sc_.path, m.line + 1, m.column + 1};
     }
     return true;
   }
@@ -541,11 +614,52 @@ class Loader {
   bool check_combinations();
 
   Scenario sc_;
+  std::vector<ScenarioOverride> overrides_;
+  bool check_layout_ = true;
   std::optional<Error> error_;
   bool nic_given_ = false;
   bool switch_given_ = false;
   bool radix_given_ = false;
 };
+
+// Sets the value at o.key_path, creating the maps on the way; a catalog id on the way to one of
+// its fields (cluster.node.gpu.hbm) becomes {base: id}.
+bool Loader::apply_override(YAML::Node root, const ScenarioOverride& o) {
+  auto fail_override = [&](const std::string& what) {
+    if (!error_) error_ = Error{o.origin() + ": " + what};
+    return false;
+  };
+  if (Status key = check_scenario_key(o.key_path); !key.ok()) return fail_override(key.message());
+  std::optional<YAML::Node> value;
+  try {
+    value.emplace(YAML::Load(o.value));
+  } catch (const YAML::Exception& e) {
+    return fail_override("YAML syntax error in the value: " + e.msg);
+  }
+  if (!root.IsMap()) return true;  // reading the file reports what is wrong with it
+  const std::vector<std::string> parts = split_key_path(o.key_path);
+  YAML::Node node = root;  // handles: reset() rebinds, operator= would write into the tree
+  std::string path;
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    path = child(path, parts[i]);
+    YAML::Node next = node[parts[i]];
+    if (!next.IsDefined() || next.IsNull()) {
+      node[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      next.reset(node[parts[i]]);
+    } else if (const auto keys = keys_under(path);
+               next.IsScalar() && !keys.empty() && keys.front() == "base") {
+      YAML::Node spec(YAML::NodeType::Map);
+      spec["base"] = next.Scalar();
+      node[parts[i]] = spec;
+      next.reset(node[parts[i]]);
+    } else if (!next.IsMap()) {
+      return fail_override(path + " holds " + describe(next) + ", not a map of keys");
+    }
+    node.reset(next);
+  }
+  node[parts.back()] = *value;
+  return true;
+}
 
 bool Loader::load_interference(const YAML::Node& node) {
   static constexpr std::pair<std::string_view, NeighbourPlacement> kPlacements[] = {
@@ -799,14 +913,11 @@ bool Loader::check_combinations() {
   const NodeConfig& n = c.node;
   const FabricConfig& f = c.fabric;
   const WorkloadConfig& w = sc_.workload;
-  const ParallelismConfig& p = w.parallelism;
-  const ModelSpec& m = w.model;
   auto given = [&](const std::string& key) { return sc_.locations.count(key) > 0; };
   auto cite = [&](const std::string& key, const std::string& fallback) {
     return given(key) ? key : fallback;
   };
   auto str = [](auto v) { return std::to_string(v); };
-  const std::string par = "workload.parallelism";
 
   // Cluster.
   if (c.nodes > 1 && n.nics_per_node == 0) {
@@ -843,7 +954,109 @@ bool Loader::check_combinations() {
     }
   }
 
-  // Parallelism against the cluster.
+  // Parallelism against the cluster, the model, the batch and the sequence (shared with the
+  // parallelism search through check_parallelism).
+  if (Status st = check_layout_ ? check_parallelism(sc_) : Status::Ok(); !st.ok()) {
+    if (!error_) error_ = Error{st.message()};
+    return false;
+  }
+  if (n.gpu.peak_flops(w.precision) <= 0) {
+    return fail_key(cite("workload.precision", "workload"),
+                    n.gpu.id + " has no " + std::string(to_string(w.precision)) +
+                        " tensor-core peak (use bf16)");
+  }
+  return true;
+}
+
+Result<Scenario> Loader::load(std::string_view text) {
+  std::optional<YAML::Node> parsed;
+  try {
+    parsed.emplace(YAML::Load(std::string(text)));
+  } catch (const YAML::Exception& e) {
+    fail_at(e.mark, "", "YAML syntax error: " + e.msg);
+    return *error_;
+  }
+  const YAML::Node& root = *parsed;
+  try {
+    if (!root.IsDefined() || root.IsNull()) {
+      fail_at(YAML::Mark::null_mark(), "", "empty scenario (expected a map with cluster and workload)");
+      return *error_;
+    }
+    for (const auto& o : overrides_) {
+      if (!apply_override(*parsed, o)) return *error_;
+    }
+    if (!open_map(root, "", kTopKeys)) return *error_;
+    const std::string stem = std::filesystem::path(sc_.path).stem().string();
+    sc_.name = stem.empty() || sc_.path.front() == '<' ? "scenario" : stem;
+    if (!read_string(root, "", "name", &sc_.name)) return *error_;
+    if (!required(root, "", "cluster", " (nodes, node, fabric)") ||
+        !load_cluster(root["cluster"]) ||
+        !required(root, "", "workload", " (model, seq_len, global_batch, parallelism)") ||
+        !load_workload(root["workload"])) {
+      return *error_;
+    }
+    const YAML::Node cost = root["cost"];
+    if (cost.IsDefined() &&
+        (!open_map(cost, "cost", kCostKeys) ||
+         !read_quantity(cost, "cost", "gpu_hour", FieldKind::kUsd, true, &sc_.cost.gpu_hour_usd))) {
+      return *error_;
+    }
+    const YAML::Node rel = root["reliability"];
+    ReliabilityConfig& r = sc_.reliability;
+    if (rel.IsDefined() &&
+        (!open_map(rel, "reliability", kReliabilityKeys) ||
+         !read_quantity(rel, "reliability", "gpu_mtbf", FieldKind::kTime, false, &r.gpu_mtbf_s) ||
+         !read_quantity(rel, "reliability", "checkpoint_interval", FieldKind::kTime, false,
+                        &r.checkpoint_interval_s) ||
+         !read_quantity(rel, "reliability", "restart_time", FieldKind::kTime, true,
+                        &r.restart_s))) {
+      return *error_;
+    }
+    const YAML::Node interference = root["interference"];
+    if (interference.IsDefined() && !load_interference(interference)) return *error_;
+    std::string calibration;
+    if (!read_string(root, "", "calibration", &calibration)) return *error_;
+    if (!calibration.empty()) {
+      namespace fs = std::filesystem;
+      fs::path cal(calibration);
+      if (cal.is_relative() && sc_.path.front() != '<') {
+        cal = fs::path(sc_.path).parent_path() / cal;
+      }
+      sc_.calibration_path = cal.lexically_normal().string();
+      std::error_code ec;
+      if (!fs::is_regular_file(sc_.calibration_path, ec)) {
+        fail(root["calibration"], "calibration",
+             "no such file '" + sc_.calibration_path + "' (resolved relative to the scenario)");
+        return *error_;
+      }
+    }
+    if (!check_combinations()) return *error_;
+  } catch (const YAML::Exception& e) {
+    fail_at(e.mark, "", "cannot read the YAML: " + e.msg);
+    return *error_;
+  }
+  return std::move(sc_);
+}
+
+}  // namespace
+
+Status check_parallelism(const Scenario& scenario) {
+  const ClusterConfig& c = scenario.cluster;
+  const NodeConfig& n = c.node;
+  const WorkloadConfig& w = scenario.workload;
+  const ParallelismConfig& p = w.parallelism;
+  const ModelSpec& m = w.model;
+  auto given = [&](const std::string& key) { return scenario.locations.count(key) > 0; };
+  auto cite = [&](const std::string& key, const std::string& fallback) {
+    return given(key) ? key : fallback;
+  };
+  auto str = [](auto v) { return std::to_string(v); };
+  auto fail_key = [&](const std::string& key, const std::string& what) -> Status {
+    return Error{scenario.where(key) + ": " + what};
+  };
+  const std::string par = "workload.parallelism";
+
+  // Against the cluster.
   if (p.gpus() != c.total_gpus()) {
     return fail_key(cite(par, "workload"),
                     "tp " + str(p.tp) + " x pp " + str(p.pp) + " x dp " + str(p.dp) + " x cp " +
@@ -933,88 +1146,49 @@ bool Loader::check_combinations() {
     return fail_key(seq_key, "with sp, each rank's " + str(w.seq_len / p.cp) +
                                  " tokens must divide by tp " + str(p.tp));
   }
-  if (n.gpu.peak_flops(w.precision) <= 0) {
-    return fail_key(cite("workload.precision", "workload"),
-                    n.gpu.id + " has no " + std::string(to_string(w.precision)) +
-                        " tensor-core peak (use bf16)");
-  }
-  return true;
+  return Status::Ok();
 }
 
-Result<Scenario> Loader::load(std::string_view text) {
-  std::optional<YAML::Node> parsed;
-  try {
-    parsed.emplace(YAML::Load(std::string(text)));
-  } catch (const YAML::Exception& e) {
-    fail_at(e.mark, "", "YAML syntax error: " + e.msg);
-    return *error_;
+Status check_scenario_key(std::string_view key_path) {
+  const std::vector<std::string> parts = split_key_path(key_path);
+  std::string path;
+  for (const std::string& part : parts) {
+    if (part.empty()) {
+      return Error{"'" + std::string(key_path) +
+                   "': not a key path (dotted keys such as cluster.nodes or "
+                   "workload.parallelism.tp)"};
+    }
+    const std::vector<std::string_view> keys = keys_under(path);
+    if (keys.empty()) {
+      return Error{std::string(key_path) + ": " + path + " takes a value, not keys"};
+    }
+    if (std::find(keys.begin(), keys.end(), part) == keys.end()) {
+      return Error{std::string(key_path) + ": unknown key '" + part + "'" +
+                   (path.empty() ? std::string(" at the top") : " in " + path) + " (" +
+                   did_you_mean(part, keys) + "known: " + join(keys) + ")"};
+    }
+    path = child(path, part);
   }
-  const YAML::Node& root = *parsed;
-  try {
-    if (!root.IsDefined() || root.IsNull()) {
-      fail_at(YAML::Mark::null_mark(), "", "empty scenario (expected a map with cluster and workload)");
-      return *error_;
-    }
-    if (!open_map(root, "", kTopKeys)) return *error_;
-    const std::string stem = std::filesystem::path(sc_.path).stem().string();
-    sc_.name = stem.empty() || sc_.path.front() == '<' ? "scenario" : stem;
-    if (!read_string(root, "", "name", &sc_.name)) return *error_;
-    if (!required(root, "", "cluster", " (nodes, node, fabric)") ||
-        !load_cluster(root["cluster"]) ||
-        !required(root, "", "workload", " (model, seq_len, global_batch, parallelism)") ||
-        !load_workload(root["workload"])) {
-      return *error_;
-    }
-    const YAML::Node cost = root["cost"];
-    if (cost.IsDefined() &&
-        (!open_map(cost, "cost", kCostKeys) ||
-         !read_quantity(cost, "cost", "gpu_hour", FieldKind::kUsd, true, &sc_.cost.gpu_hour_usd))) {
-      return *error_;
-    }
-    const YAML::Node rel = root["reliability"];
-    ReliabilityConfig& r = sc_.reliability;
-    if (rel.IsDefined() &&
-        (!open_map(rel, "reliability", kReliabilityKeys) ||
-         !read_quantity(rel, "reliability", "gpu_mtbf", FieldKind::kTime, false, &r.gpu_mtbf_s) ||
-         !read_quantity(rel, "reliability", "checkpoint_interval", FieldKind::kTime, false,
-                        &r.checkpoint_interval_s) ||
-         !read_quantity(rel, "reliability", "restart_time", FieldKind::kTime, true,
-                        &r.restart_s))) {
-      return *error_;
-    }
-    const YAML::Node interference = root["interference"];
-    if (interference.IsDefined() && !load_interference(interference)) return *error_;
-    std::string calibration;
-    if (!read_string(root, "", "calibration", &calibration)) return *error_;
-    if (!calibration.empty()) {
-      namespace fs = std::filesystem;
-      fs::path cal(calibration);
-      if (cal.is_relative() && sc_.path.front() != '<') {
-        cal = fs::path(sc_.path).parent_path() / cal;
-      }
-      sc_.calibration_path = cal.lexically_normal().string();
-      std::error_code ec;
-      if (!fs::is_regular_file(sc_.calibration_path, ec)) {
-        fail(root["calibration"], "calibration",
-             "no such file '" + sc_.calibration_path + "' (resolved relative to the scenario)");
-        return *error_;
-      }
-    }
-    if (!check_combinations()) return *error_;
-  } catch (const YAML::Exception& e) {
-    fail_at(e.mark, "", "cannot read the YAML: " + e.msg);
-    return *error_;
-  }
-  return std::move(sc_);
+  return Status::Ok();
 }
-
-}  // namespace
 
 Result<Scenario> load_scenario_text(std::string_view yaml_text, const std::string& origin) {
-  return Loader(origin).load(yaml_text);
+  return Loader(origin, {}, true).load(yaml_text);
+}
+
+Result<Scenario> load_scenario_text(std::string_view yaml_text, const std::string& origin,
+                                    const std::vector<ScenarioOverride>& overrides,
+                                    bool check_layout) {
+  return Loader(origin, overrides, check_layout).load(yaml_text);
 }
 
 Result<Scenario> load_scenario_file(const std::string& path) {
+  return load_scenario_file(path, {});
+}
+
+Result<Scenario> load_scenario_file(const std::string& path,
+                                    const std::vector<ScenarioOverride>& overrides,
+                                    bool check_layout) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     return Error{path + ": is a directory, not a scenario file"};
@@ -1024,7 +1198,7 @@ Result<Scenario> load_scenario_file(const std::string& path) {
   std::stringstream buf;
   buf << in.rdbuf();
   if (in.bad()) return Error{path + ": cannot read scenario file"};
-  return load_scenario_text(buf.str(), path);
+  return load_scenario_text(buf.str(), path, overrides, check_layout);
 }
 
 }  // namespace clustersim::models

@@ -186,4 +186,36 @@ Result<Scenario> load_scenario_file(const std::string& path);
 // Same, from text already in memory; `origin` names it in messages (a path or "<embedded>").
 Result<Scenario> load_scenario_text(std::string_view yaml_text, const std::string& origin);
 
+// The rules above between the parallel layout and the cluster, the model, the batch and the
+// sequence (from tp x pp x dp x cp == GPUs through sp's tokens per rank), for a scenario whose
+// parallelism or batch was changed in code (the parallelism search). Ok, or the first rule
+// broken as "file:line:col: key.path: what", citing the key to change (Scenario::where).
+Status check_parallelism(const Scenario& scenario);
+
+// One edit to a scenario's YAML before it is read (`clustersim sweep --set key=value`): a dotted
+// key path and the value as YAML text (a scalar such as 16 or 400Gbps, or a flow map or list).
+struct ScenarioOverride {
+  std::string key_path;  // "cluster.nodes", "workload.parallelism.tp", "cluster.node.gpu.hbm"
+  std::string value;
+  std::string origin() const { return "--set " + key_path + "=" + value; }
+};
+
+// Loads with the overrides applied in order to the YAML tree, then validates as above. Maps
+// missing on the way are created; a catalog id on the way to one of its fields becomes
+// {base: id, field: value}. Errors in the file's keys cite file:line:col; errors in or under an
+// overridden key cite the override ("--set cluster.nodes=abc: cluster.nodes: ..."). With
+// check_layout false, check_parallelism is skipped: for a caller that replaces the layout (the
+// parallelism search), the returned scenario's own layout may then be invalid.
+Result<Scenario> load_scenario_file(const std::string& path,
+                                    const std::vector<ScenarioOverride>& overrides,
+                                    bool check_layout = true);
+Result<Scenario> load_scenario_text(std::string_view yaml_text, const std::string& origin,
+                                    const std::vector<ScenarioOverride>& overrides,
+                                    bool check_layout = true);
+
+// Whether `key_path` names a scenario key (this file's sections, e.g. "cluster.node.nic",
+// "cluster.node.gpu.hbm"): Ok, or an error naming the first unknown part with the nearest
+// known key ("did you mean").
+Status check_scenario_key(std::string_view key_path);
+
 }  // namespace clustersim::models
