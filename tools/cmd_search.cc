@@ -1,0 +1,589 @@
+// `clustersim search [SCENARIO]`: the best parallel layout for the scenario's model on its
+// cluster (or on --gpus N), ranked by the analytic model, optionally re-ranked by the simulator
+// (--refine-des K), with why the winner wins; and with --gpus-range MIN:MAX how many GPUs the job
+// needs (the smallest whole-node count at which a layout fits) and the best layout per count.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "models/parallelism_search.h"
+#include "models/step_model.h"
+#include "models/units.h"
+#include "sim/step_sim.h"
+#include "tools/command_registry.h"
+#include "tools/layout_report.h"
+#include "tools/scenario_input.h"
+#include "tools/text_table.h"
+
+namespace clustersim::tools {
+namespace {
+
+using models::format_count;
+using models::format_significant;
+using models::format_size;
+using models::format_time;
+using models::format_usd;
+using Align = TextTable::Align;
+
+struct SearchArgs {
+  std::string scenario;
+  std::string calibration;
+  int gpus = 0;            // 0: the scenario's cluster
+  std::string gpus_range;  // "MIN:MAX"
+  int top = 10;
+  std::string objective = "tokens_per_s";
+  int refine_des = 0;
+  bool json = false;
+  int threads = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<int> micro_batches = {1, 2, 4, 8};
+  int max_virtual_stages = 8;
+};
+
+// A ranked layout and, after --refine-des, its simulated step.
+struct Candidate {
+  models::RankedLayout analytic;
+  std::optional<models::RankedLayout> des;
+  std::string des_error;
+  std::size_t analytic_rank = 0;  // 1-based
+  const models::RankedLayout& decisive() const { return des ? *des : analytic; }
+};
+
+std::string percent(double part, double whole) {
+  return whole > 0 ? format_significant(100 * part / whole, 3) + "%" : "-";
+}
+
+// "$1.23" or "0.45 GPU-h": the cost per million tokens.
+std::string cost_cell(const models::RankedLayout& r) {
+  return r.usd_per_million_tokens > 0
+             ? format_usd(r.usd_per_million_tokens)
+             : format_significant(r.gpu_hours_per_million_tokens, 3) + " GPU-h";
+}
+
+std::string memory_cell(const models::StepResult& s) {
+  return format_size(s.memory.total()) + " (" + percent(s.memory.total(), s.memory_capacity_bytes) +
+         ")";
+}
+
+// The cells after the layout's: step, tokens/s, MFU, memory, cost.
+std::vector<std::string> figures(const models::RankedLayout& r) {
+  return {format_time(r.step.step_time_s), format_count(r.step.tokens_per_s),
+          percent(r.step.mfu, 1), memory_cell(r.step), cost_cell(r)};
+}
+
+std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+void print_header(const models::Scenario& s, const char* what) {
+  const auto& c = s.cluster;
+  const auto& w = s.workload;
+  std::printf("%s for %s (%s)\n", what, s.name.c_str(), s.path.c_str());
+  std::printf("  cluster   %d x %d %s on %s", c.nodes, c.node.gpus_per_node, c.node.gpu.id.c_str(),
+              c.node.scale_up.id.c_str());
+  if (c.node.nics_per_node > 0) {
+    std::printf(", %d x %s per node, %s", c.node.nics_per_node, c.node.nic.id.c_str(),
+                std::string(models::to_string(c.fabric.topology)).c_str());
+  }
+  std::printf("\n  workload  %s (%s parameters), seq %d, %d sequences per step (%s tokens), %s\n",
+              w.model.id.c_str(), format_count(models::count_parameters(w.model).total()).c_str(),
+              w.seq_len, w.global_batch, format_count(w.tokens_per_step()).c_str(),
+              std::string(models::to_string(w.precision)).c_str());
+}
+
+const char* objective_words(models::SearchObjective o) {
+  switch (o) {
+    case models::SearchObjective::kTokensPerSecond: return "tokens/s (fastest)";
+    case models::SearchObjective::kCost: return "cost per million useful tokens (cheapest)";
+    case models::SearchObjective::kMfu: return "MFU (best use of each GPU)";
+  }
+  return "?";
+}
+
+void print_searched(const models::SearchResult& r, double wall_s, int threads) {
+  std::printf(
+      "  searched  %s valid layouts (tp x pp x dp x cp x sp x zero x recompute x micro-batch x "
+      "schedule), %s fit in memory; %s on %d thread%s (%s layouts/min)\n",
+      format_count(double(r.layouts)).c_str(), format_count(double(r.fitting)).c_str(),
+      format_time(wall_s).c_str(), threads, threads == 1 ? "" : "s",
+      format_count(wall_s > 0 ? r.layouts / wall_s * 60 : 0).c_str());
+  if (r.failed > 0) {
+    std::printf("  %zu fitting layouts could not be predicted, e.g. %s\n", r.failed,
+                r.first_error.c_str());
+  }
+}
+
+// Where the winner's step goes next to the alternatives (all from one engine), and what would
+// still help it.
+void print_why(const models::Scenario& scenario, const models::RankedLayout& best,
+               const models::RankedLayout* other_shape, const models::RankedLayout* own,
+               const char* engine) {
+  struct Column {
+    std::string name;
+    const models::RankedLayout* layout;
+  };
+  std::vector<Column> cols = {{"#1", &best}};
+  if (other_shape != nullptr) cols.push_back({"best other shape", other_shape});
+  if (own != nullptr && !(own->layout == best.layout)) cols.push_back({"scenario's own", own});
+  std::printf("\nWhy #1 wins: where each step goes (%s)\n", engine);
+  for (std::size_t c = 1; c < cols.size(); ++c) {
+    std::printf("  %-17s %s\n", (cols[c].name + ":").c_str(),
+                models::to_string(cols[c].layout->layout).c_str());
+  }
+  std::vector<std::string> header = {"per step"};
+  std::vector<Align> align = {Align::kLeft};
+  for (const auto& c : cols) {
+    header.push_back(c.name);
+    align.push_back(Align::kRight);
+  }
+  TextTable t(header, align);
+  const auto best_parts = step_parts(best.step);
+  for (std::size_t i = 0; i < best_parts.size(); ++i) {
+    std::vector<std::string> row = {best_parts[i].first};
+    bool any = false;
+    for (const auto& c : cols) {
+      const double s = step_parts(c.layout->step)[i].second;
+      any = any || s > 0;
+      row.push_back(s > 0 ? format_time(s) + " " + percent(s, c.layout->step.step_time_s) : "-");
+    }
+    if (any) t.add_row(row);
+  }
+  t.add_separator();
+  std::vector<std::string> step_row = {"step"};
+  std::vector<std::string> mem_row = {"memory per GPU"};
+  for (const auto& c : cols) {
+    step_row.push_back(format_time(c.layout->step.step_time_s));
+    mem_row.push_back(memory_cell(c.layout->step));
+  }
+  t.add_row(step_row);
+  t.add_row(mem_row);
+  std::printf("%s", t.render(2).c_str());
+  // The largest single difference against each alternative, in words.
+  for (std::size_t c = 1; c < cols.size(); ++c) {
+    const auto theirs = step_parts(cols[c].layout->step);
+    std::size_t k = 0;
+    for (std::size_t i = 1; i < best_parts.size(); ++i) {
+      if (theirs[i].second - best_parts[i].second > theirs[k].second - best_parts[k].second) k = i;
+    }
+    const double gain = cols[c].layout->step.step_time_s / best.step.step_time_s - 1;
+    if (gain <= 0) continue;
+    std::printf("  #1 is %s faster than the %s layout, most of it in %s (%s -> %s)\n",
+                percent(gain, 1).c_str(), cols[c].name.c_str(), best_parts[k].first.c_str(),
+                format_time(theirs[k].second).c_str(), format_time(best_parts[k].second).c_str());
+  }
+  for (const auto& line : models::step_advice(with_layout(scenario, best.layout), best.step)) {
+    std::printf("  ! #1 still loses time: %s\n", line.c_str());
+  }
+}
+
+// One layout through the simulator, with a line on stderr (each takes 0.1-2 s).
+std::optional<models::RankedLayout> simulate(const models::Scenario& scenario,
+                                             const models::StepParams& params,
+                                             const models::Layout& layout,
+                                             models::SearchObjective objective,
+                                             const std::string& what, std::string* error) {
+  const models::Scenario s = with_layout(scenario, layout);
+  const auto start = std::chrono::steady_clock::now();
+  auto sim = sim::simulate_step(s, params);
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "clustersim search: simulated %s (%s) in %s\n", what.c_str(),
+               models::to_string(layout).c_str(), format_time(wall_s).c_str());
+  if (!sim) {
+    *error = sim.message();
+    return std::nullopt;
+  }
+  return models::rank_step(s, sim->step, objective);
+}
+
+// Re-ranks the first k candidates by the simulator (SimGrid runs one engine per process: one
+// simulation at a time).
+void refine_with_simulator(const models::Scenario& scenario, const models::StepParams& params,
+                           models::SearchObjective objective, std::size_t k,
+                           std::vector<Candidate>* ranked) {
+  k = std::min(k, ranked->size());
+  for (std::size_t i = 0; i < k; ++i) {
+    Candidate& c = (*ranked)[i];
+    c.des = simulate(scenario, params, c.analytic.layout, objective,
+                     std::to_string(i + 1) + "/" + std::to_string(k), &c.des_error);
+  }
+  // Simulated ones first by their simulated score, then the rest in analytic order.
+  std::stable_sort(ranked->begin(), ranked->begin() + static_cast<std::ptrdiff_t>(k),
+                   [](const Candidate& a, const Candidate& b) {
+                     if (a.des.has_value() != b.des.has_value()) return a.des.has_value();
+                     return a.des && b.des && a.des->score > b.des->score;
+                   });
+}
+
+// Parses "MIN:MAX" into whole-node GPU counts.
+models::Status parse_range(const std::string& text, int gpus_per_node, int* min_gpus,
+                           int* max_gpus) {
+  const auto colon = text.find(':');
+  auto number = [](const std::string& t, int* out) {
+    auto v = models::parse_count(t);
+    if (!v || *v < 1 || *v != std::floor(*v) || *v > 1e7) return false;
+    *out = static_cast<int>(*v);
+    return true;
+  };
+  if (colon == std::string::npos || !number(text.substr(0, colon), min_gpus) ||
+      !number(text.substr(colon + 1), max_gpus) || *min_gpus > *max_gpus) {
+    return models::Error{"--gpus-range: '" + text + "': expected MIN:MAX GPUs, e.g. 64:1024"};
+  }
+  if (*min_gpus % gpus_per_node != 0 || *max_gpus % gpus_per_node != 0) {
+    return models::Error{"--gpus-range: " + text + ": both ends must be whole nodes of " +
+                         std::to_string(gpus_per_node) + " GPUs"};
+  }
+  return models::Status::Ok();
+}
+
+int run_one_count(const SearchArgs& a, const models::Scenario& scenario,
+                  const models::StepParams& params, const models::SearchOptions& options,
+                  ProgressLine& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  auto searched = models::search_layouts(scenario, params, options);
+  progress.done();
+  if (!searched) return fail_bad_input("search", searched.message());
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const models::SearchResult& r = *searched;
+  std::vector<Candidate> ranked;
+  for (std::size_t i = 0; i < r.top.size(); ++i) ranked.push_back({r.top[i], {}, {}, i + 1});
+  if (a.refine_des > 0) {
+    refine_with_simulator(scenario, params, options.objective, a.refine_des, &ranked);
+  }
+  ranked.resize(std::min<std::size_t>(ranked.size(), a.top));
+
+  if (a.json) {
+    nlohmann::json top = nlohmann::json::array();
+    for (const Candidate& c : ranked) {
+      nlohmann::json j = ranked_json(c.analytic);
+      j["analytic_rank"] = c.analytic_rank;
+      if (c.des) j["des"] = ranked_json(*c.des);
+      if (!c.des_error.empty()) j["des_error"] = c.des_error;
+      top.push_back(j);
+    }
+    nlohmann::json out = {
+        {"scenario", scenario.name},
+        {"gpus", r.gpus},
+        {"objective", models::to_string(options.objective)},
+        {"engine", a.refine_des > 0 ? "analytic+des" : "analytic"},
+        {"layouts", r.layouts},
+        {"fitting", r.fitting},
+        {"failed", r.failed},
+        {"wall_s", wall_s},
+        {"layouts_per_minute", wall_s > 0 ? r.layouts / wall_s * 60 : 0.0},
+        {"threads", options.threads},
+        {"top", top},
+        {"best_other_shape",
+         r.best_other_shape ? ranked_json(*r.best_other_shape) : nlohmann::json(nullptr)},
+        {"own", r.own ? ranked_json(*r.own) : nlohmann::json(nullptr)},
+        {"own_rank", r.own_rank > 0 ? nlohmann::json(r.own_rank) : nlohmann::json(nullptr)},
+    };
+    if (r.closest) {
+      out["closest"] = {{"layout", layout_json(*r.closest)},
+                        {"memory_per_gpu_bytes", r.closest_memory.total()},
+                        {"memory_capacity_bytes", scenario.cluster.node.gpu.hbm_bytes}};
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return kExitOk;
+  }
+
+  print_header(scenario, "Parallelism search");
+  print_searched(r, wall_s, options.threads);
+  std::printf("  objective %s; analytic model%s\n\n", objective_words(options.objective),
+              a.refine_des > 0 ? ", the first ones re-ranked by the simulator" : "");
+  if (ranked.empty()) {
+    const double capacity = scenario.cluster.node.gpu.hbm_bytes;
+    std::printf("Nothing fits in %s per GPU on %d GPUs.\n", format_size(capacity).c_str(),
+                r.gpus);
+    if (r.closest) {
+      std::printf("  closest: %s needs %s per GPU (weights %s, gradients %s, optimizer %s, "
+                  "activations %s)\n",
+                  models::to_string(*r.closest).c_str(),
+                  format_size(r.closest_memory.total()).c_str(),
+                  format_size(r.closest_memory.weights_bytes).c_str(),
+                  format_size(r.closest_memory.gradients_bytes).c_str(),
+                  format_size(r.closest_memory.optimizer_bytes).c_str(),
+                  format_size(r.closest_memory.activations_bytes).c_str());
+    }
+    std::printf("  more GPUs: clustersim search %s --gpus-range %d:%d\n", scenario.path.c_str(),
+                r.gpus, r.gpus * 16);
+    return kExitOk;
+  }
+
+  const std::string memory_header = "memory of " + format_size(scenario.cluster.node.gpu.hbm_bytes);
+  std::vector<std::string> header = concat(
+      concat({"#"}, layout_header()), {a.refine_des > 0 ? "simulated step" : "step", "tokens/s",
+                                       "MFU", memory_header, "per M tokens"});
+  std::vector<Align> align(header.size(), Align::kRight);
+  align[1 + 5] = Align::kLeft;  // recompute
+  if (a.refine_des > 0) {
+    header.insert(header.end(), {"analytic step", "sim/analytic", "analytic #"});
+    align.resize(header.size(), Align::kRight);
+  }
+  TextTable t(header, align);
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    const Candidate& c = ranked[i];
+    std::vector<std::string> row =
+        concat(concat({std::to_string(i + 1)}, layout_cells(c.analytic.layout)),
+               figures(c.decisive()));
+    if (a.refine_des > 0) {
+      if (!c.des) row[1 + layout_header().size()] = "not simulated";
+      row.insert(row.end(),
+                 {format_time(c.analytic.step.step_time_s),
+                  c.des ? format_significant(c.des->step.step_time_s / c.analytic.step.step_time_s, 3)
+                        : "-",
+                  std::to_string(c.analytic_rank)});
+    }
+    t.add_row(row);
+  }
+  if (r.own) {
+    t.add_separator();
+    std::vector<std::string> row =
+        concat(concat({r.own_rank > 0 ? "own #" + std::to_string(r.own_rank) : "own"},
+                      layout_cells(r.own->layout)),
+               figures(*r.own));
+    if (a.refine_des > 0) {  // the analytic figures: move the step to its column
+      row.resize(header.size());
+      row[header.size() - 3] = row[1 + layout_header().size()];
+      row[1 + layout_header().size()] = "-";
+    }
+    t.add_row(row);
+  }
+  std::printf("%s", t.render(2).c_str());
+  if (r.own && r.own_rank == 0) {
+    std::printf("  (own: the scenario's layout does not fit in memory)\n");
+  }
+  for (const Candidate& c : ranked) {
+    if (!c.des_error.empty()) {
+      std::printf("  not simulated (%s): %s\n", models::to_string(c.analytic.layout).c_str(),
+                  c.des_error.c_str());
+    }
+  }
+  // The why-table compares like with like: with --refine-des, the alternatives simulated too.
+  const models::RankedLayout* other = r.best_other_shape ? &*r.best_other_shape : nullptr;
+  const models::RankedLayout* own = r.own ? &*r.own : nullptr;
+  std::optional<models::RankedLayout> other_des;
+  std::optional<models::RankedLayout> own_des;
+  const bool simulated = ranked.front().des.has_value();
+  if (simulated) {
+    std::string ignored;
+    if (other != nullptr) {
+      other_des = simulate(scenario, params, other->layout, options.objective, "best other shape",
+                           &ignored);
+    }
+    if (own != nullptr && !(own->layout == ranked.front().des->layout)) {
+      own_des = simulate(scenario, params, own->layout, options.objective, "scenario's own", &ignored);
+    }
+    other = other_des ? &*other_des : nullptr;
+    own = own_des ? &*own_des : nullptr;
+  }
+  print_why(scenario, ranked.front().decisive(), other, own,
+            simulated ? "simulated" : "analytic model");
+  std::printf("\nUse it (under workload:)\n  %s\n", [&] {
+    std::string y = layout_yaml(ranked.front().decisive().layout);
+    for (std::size_t p = y.find('\n'); p != std::string::npos; p = y.find('\n', p + 1)) {
+      y.insert(p + 1, "  ");
+    }
+    return y;
+  }().c_str());
+  return kExitOk;
+}
+
+int run_range(const SearchArgs& a, const models::Scenario& scenario,
+              const models::StepParams& params, const models::SearchOptions& options,
+              ProgressLine& progress, int min_gpus, int max_gpus) {
+  const auto start = std::chrono::steady_clock::now();
+  auto searched = models::search_gpu_counts(scenario, params, min_gpus, max_gpus, options);
+  progress.done();
+  if (!searched) return fail_bad_input("search", searched.message());
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const models::ScalingSearch& s = *searched;
+  // The best count by the objective.
+  const models::GpuCountSearch* best = nullptr;
+  for (const auto& c : s.counts) {
+    if (!c.result.top.empty() &&
+        (best == nullptr || c.result.top.front().score > best->result.top.front().score)) {
+      best = &c;
+    }
+  }
+  const int gpn = scenario.cluster.node.gpus_per_node;
+
+  if (a.json) {
+    nlohmann::json counts = nlohmann::json::array();
+    for (const auto& c : s.counts) {
+      nlohmann::json j = {{"gpus", c.gpus},
+                          {"nodes", c.gpus / gpn},
+                          {"layouts", c.result.layouts},
+                          {"fitting", c.result.fitting},
+                          {"best", c.result.top.empty() ? nlohmann::json(nullptr)
+                                                        : ranked_json(c.result.top.front())}};
+      if (c.result.closest) {
+        j["closest"] = {{"layout", layout_json(*c.result.closest)},
+                        {"memory_per_gpu_bytes", c.result.closest_memory.total()}};
+      }
+      counts.push_back(j);
+    }
+    nlohmann::json out = {
+        {"scenario", scenario.name},
+        {"objective", models::to_string(options.objective)},
+        {"engine", "analytic"},
+        {"min_gpus", min_gpus},
+        {"max_gpus", max_gpus},
+        {"smallest_fitting_gpus", s.smallest_fitting_gpus > 0
+                                      ? nlohmann::json(s.smallest_fitting_gpus)
+                                      : nlohmann::json(nullptr)},
+        {"best_gpus", best ? nlohmann::json(best->gpus) : nlohmann::json(nullptr)},
+        {"memory_capacity_bytes", scenario.cluster.node.gpu.hbm_bytes},
+        {"wall_s", wall_s},
+        {"counts", counts},
+    };
+    std::printf("%s\n", out.dump(2).c_str());
+    return kExitOk;
+  }
+
+  print_header(scenario, "How many GPUs");
+  std::printf("  range     %d to %d GPUs in whole nodes of %d; objective %s; %s\n\n", min_gpus,
+              max_gpus, gpn, objective_words(options.objective), format_time(wall_s).c_str());
+  const double capacity = scenario.cluster.node.gpu.hbm_bytes;
+  if (s.smallest_fitting_gpus == 0) {
+    std::printf("Nothing fits in %s per GPU anywhere from %d to %d GPUs.\n",
+                format_size(capacity).c_str(), min_gpus, max_gpus);
+  } else if (s.smallest_fitting_gpus == min_gpus) {
+    std::printf("It fits already at %d GPUs, the bottom of the range (%s per GPU).\n", min_gpus,
+                format_size(capacity).c_str());
+  } else {
+    std::printf("Smallest count that fits in %s per GPU: %d GPUs (%d nodes).\n",
+                format_size(capacity).c_str(), s.smallest_fitting_gpus,
+                s.smallest_fitting_gpus / gpn);
+  }
+  std::vector<std::string> header = concat(concat({"GPUs", "fit"}, layout_header()),
+                                           {"step", "tokens/s", "MFU", "memory", "per M tokens"});
+  std::vector<Align> align(header.size(), Align::kRight);
+  align[2 + 5] = Align::kLeft;
+  TextTable t(header, align);
+  for (const auto& c : s.counts) {
+    const std::string fit = std::to_string(c.result.fitting) + "/" + std::to_string(c.result.layouts);
+    std::vector<std::string> row = {std::to_string(c.gpus) + (best == &c ? " *" : ""), fit};
+    if (c.result.top.empty()) {
+      row = concat(row, std::vector<std::string>(layout_header().size(), "-"));
+      const std::string closest =
+          c.result.closest ? "min " + format_size(c.result.closest_memory.total()) : "-";
+      row = concat(row, {"-", "-", "-", closest, "-"});
+    } else {
+      row = concat(concat(row, layout_cells(c.result.top.front().layout)),
+                   figures(c.result.top.front()));
+    }
+    t.add_row(row);
+  }
+  std::printf("\nBest layout per GPU count (fit: layouts that fit / valid layouts)\n%s",
+              t.render(2).c_str());
+  if (best != nullptr) {
+    std::printf("  * best by %s: %d GPUs, %s\n", objective_words(options.objective), best->gpus,
+                models::to_string(best->result.top.front().layout).c_str());
+  }
+  return kExitOk;
+}
+
+int run_search(const SearchArgs& a) {
+  // The search replaces the layout: a scenario whose own layout is invalid (or not given) for
+  // its cluster is still searched.
+  auto loaded = a.scenario.empty() ? load_scenario_or_default(a.scenario)
+                                   : models::load_scenario_file(a.scenario, {}, false);
+  if (!loaded) return fail_bad_input("search", loaded.message());
+  models::Scenario scenario = std::move(loaded).value();
+  auto params = step_params_for(scenario, a.calibration);
+  if (!params) return fail_bad_input("search", params.message());
+
+  models::SearchOptions options;
+  if (!models::parse_search_objective(a.objective, &options.objective)) {
+    return fail_bad_input("search", "--objective: '" + a.objective +
+                                        "' (tokens_per_s, cost or mfu)");
+  }
+  if (a.top < 1) return fail_bad_input("search", "--top: must be at least 1");
+  if (a.threads < 1) return fail_bad_input("search", "--threads: must be at least 1");
+  if (a.refine_des < 0) return fail_bad_input("search", "--refine-des: must be 0 or more");
+  for (int mb : a.micro_batches) {
+    if (mb < 1) return fail_bad_input("search", "--micro-batches: sizes must be at least 1");
+  }
+  if (a.max_virtual_stages < 1) {
+    return fail_bad_input("search", "--max-virtual-stages: must be at least 1");
+  }
+  options.top = std::max(a.top, a.refine_des);
+  options.threads = a.threads;
+  options.space.micro_batches = a.micro_batches;
+  options.space.max_virtual_stages = a.max_virtual_stages;
+  ProgressLine progress("search");
+  options.progress = [&progress](std::size_t done, std::size_t total) {
+    progress.update(done, total, "layouts");
+  };
+  const int gpn = scenario.cluster.node.gpus_per_node;
+
+  if (!a.gpus_range.empty()) {
+    if (a.refine_des > 0) {
+      return fail_bad_input("search", "--refine-des works on one GPU count (--gpus or the "
+                                      "scenario's), not with --gpus-range");
+    }
+    int min_gpus = 0;
+    int max_gpus = 0;
+    if (auto st = parse_range(a.gpus_range, gpn, &min_gpus, &max_gpus); !st) {
+      return fail_bad_input("search", st.message());
+    }
+    return run_range(a, scenario, *params, options, progress, min_gpus, max_gpus);
+  }
+  if (a.gpus != 0) {
+    if (a.gpus < 0 || a.gpus % gpn != 0) {
+      return fail_bad_input("search", "--gpus " + std::to_string(a.gpus) +
+                                          ": whole nodes of " + std::to_string(gpn) + " GPUs");
+    }
+    auto resized = models::with_nodes(scenario, a.gpus / gpn);
+    if (!resized) return fail_bad_input("search", resized.message());
+    scenario = std::move(resized).value();
+  }
+  return run_one_count(a, scenario, *params, options, progress);
+}
+
+const bool kRegistered = register_command(
+    {"search", "best parallel layout for a model on a cluster, and how many GPUs it needs", 40,
+     [](CLI::App& sub) -> CommandAction {
+       auto a = std::make_shared<SearchArgs>();
+       sub.add_option("scenario", a->scenario,
+                      "scenario YAML: its model, sequence, batch and cluster (default: the "
+                      "embedded one); its own layout is ranked too");
+       auto* gpus = sub.add_option("--gpus", a->gpus,
+                                   "search on N GPUs of the scenario's nodes (whole nodes)");
+       sub.add_option("--gpus-range", a->gpus_range,
+                      "MIN:MAX GPUs: the smallest whole-node count at which a layout fits, and "
+                      "the best layout at MIN, doubling, MAX and that count")
+           ->excludes(gpus);
+       sub.add_option("--top", a->top, "layouts listed (default 10)");
+       sub.add_option("--objective", a->objective,
+                      "tokens_per_s (default), cost (per million useful tokens) or mfu; they "
+                      "rank alike at one GPU count and differ across counts");
+       sub.add_option("--refine-des", a->refine_des,
+                      "re-rank the best K layouts with the simulator (about 0.1-2 s each)");
+       sub.add_flag("--json", a->json, "one JSON object");
+       sub.add_option("--threads", a->threads,
+                      "evaluation threads (default: the machine's cores); same ranking for any");
+       sub.add_option("--calibration", a->calibration,
+                      "calibration overlay (clustersim calibrate); default: the scenario's");
+       sub.add_option("--micro-batches", a->micro_batches,
+                      "micro-batch sizes to try, comma-separated (default 1,2,4,8; the "
+                      "scenario's own is added)")
+           ->delimiter(',');
+       sub.add_option("--max-virtual-stages", a->max_virtual_stages,
+                      "interleaved schedule: model chunks per stage to try, 2..N (default 8)");
+       return [a] { return run_search(*a); };
+     }});
+
+}  // namespace
+}  // namespace clustersim::tools

@@ -1,0 +1,502 @@
+// `clustersim sweep SCENARIO --set key=v1,v2 [--set ...]`: a grid over scenario parameters. Each
+// combination of the --set values is applied to the scenario's YAML at its dotted key (the
+// loader then validates it as it validates a file, errors naming the --set), and planned with
+// the analytic model (or the simulator, --engine des; or the best layout per row, --search). One
+// row per combination: the key figures, or why that combination is invalid (not fatal). --csv
+// FILE writes the rows for a spreadsheet; --threads evaluates analytic rows in parallel.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "models/parallelism_search.h"
+#include "models/step_model.h"
+#include "models/text_file.h"
+#include "models/units.h"
+#include "sim/step_sim.h"
+#include "tools/command_registry.h"
+#include "tools/layout_report.h"
+#include "tools/scenario_input.h"
+#include "tools/text_table.h"
+
+namespace clustersim::tools {
+namespace {
+
+using models::format_count;
+using models::format_significant;
+using models::format_size;
+using models::format_time;
+using Align = TextTable::Align;
+
+struct SweepArgs {
+  std::string scenario;
+  std::vector<std::string> sets;
+  std::string engine = "analytic";
+  bool json = false;
+  std::string csv;
+  std::string calibration;
+  bool search = false;
+  int threads = std::max(1u, std::thread::hardware_concurrency());
+};
+
+// One --set: its keys (several joined by '+' vary together) and its values, in the order given:
+// values[i][k] is the i-th value of keys[k].
+struct Axis {
+  std::vector<std::string> keys;
+  std::vector<std::vector<std::string>> values;
+};
+
+// One combination and what became of it.
+struct Row {
+  std::vector<std::string> values;  // one per key of every axis, in order
+  std::vector<std::pair<std::string, std::string>> derived;  // keys the sweep filled in
+  std::optional<models::RankedLayout> result;
+  double analytic_step_s = 0;  // --engine des: the formula's step, for comparison
+  std::string error;
+};
+
+// Splits "v1,v2,{a: 1, b: 2}" at the `sep` characters outside brackets, braces and quotes.
+std::vector<std::string> split_values(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  int depth = 0;
+  char quote = 0;
+  for (char ch : text) {
+    if (quote != 0) {
+      if (ch == quote) quote = 0;
+    } else if (ch == '"' || ch == '\'') {
+      quote = ch;
+    } else if (ch == '[' || ch == '{') {
+      ++depth;
+    } else if ((ch == ']' || ch == '}') && depth > 0) {
+      --depth;
+    } else if (ch == sep && depth == 0) {
+      out.push_back(cur);
+      cur.clear();
+      continue;
+    }
+    cur += ch;
+  }
+  out.push_back(cur);
+  for (auto& v : out) {
+    const auto first = v.find_first_not_of(" \t");
+    const auto last = v.find_last_not_of(" \t");
+    v = first == std::string::npos ? "" : v.substr(first, last - first + 1);
+  }
+  return out;
+}
+
+models::Result<std::vector<Axis>> parse_axes(const std::vector<std::string>& sets) {
+  std::vector<Axis> axes;
+  std::vector<std::string> swept;  // every key so far
+  for (const std::string& s : sets) {
+    const auto eq = s.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return models::Error{"--set " + s + ": expected key=v1,v2,... (e.g. cluster.nodes=8,16)"};
+    }
+    Axis a;
+    a.keys = split_values(s.substr(0, eq), '+');
+    for (const std::string& key : a.keys) {
+      if (auto st = models::check_scenario_key(key); !st.ok()) {
+        return models::Error{"--set " + s + ": " + st.message()};
+      }
+      for (const std::string& other : swept) {
+        if (other == key || key.rfind(other + ".", 0) == 0 || other.rfind(key + ".", 0) == 0) {
+          return models::Error{"--set " + s + ": " + key + " overlaps " + other +
+                               ", set by an earlier key"};
+        }
+      }
+      swept.push_back(key);
+    }
+    for (const std::string& value : split_values(s.substr(eq + 1), ',')) {
+      std::vector<std::string> parts = a.keys.size() > 1 ? split_values(value, '+')
+                                                         : std::vector<std::string>{value};
+      if (parts.size() != a.keys.size()) {
+        return models::Error{"--set " + s + ": '" + value + "' gives " +
+                             std::to_string(parts.size()) + " values for " +
+                             std::to_string(a.keys.size()) + " keys (join them with +)"};
+      }
+      for (const auto& v : parts) {
+        if (v.empty()) return models::Error{"--set " + s + ": an empty value in the list"};
+      }
+      a.values.push_back(std::move(parts));
+    }
+    axes.push_back(std::move(a));
+  }
+  if (axes.empty()) return models::Error{"give at least one --set key=v1,v2,..."};
+  return axes;
+}
+
+std::vector<std::string> all_keys(const std::vector<Axis>& axes) {
+  std::vector<std::string> keys;
+  for (const Axis& ax : axes) keys.insert(keys.end(), ax.keys.begin(), ax.keys.end());
+  return keys;
+}
+
+std::optional<int> as_int(const std::string& text) {
+  int v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+// Data parallelism follows the GPU count: when a row changes the nodes, the GPUs per node or
+// tp/pp/cp and does not set dp itself, dp = GPUs / (tp x pp x cp) where that divides.
+std::optional<int> derived_dp(const models::Scenario& base,
+                              const std::vector<models::ScenarioOverride>& overrides) {
+  const models::ParallelismConfig& p = base.workload.parallelism;
+  struct Field {
+    const char* key;
+    int value;
+  };
+  Field fields[] = {{"cluster.nodes", base.cluster.nodes},
+                    {"cluster.node.gpus_per_node", base.cluster.node.gpus_per_node},
+                    {"workload.parallelism.tp", p.tp},
+                    {"workload.parallelism.pp", p.pp},
+                    {"workload.parallelism.cp", p.cp}};
+  bool changed = false;
+  for (const auto& o : overrides) {
+    if (o.key_path == "workload.parallelism.dp") return std::nullopt;
+    for (Field& f : fields) {
+      if (o.key_path != f.key) continue;
+      auto v = as_int(o.value);
+      if (!v || *v < 1) return std::nullopt;  // the loader reports it
+      f.value = *v;
+      changed = true;
+    }
+  }
+  if (!changed) return std::nullopt;
+  const long gpus = long(fields[0].value) * fields[1].value;
+  const long model_parallel = long(fields[2].value) * fields[3].value * fields[4].value;
+  if (gpus % model_parallel != 0 || gpus / model_parallel == p.dp) return std::nullopt;
+  return static_cast<int>(gpus / model_parallel);
+}
+
+// Loads and plans one combination (thread-safe for the analytic engine).
+Row evaluate_row(const SweepArgs& a, const std::string& text, const models::Scenario& base,
+                 const std::vector<Axis>& axes, const std::vector<std::size_t>& pick) {
+  Row row;
+  std::vector<models::ScenarioOverride> overrides;
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    for (std::size_t k = 0; k < axes[i].keys.size(); ++k) {
+      row.values.push_back(axes[i].values[pick[i]][k]);
+      overrides.push_back({axes[i].keys[k], axes[i].values[pick[i]][k]});
+    }
+  }
+  if (!a.search) {
+    if (auto dp = derived_dp(base, overrides)) {
+      overrides.push_back({"workload.parallelism.dp", std::to_string(*dp)});
+      row.derived.push_back({"workload.parallelism.dp", std::to_string(*dp)});
+    }
+  }
+  // The search replaces the layout: one that no longer divides is not this row's error.
+  auto loaded = models::load_scenario_text(text, base.path, overrides, /*check_layout=*/!a.search);
+  if (!loaded) {
+    row.error = loaded.message();
+    return row;
+  }
+  models::Scenario s = std::move(loaded).value();
+  auto params = step_params_for(s, a.calibration);
+  if (!params) {
+    row.error = params.message();
+    return row;
+  }
+  if (a.search) {
+    models::SearchOptions options;
+    options.top = 1;
+    auto best = models::search_layouts(s, *params, options);
+    if (!best) {
+      row.error = best.message();
+      return row;
+    }
+    if (best->top.empty()) {
+      row.error = "no layout fits in memory (" + std::to_string(best->layouts) + " tried)";
+      return row;
+    }
+    s = with_layout(s, best->top.front().layout);
+  }
+  auto step = models::predict_step(s, *params);
+  if (!step) {
+    row.error = s.path + ": " + step.message();
+    return row;
+  }
+  row.analytic_step_s = step->step_time_s;
+  if (a.engine == "des") {
+    auto sim = sim::simulate_step(s, *params);
+    if (!sim) {
+      row.error = "simulation: " + sim.message();
+      return row;
+    }
+    *step = sim->step;
+  }
+  row.result = models::rank_step(s, *step, models::SearchObjective::kTokensPerSecond);
+  return row;
+}
+
+std::string csv_field(const std::string& v) {
+  if (v.find_first_of(",\"\n") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char ch : v) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return out + "\"";
+}
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+models::Status write_csv(const std::string& path, const std::vector<Axis>& axes,
+                         const std::vector<Row>& rows) {
+  std::ofstream out(path);
+  if (!out) return models::Error{"--csv " + path + ": cannot write the file"};
+  std::vector<std::string> header = all_keys(axes);
+  for (const char* h : {"gpus", "tp", "pp", "dp", "cp", "sp", "zero", "recompute", "pp_schedule",
+                        "virtual_stages", "micro_batch", "step_time_s", "tokens_per_s", "mfu",
+                        "memory_per_gpu_bytes", "memory_capacity_bytes", "fits",
+                        "usd_per_million_tokens", "gpu_hours_per_million_tokens", "compute_s",
+                        "exposed_tp_s", "exposed_dp_s", "exposed_pp_s", "exposed_cp_s",
+                        "bubble_s", "optimizer_s", "derived", "error"}) {
+    header.push_back(h);
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    for (std::size_t i = 0; i < cells.size(); ++i) out << (i ? "," : "") << csv_field(cells[i]);
+    out << "\n";
+  };
+  line(header);
+  for (const Row& r : rows) {
+    std::vector<std::string> cells = r.values;
+    std::string derived;
+    for (const auto& [k, v] : r.derived) derived += (derived.empty() ? "" : " ") + k + "=" + v;
+    if (r.result) {
+      const models::StepResult& s = r.result->step;
+      const models::ParallelismConfig& p = r.result->layout.parallelism;
+      const models::StepBreakdown& b = s.breakdown;
+      for (const std::string& c :
+           {std::to_string(s.gpus), std::to_string(p.tp), std::to_string(p.pp),
+            std::to_string(p.dp), std::to_string(p.cp), std::string(p.sp ? "true" : "false"),
+            std::to_string(p.zero), std::string(models::to_string(p.recompute)),
+            std::string(models::to_string(p.pp_schedule)), std::to_string(p.virtual_stages),
+            std::to_string(r.result->layout.micro_batch), number(s.step_time_s),
+            number(s.tokens_per_s), number(s.mfu), number(s.memory.total()),
+            number(s.memory_capacity_bytes), std::string(s.fits ? "true" : "false"),
+            r.result->usd_per_million_tokens > 0 ? number(r.result->usd_per_million_tokens) : "",
+            number(r.result->gpu_hours_per_million_tokens), number(b.compute_s),
+            number(b.tp.exposed_s), number(b.dp.exposed_s), number(b.pp.exposed_s),
+            number(b.cp.exposed_s), number(b.bubble_s), number(b.optimizer_s)}) {
+        cells.push_back(c);
+      }
+    } else {
+      cells.resize(header.size() - 2);
+    }
+    cells.push_back(derived);
+    cells.push_back(r.error);
+    line(cells);
+  }
+  out.flush();
+  if (!out) return models::Error{"--csv " + path + ": cannot write the file"};
+  return models::Status::Ok();
+}
+
+// Column names: each key's last part, or the whole key where two last parts collide.
+std::vector<std::string> axis_names(const std::vector<Axis>& axes) {
+  const std::vector<std::string> keys = all_keys(axes);
+  std::vector<std::string> names;
+  for (const std::string& key : keys) names.push_back(key.substr(key.rfind('.') + 1));
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (std::count(names.begin(), names.end(), names[i]) > 1) names[i] = keys[i];
+  }
+  return names;
+}
+
+void print_table(const SweepArgs& a, const models::Scenario& base, const std::vector<Axis>& axes,
+                 const std::vector<Row>& rows, double wall_s) {
+  std::printf("Sweep of %s (%s): %zu combinations, %s model%s, %s\n", base.name.c_str(),
+              base.path.c_str(), rows.size(),
+              a.engine == "des" ? "simulated by the discrete-event" : "analytic",
+              a.search ? ", best layout per row (search)" : "", format_time(wall_s).c_str());
+  std::vector<std::string> header = axis_names(axes);
+  std::vector<Align> align(header.size(), Align::kRight);
+  for (const char* h : {"GPUs", "step", "tokens/s", "MFU", "memory", "exposed comm", "per M tokens"}) {
+    header.push_back(h);
+  }
+  if (a.engine == "des") header.push_back("sim/analytic");
+  header.push_back("layout / why invalid");
+  align.resize(header.size(), Align::kRight);
+  align.back() = Align::kLeft;
+  TextTable t(header, align);
+  std::size_t invalid = 0;
+  for (const Row& r : rows) {
+    std::vector<std::string> cells = r.values;
+    if (r.result) {
+      const models::StepResult& s = r.result->step;
+      const models::StepBreakdown& b = s.breakdown;
+      const double exposed = b.tp.exposed_s + b.dp.exposed_s + b.pp.exposed_s + b.cp.exposed_s;
+      cells.push_back(std::to_string(s.gpus));
+      cells.push_back(format_time(s.step_time_s));
+      cells.push_back(format_count(s.tokens_per_s));
+      cells.push_back(format_significant(100 * s.mfu, 3) + "%");
+      cells.push_back(format_size(s.memory.total()) + (s.fits ? "" : " (does not fit)"));
+      cells.push_back(format_significant(100 * exposed / s.step_time_s, 3) + "%");
+      cells.push_back(r.result->usd_per_million_tokens > 0
+                          ? models::format_usd(r.result->usd_per_million_tokens)
+                          : format_significant(r.result->gpu_hours_per_million_tokens, 3) +
+                                " GPU-h");
+      if (a.engine == "des") {
+        cells.push_back(format_significant(s.step_time_s / r.analytic_step_s, 3));
+      }
+      cells.push_back(models::to_string(r.result->layout));
+    } else {
+      ++invalid;
+      cells.resize(header.size() - 1, "-");
+      // The title names the file: "file:12:5: key: ..." reads "12:5: key: ...".
+      std::string why = r.error;
+      if (why.rfind(base.path + ":", 0) == 0) why = why.substr(base.path.size() + 1);
+      if (!why.empty() && why[0] == ' ') why.erase(0, 1);
+      cells.push_back("invalid: " + why);
+    }
+    t.add_row(cells);
+  }
+  std::printf("%s", t.render(2).c_str());
+  bool derived = false;
+  for (const Row& r : rows) derived = derived || !r.derived.empty();
+  if (derived) {
+    std::printf("  dp follows the GPU count where a row changes nodes, gpus_per_node, tp, pp or cp "
+                "(dp = GPUs / (tp x pp x cp)); --set workload.parallelism.dp=... fixes it\n");
+  }
+  if (invalid > 0) std::printf("  %zu of %zu combinations invalid\n", invalid, rows.size());
+}
+
+nlohmann::json rows_json(const SweepArgs& a, const models::Scenario& base,
+                         const std::vector<Axis>& axes, const std::vector<Row>& rows) {
+  nlohmann::json out_rows = nlohmann::json::array();
+  std::size_t valid = 0;
+  const std::vector<std::string> keys = all_keys(axes);
+  for (const Row& r : rows) {
+    nlohmann::json values = nlohmann::json::object();
+    for (std::size_t i = 0; i < keys.size(); ++i) values[keys[i]] = r.values[i];
+    nlohmann::json j = r.result ? ranked_json(*r.result) : nlohmann::json::object();
+    j["values"] = values;
+    j["ok"] = r.result.has_value();
+    j["error"] = r.result ? nlohmann::json(nullptr) : nlohmann::json(r.error);
+    nlohmann::json derived = nlohmann::json::object();
+    for (const auto& [k, v] : r.derived) derived[k] = v;
+    j["derived"] = derived;
+    if (r.result && a.engine == "des") j["analytic_step_time_s"] = r.analytic_step_s;
+    valid += r.result.has_value();
+    out_rows.push_back(j);
+  }
+  return {{"scenario", base.name},
+          {"engine", a.engine},
+          {"search", a.search},
+          {"keys", keys},
+          {"combinations", rows.size()},
+          {"valid", valid},
+          {"rows", out_rows}};
+}
+
+int run_sweep(const SweepArgs& a) {
+  if (a.engine != "analytic" && a.engine != "des") {
+    return fail_bad_input("sweep", "--engine: '" + a.engine + "' (analytic or des)");
+  }
+  if (a.threads < 1) return fail_bad_input("sweep", "--threads: must be at least 1");
+  auto axes = parse_axes(a.sets);
+  if (!axes) return fail_bad_input("sweep", axes.message());
+  auto base = models::load_scenario_file(a.scenario, {}, /*check_layout=*/!a.search);
+  if (!base) return fail_bad_input("sweep", base.message());
+  auto text = models::read_text_file(a.scenario);
+  if (!text) return fail_bad_input("sweep", text.message());
+
+  // The grid, last --set varying fastest.
+  std::vector<std::vector<std::size_t>> picks = {{}};
+  for (const Axis& ax : *axes) {
+    std::vector<std::vector<std::size_t>> next;
+    for (const auto& p : picks) {
+      for (std::size_t v = 0; v < ax.values.size(); ++v) {
+        next.push_back(p);
+        next.back().push_back(v);
+      }
+    }
+    picks = std::move(next);
+  }
+  std::vector<Row> rows(picks.size());
+  ProgressLine progress("sweep");
+  std::mutex progress_mutex;
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> done{0};
+  auto work = [&] {
+    for (std::size_t i = next++; i < picks.size(); i = next++) {
+      rows[i] = evaluate_row(a, *text, *base, *axes, picks[i]);
+      const std::size_t n = ++done;
+      std::lock_guard lock(progress_mutex);
+      progress.update(n, picks.size(), "combinations");
+    }
+  };
+  const auto start = std::chrono::steady_clock::now();
+  // SimGrid runs one engine per process: simulated rows go one at a time.
+  const int threads = a.engine == "des" ? 1 : std::min<int>(a.threads, int(picks.size()));
+  if (threads <= 1) {
+    work();
+  } else {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) pool.emplace_back(work);
+    for (auto& t : pool) t.join();
+  }
+  progress.done();
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  if (!a.csv.empty()) {
+    if (auto st = write_csv(a.csv, *axes, rows); !st) return fail_bad_input("sweep", st.message());
+  }
+  if (a.json) {
+    std::printf("%s\n", rows_json(a, *base, *axes, rows).dump(2).c_str());
+  } else {
+    print_table(a, *base, *axes, rows, wall_s);
+    if (!a.csv.empty()) std::printf("  rows written to %s\n", a.csv.c_str());
+  }
+  const bool any_valid = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.result.has_value(); });
+  if (!any_valid) {
+    return fail_bad_input("sweep", "no combination is valid; the first: " + rows.front().error);
+  }
+  return kExitOk;
+}
+
+const bool kRegistered = register_command(
+    {"sweep", "grid over scenario parameters (--set key=v1,v2): one planned row per combination",
+     35, [](CLI::App& sub) -> CommandAction {
+       auto a = std::make_shared<SweepArgs>();
+       sub.add_option("scenario", a->scenario, "scenario YAML to vary")->required();
+       sub.add_option("--set", a->sets,
+                      "KEY=V1,V2,...: a dotted scenario key (cluster.nodes, cluster.node.nic, "
+                      "cluster.fabric.oversubscription, workload.seq_len, "
+                      "workload.parallelism.tp, cluster.node.gpu.hbm, ...) and its values; "
+                      "repeat for a grid. Keys joined by + vary together: "
+                      "cluster.node.nic+cluster.fabric.switch=ib-ndr+quantum-2-qm9700,"
+                      "roce-400+spectrum-4-sn5600-2x400g")
+           ->required()
+           ->take_all();
+       sub.add_option("--engine", a->engine, "analytic (default) or des (the simulator)");
+       sub.add_flag("--json", a->json, "one JSON object with a row per combination");
+       sub.add_option("--csv", a->csv, "also write the rows to FILE as CSV");
+       sub.add_option("--threads", a->threads,
+                      "rows evaluated at once with the analytic engine (default: the cores)");
+       sub.add_option("--calibration", a->calibration,
+                      "calibration overlay (clustersim calibrate); default: the scenario's");
+       sub.add_flag("--search", a->search,
+                    "plan each row with its best layout (clustersim search, by tokens/s)");
+       return [a] { return run_sweep(*a); };
+     }});
+
+}  // namespace
+}  // namespace clustersim::tools
