@@ -300,6 +300,13 @@ int run_one_count(const SearchArgs& a, const models::Scenario& scenario,
   print_searched(r, wall_s, options.threads);
   std::printf("  objective %s; analytic model%s\n\n", objective_words(options.objective),
               a.refine_des > 0 ? ", the first ones re-ranked by the simulator" : "");
+  if (r.layouts == 0) {
+    std::printf("No layout divides %d GPUs for this job: tp must divide the %d GPUs per node and "
+                "the heads, pp x virtual stages the layers, dp x micro-batch the global batch of "
+                "%d, 2 x cp the sequence.\n",
+                r.gpus, scenario.cluster.node.gpus_per_node, scenario.workload.global_batch);
+    return kExitOk;
+  }
   if (ranked.empty()) {
     const double capacity = scenario.cluster.node.gpu.hbm_bytes;
     std::printf("Nothing fits in %s per GPU on %d GPUs.\n", format_size(capacity).c_str(),
