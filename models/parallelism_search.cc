@@ -254,9 +254,14 @@ std::vector<Layout> enumerate_layouts(const Scenario& base, const SearchSpace& s
 
 bool some_layout_fits(const Scenario& scenario, const StepParams& params,
                       const SearchSpace& space) {
+  SearchSpace least = space;
+  const auto& rc = space.recompute;
+  if (std::find(rc.begin(), rc.end(), Recompute::kFull) != rc.end()) least.recompute = {Recompute::kFull};
+  least.include_gpipe = false;
+  least.max_virtual_stages = 1;
   bool found = false;
   Scenario probe = scenario;
-  for_each_layout(scenario, space, [&](const Layout& l) {
+  for_each_layout(scenario, least, [&](const Layout& l) {
     probe.workload.parallelism = l.parallelism;
     probe.workload.micro_batch = l.micro_batch;
     double bytes = 0;
@@ -308,7 +313,7 @@ Result<SearchResult> search_layouts(const Scenario& base, const StepParams& para
       const std::size_t n = ++done;
       if (options.progress && n % 1024 == 0) {
         std::unique_lock lock(progress_mutex, std::try_to_lock);
-        if (lock.owns_lock()) options.progress(n, layouts.size());
+        if (lock.owns_lock()) options.progress(n, layouts.size(), "layouts");
       }
     }
   };
@@ -320,7 +325,7 @@ Result<SearchResult> search_layouts(const Scenario& base, const StepParams& para
     for (int t = 0; t < threads; ++t) pool.emplace_back(work);
     for (auto& t : pool) t.join();
   }
-  if (options.progress) options.progress(layouts.size(), layouts.size());
+  if (options.progress) options.progress(layouts.size(), layouts.size(), "layouts");
 
   // 2. Rank what fits and was predicted.
   std::vector<std::size_t> ranked;
@@ -384,15 +389,37 @@ Result<ScalingSearch> search_gpu_counts(const Scenario& base, const StepParams& 
   const int max_nodes = max_gpus / gpn;
   ScalingSearch out;
 
-  // 1. The smallest count that fits: every whole node count, memory model only.
-  for (int nodes = min_nodes; nodes <= max_nodes; ++nodes) {
-    auto s = with_nodes(base, nodes);
-    if (!s) return Error{s.message()};
-    if (some_layout_fits(*s, params, options.space)) {
-      out.smallest_fitting_gpus = nodes * gpn;
-      break;
+  // 1. The smallest count that fits: every whole node count, memory model only, on threads
+  //    that take the next count up and stop past the smallest fitting one found so far.
+  if (auto s = with_nodes(base, max_nodes); !s) return Error{s.message()};
+  std::atomic<int> next{min_nodes};
+  std::atomic<int> smallest{max_nodes + 1};
+  std::atomic<std::size_t> scanned{0};
+  std::mutex progress_mutex;
+  const std::size_t total = static_cast<std::size_t>(max_nodes - min_nodes + 1);
+  auto scan = [&] {
+    for (int nodes = next++; nodes <= max_nodes && nodes < smallest; nodes = next++) {
+      if (some_layout_fits(with_nodes(base, nodes).value(), params, options.space)) {
+        int seen = smallest.load();
+        while (nodes < seen && !smallest.compare_exchange_weak(seen, nodes)) {
+        }
+      }
+      const std::size_t n = ++scanned;
+      if (options.progress) {
+        std::lock_guard lock(progress_mutex);
+        options.progress(n, total, "GPU counts");
+      }
     }
+  };
+  const int threads = std::min(options.threads, max_nodes - min_nodes + 1);
+  if (threads <= 1) {
+    scan();
+  } else {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) pool.emplace_back(scan);
+    for (auto& t : pool) t.join();
   }
+  if (smallest <= max_nodes) out.smallest_fitting_gpus = smallest * gpn;
 
   // 2. Full searches at doubling counts, the top of the range and the smallest that fits.
   std::vector<int> node_counts;

@@ -101,9 +101,10 @@ struct SearchOptions {
   SearchObjective objective = SearchObjective::kTokensPerSecond;
   int top = 10;     // ranked layouts returned
   int threads = 1;  // evaluation threads; the ranking does not depend on it
-  // Called now and then with (layouts evaluated, layouts in all), one call at a time, from the
+  // Called now and then with (done, total, what is counted: "layouts", or "GPU counts" while
+  // search_gpu_counts looks for the smallest count that fits), one call at a time, from the
   // calling thread or a worker. May be empty.
-  std::function<void(std::size_t done, std::size_t total)> progress;
+  std::function<void(std::size_t done, std::size_t total, std::string_view unit)> progress;
 };
 
 struct SearchResult {
@@ -135,7 +136,9 @@ Result<SearchResult> search_layouts(const Scenario& base, const StepParams& para
                                     const SearchOptions& options);
 
 // True when some enumerated layout fits in memory on `scenario`'s cluster (memory model only,
-// no step prediction: cheap enough to scan every node count).
+// no step prediction: cheap enough to scan every node count). Only full recompute (when the
+// space has it) and 1F1B are tried: they hold the least activations of any setting of a shape,
+// and every pp the other schedules accept 1F1B accepts, so the answer is the full space's.
 bool some_layout_fits(const Scenario& scenario, const StepParams& params,
                       const SearchSpace& space = {});
 
@@ -145,7 +148,8 @@ struct GpuCountSearch {
   SearchResult result;
 };
 struct ScalingSearch {
-  // The smallest whole-node GPU count in the range at which some layout fits (0: none does).
+  // The smallest whole-node GPU count in the range at which some layout fits (0: none does):
+  // every count is tried (memory model only), on options.threads threads.
   int smallest_fitting_gpus = 0;
   // Searched counts: min_gpus doubling up to max_gpus, max_gpus, and the smallest fitting count.
   std::vector<GpuCountSearch> counts;

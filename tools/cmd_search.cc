@@ -530,8 +530,8 @@ int run_search(const SearchArgs& a) {
   options.space.micro_batches = a.micro_batches;
   options.space.max_virtual_stages = a.max_virtual_stages;
   ProgressLine progress("search");
-  options.progress = [&progress](std::size_t done, std::size_t total) {
-    progress.update(done, total, "layouts");
+  options.progress = [&progress](std::size_t done, std::size_t total, std::string_view unit) {
+    progress.update(done, total, std::string(unit).c_str());
   };
   const int gpn = scenario.cluster.node.gpus_per_node;
 

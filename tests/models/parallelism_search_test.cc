@@ -228,9 +228,10 @@ TEST_SUITE("models") {
     SearchOptions three = one;
     three.threads = 3;
     std::size_t calls = 0;
-    three.progress = [&](std::size_t done, std::size_t total) {
+    three.progress = [&](std::size_t done, std::size_t total, std::string_view unit) {
       ++calls;
       CHECK(done <= total);
+      CHECK(unit == "layouts");
     };
     const SearchResult a = search(s, one);
     const SearchResult b = search(s, three);
@@ -298,6 +299,29 @@ TEST_SUITE("models") {
     auto r24 = search_gpu_counts(s, params, 8, 32, options);
     REQUIRE(r24.ok());
     CHECK(r24->smallest_fitting_gpus == 16);
+  }
+
+  // some_layout_fits tries only full recompute and 1F1B; the answer must be the full space's.
+  TEST_CASE("search: the quick fit test agrees with every layout's memory") {
+    int fits = 0;
+    for (const char* name : {"seed/context-1m-1024gpu.yaml", "llama3-70b-64xh100-ndr-rail.yaml"}) {
+      const Scenario base = load(name);
+      const StepParams params = default_step_params(base.cluster);
+      for (int nodes = 1; nodes <= 12; ++nodes) {
+        CAPTURE(name);
+        CAPTURE(nodes);
+        const Scenario s = with_nodes(base, nodes).value();
+        bool any = false;
+        for (const Layout& l : enumerate_layouts(s)) {
+          any = any || memory_per_gpu(with_layout(s, l).workload, params.memory).total() <=
+                           s.cluster.node.gpu.hbm_bytes;
+        }
+        CHECK(some_layout_fits(s, params) == any);
+        fits += any;
+      }
+    }
+    CHECK(fits > 0);
+    CHECK(fits < 24);  // both answers occur
   }
 
   TEST_CASE("search: with_nodes rescales dp and needs NICs for several nodes") {
