@@ -282,49 +282,39 @@ Result<SearchResult> search_layouts(const Scenario& base, const StepParams& para
 
   // 1. Memory, then the step of each layout that fits, on `threads` threads taking the next
   //    unclaimed layout. Each thread edits its own copy of the scenario.
-  std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> done{0};
   std::mutex progress_mutex;
   std::mutex error_mutex;
   std::size_t first_error_index = layouts.size();
   const GpuSpec& gpu = base.cluster.node.gpu;
-  auto work = [&] {
-    Scenario probe = base;
-    RankedLayout scored;
-    for (std::size_t i = next++; i < layouts.size(); i = next++) {
-      probe.workload.parallelism = layouts[i].parallelism;
-      probe.workload.micro_batch = layouts[i].micro_batch;
-      Record& r = records[i];
-      r.fits = fits_in_memory(probe.workload, gpu, params.memory, &r.memory_bytes);
-      if (r.fits) {
-        auto step = predict_step(probe, params);
-        if (step) {
-          score(probe, *step, options.objective, &scored);
-          r.score = scored.score;
-          r.ok = true;
-        } else {
-          std::lock_guard lock(error_mutex);
-          if (i < first_error_index) {
-            first_error_index = i;
-            result.first_error = to_string(layouts[i]) + ": " + step.message();
-          }
+  std::vector<Scenario> probes(std::max(1, options.threads), base);
+  parallel_for(layouts.size(), options.threads, [&](std::size_t i, int worker) {
+    Scenario& probe = probes[worker];
+    probe.workload.parallelism = layouts[i].parallelism;
+    probe.workload.micro_batch = layouts[i].micro_batch;
+    Record& r = records[i];
+    r.fits = fits_in_memory(probe.workload, gpu, params.memory, &r.memory_bytes);
+    if (r.fits) {
+      auto step = predict_step(probe, params);
+      if (step) {
+        RankedLayout scored;
+        score(probe, *step, options.objective, &scored);
+        r.score = scored.score;
+        r.ok = true;
+      } else {
+        std::lock_guard lock(error_mutex);
+        if (i < first_error_index) {
+          first_error_index = i;
+          result.first_error = to_string(layouts[i]) + ": " + step.message();
         }
       }
-      const std::size_t n = ++done;
-      if (options.progress && n % 1024 == 0) {
-        std::unique_lock lock(progress_mutex, std::try_to_lock);
-        if (lock.owns_lock()) options.progress(n, layouts.size(), "layouts");
-      }
     }
-  };
-  const int threads = std::min<std::size_t>(options.threads, std::max<std::size_t>(1, layouts.size()));
-  if (threads <= 1) {
-    work();
-  } else {
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) pool.emplace_back(work);
-    for (auto& t : pool) t.join();
-  }
+    const std::size_t n = ++done;
+    if (options.progress && n % 1024 == 0) {
+      std::unique_lock lock(progress_mutex, std::try_to_lock);
+      if (lock.owns_lock()) options.progress(n, layouts.size(), "layouts");
+    }
+  });
   if (options.progress) options.progress(layouts.size(), layouts.size(), "layouts");
 
   // 2. Rank what fits and was predicted.
@@ -392,33 +382,24 @@ Result<ScalingSearch> search_gpu_counts(const Scenario& base, const StepParams& 
   // 1. The smallest count that fits: every whole node count, memory model only, on threads
   //    that take the next count up and stop past the smallest fitting one found so far.
   if (auto s = with_nodes(base, max_nodes); !s) return Error{s.message()};
-  std::atomic<int> next{min_nodes};
   std::atomic<int> smallest{max_nodes + 1};
   std::atomic<std::size_t> scanned{0};
   std::mutex progress_mutex;
   const std::size_t total = static_cast<std::size_t>(max_nodes - min_nodes + 1);
-  auto scan = [&] {
-    for (int nodes = next++; nodes <= max_nodes && nodes < smallest; nodes = next++) {
-      if (some_layout_fits(with_nodes(base, nodes).value(), params, options.space)) {
-        int seen = smallest.load();
-        while (nodes < seen && !smallest.compare_exchange_weak(seen, nodes)) {
-        }
-      }
-      const std::size_t n = ++scanned;
-      if (options.progress) {
-        std::lock_guard lock(progress_mutex);
-        options.progress(n, total, "GPU counts");
+  parallel_for(total, options.threads, [&](std::size_t i, int) {
+    const int nodes = min_nodes + static_cast<int>(i);
+    if (nodes < smallest &&
+        some_layout_fits(with_nodes(base, nodes).value(), params, options.space)) {
+      int seen = smallest.load();
+      while (nodes < seen && !smallest.compare_exchange_weak(seen, nodes)) {
       }
     }
-  };
-  const int threads = std::min(options.threads, max_nodes - min_nodes + 1);
-  if (threads <= 1) {
-    scan();
-  } else {
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) pool.emplace_back(scan);
-    for (auto& t : pool) t.join();
-  }
+    const std::size_t n = ++scanned;
+    if (options.progress) {
+      std::lock_guard lock(progress_mutex);
+      options.progress(n, total, "GPU counts");
+    }
+  });
   if (smallest <= max_nodes) out.smallest_fitting_gpus = smallest * gpn;
 
   // 2. Full searches at doubling counts, the top of the range and the smallest that fits.
@@ -436,6 +417,22 @@ Result<ScalingSearch> search_gpu_counts(const Scenario& base, const StepParams& 
     out.counts.push_back({nodes * gpn, std::move(r).value()});
   }
   return out;
+}
+
+void parallel_for(std::size_t count, int threads,
+                  const std::function<void(std::size_t i, int worker)>& body) {
+  const int n = static_cast<int>(std::min<std::size_t>(std::max(1, threads), std::max<std::size_t>(1, count)));
+  std::atomic<std::size_t> next{0};
+  auto work = [&](int worker) {
+    for (std::size_t i = next++; i < count; i = next++) body(i, worker);
+  };
+  if (n == 1) {
+    work(0);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (int t = 0; t < n; ++t) pool.emplace_back(work, t);
+  for (auto& t : pool) t.join();
 }
 
 }  // namespace clustersim::models

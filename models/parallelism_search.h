@@ -159,4 +159,11 @@ struct ScalingSearch {
 Result<ScalingSearch> search_gpu_counts(const Scenario& base, const StepParams& params,
                                         int min_gpus, int max_gpus, const SearchOptions& options);
 
+// Runs body(i, worker) for every i in [0, count) on min(threads, count) std::threads (inline when
+// that is one), each thread taking the next unclaimed i; worker in [0, threads) names the thread,
+// for state of its own. Returns when every body has returned. body must be safe to run
+// concurrently with itself. (The search's threads; also the sweep's rows.)
+void parallel_for(std::size_t count, int threads,
+                  const std::function<void(std::size_t i, int worker)>& body);
+
 }  // namespace clustersim::models

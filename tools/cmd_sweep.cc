@@ -432,26 +432,15 @@ int run_sweep(const SweepArgs& a) {
   std::vector<Row> rows(picks.size());
   ProgressLine progress("sweep");
   std::mutex progress_mutex;
-  std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> done{0};
-  auto work = [&] {
-    for (std::size_t i = next++; i < picks.size(); i = next++) {
-      rows[i] = evaluate_row(a, *text, *base, *axes, picks[i]);
-      const std::size_t n = ++done;
-      std::lock_guard lock(progress_mutex);
-      progress.update(n, picks.size(), "combinations");
-    }
-  };
   const auto start = std::chrono::steady_clock::now();
   // SimGrid runs one engine per process: simulated rows go one at a time.
-  const int threads = a.engine == "des" ? 1 : std::min<int>(a.threads, int(picks.size()));
-  if (threads <= 1) {
-    work();
-  } else {
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) pool.emplace_back(work);
-    for (auto& t : pool) t.join();
-  }
+  models::parallel_for(picks.size(), a.engine == "des" ? 1 : a.threads, [&](std::size_t i, int) {
+    rows[i] = evaluate_row(a, *text, *base, *axes, picks[i]);
+    const std::size_t n = ++done;
+    std::lock_guard lock(progress_mutex);
+    progress.update(n, picks.size(), "combinations");
+  });
   progress.done();
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

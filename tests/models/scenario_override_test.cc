@@ -10,22 +10,19 @@ namespace clustersim::models {
 namespace {
 
 // Line numbers in the messages below refer to this text.
+// Flow maps on lines 4 and 5: overrides reach into them too.
 constexpr const char* kBase =
-    "name: t\n"                    // 1
-    "cluster:\n"                   // 2
-    "  nodes: 2\n"                 // 3
-    "  node:\n"                    // 4
-    "    gpu: h100-sxm\n"          // 5
-    "    gpus_per_node: 8\n"       // 6
-    "    nics_per_node: 8\n"       // 7
-    "    nic: ib-ndr\n"            // 8
-    "  fabric: {topology: fat-tree, tiers: 2}\n"  // 9
-    "workload:\n"                  // 10
-    "  model: llama2-70b\n"        // 11
-    "  global_batch: 64\n"         // 12
-    "  parallelism:\n"             // 13
-    "    tp: 8\n"                  // 14
-    "    dp: 2\n";                 // 15
+    "name: t\n"                                                                    // 1
+    "cluster:\n"                                                                   // 2
+    "  nodes: 2\n"                                                                 // 3
+    "  node: {gpu: h100-sxm, gpus_per_node: 8, nics_per_node: 8, nic: ib-ndr}\n"  // 4
+    "  fabric: {topology: fat-tree, tiers: 2}\n"                                  // 5
+    "workload:\n"                                                                  // 6
+    "  model: llama2-70b\n"                                                        // 7
+    "  global_batch: 64\n"                                                         // 8
+    "  parallelism:\n"                                                             // 9
+    "    tp: 8\n"                                                                  // 10
+    "    dp: 2\n";                                                                 // 11
 
 Result<Scenario> load(const std::vector<ScenarioOverride>& overrides, bool check_layout = true) {
   return load_scenario_text(kBase, "t.yaml", overrides, check_layout);
@@ -52,7 +49,7 @@ TEST_SUITE("models") {
     CHECK(s->cluster.total_gpus() == 32);
     CHECK(s->where("cluster.nodes") == "--set cluster.nodes=4: cluster.nodes");
     // Keys the overrides left alone keep their place in the file.
-    CHECK(s->where("cluster.node.gpus_per_node") == "t.yaml:6:5: cluster.node.gpus_per_node");
+    CHECK(s->where("cluster.node.gpus_per_node") == "t.yaml:4:25: cluster.node.gpus_per_node");
   }
 
   TEST_CASE("override: adds keys and sections the file leaves out, inside flow maps too") {
@@ -97,7 +94,7 @@ TEST_SUITE("models") {
                       "gpus_per_node 8"));
     // ... and the file's key when that one is.
     CHECK(starts_with(error_of({{"cluster.nodes", "4"}}),
-                      "t.yaml:13:3: workload.parallelism: tp 8 x pp 1 x dp 2 x cp 1 = 16 GPUs, "
+                      "t.yaml:9:3: workload.parallelism: tp 8 x pp 1 x dp 2 x cp 1 = 16 GPUs, "
                       "but the cluster has 32"));
   }
 
@@ -139,7 +136,7 @@ TEST_SUITE("models") {
     const std::string from_code = check_parallelism(edited).message();
     const std::string from_file =
         error_of({{"workload.parallelism.tp", "16"}, {"workload.parallelism.dp", "1"}});
-    CHECK(from_code == "t.yaml:14:5: workload.parallelism.tp: tp 16 exceeds gpus_per_node 8: "
+    CHECK(from_code == "t.yaml:10:5: workload.parallelism.tp: tp 16 exceeds gpus_per_node 8: "
                        "tensor parallelism must stay inside one node's scale-up domain");
     // The same rule and words; only where the 3 came from differs.
     CHECK(from_file.substr(from_file.find(": workload")) ==
@@ -147,7 +144,7 @@ TEST_SUITE("models") {
     edited = *s;
     edited.workload.micro_batch = 3;
     CHECK(starts_with(check_parallelism(edited).message(),
-                      "t.yaml:12:3: workload.global_batch: global_batch 64 is not divisible by "
+                      "t.yaml:8:3: workload.global_batch: global_batch 64 is not divisible by "
                       "dp 2 x micro_batch 3"));
   }
 }
