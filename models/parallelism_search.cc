@@ -21,8 +21,8 @@ bool operator==(const Layout& a, const Layout& b) {
 
 std::string to_string(const Layout& layout) {
   const ParallelismConfig& p = layout.parallelism;
-  std::string s = "tp " + std::to_string(p.tp) + (p.sp ? "+sp" : "") + ", pp " +
-                  std::to_string(p.pp);
+  std::string s =
+      "tp " + std::to_string(p.tp) + (p.sp ? "+sp" : "") + ", pp " + std::to_string(p.pp);
   if (p.pp > 1) {
     s += p.pp_schedule == PipelineSchedule::kInterleaved
              ? " x" + std::to_string(p.virtual_stages) + " interleaved"
@@ -35,15 +35,19 @@ std::string to_string(const Layout& layout) {
 
 std::string_view to_string(SearchObjective o) {
   switch (o) {
-    case SearchObjective::kTokensPerSecond: return "tokens_per_s";
-    case SearchObjective::kCost: return "cost";
-    case SearchObjective::kMfu: return "mfu";
+    case SearchObjective::kTokensPerSecond:
+      return "tokens_per_s";
+    case SearchObjective::kCost:
+      return "cost";
+    case SearchObjective::kMfu:
+      return "mfu";
   }
   return "?";
 }
 
 bool parse_search_objective(std::string_view name, SearchObjective* out) {
-  for (auto o : {SearchObjective::kTokensPerSecond, SearchObjective::kCost, SearchObjective::kMfu}) {
+  for (auto o :
+       {SearchObjective::kTokensPerSecond, SearchObjective::kCost, SearchObjective::kMfu}) {
     if (name == to_string(o)) {
       *out = o;
       return true;
@@ -98,8 +102,7 @@ void for_each_layout(const Scenario& base, const SearchSpace& space, Visit&& vis
   std::vector<int> micro_batches = space.micro_batches;
   micro_batches.push_back(w.micro_batch);
   std::sort(micro_batches.begin(), micro_batches.end());
-  micro_batches.erase(std::unique(micro_batches.begin(), micro_batches.end()),
-                      micro_batches.end());
+  micro_batches.erase(std::unique(micro_batches.begin(), micro_batches.end()), micro_batches.end());
   struct Schedule {
     PipelineSchedule kind;
     int virtual_stages;
@@ -122,8 +125,9 @@ void for_each_layout(const Scenario& base, const SearchSpace& space, Visit&& vis
         std::vector<int> zero_stages = space.zero_stages;
         if (dp * cp == 1) zero_stages = {0};
         std::vector<bool> sp_options = {false};
-        if (tp > 1) sp_options = space.vary_sp ? std::vector<bool>{false, true}
-                                               : std::vector<bool>{w.parallelism.sp};
+        if (tp > 1)
+          sp_options =
+              space.vary_sp ? std::vector<bool>{false, true} : std::vector<bool>{w.parallelism.sp};
         for (const Schedule& sched : schedules) {
           for (int mb : micro_batches) {
             for (bool sp : sp_options) {
@@ -169,13 +173,16 @@ void score(const Scenario& s, const StepResult& step, SearchObjective objective,
   out->usd_per_million_tokens = cost.priced ? cost.usd_per_million_tokens : 0;
   out->goodput = cost.goodput;
   switch (objective) {
-    case SearchObjective::kTokensPerSecond: out->score = step.tokens_per_s; break;
-    case SearchObjective::kMfu: out->score = step.mfu; break;
+    case SearchObjective::kTokensPerSecond:
+      out->score = step.tokens_per_s;
+      break;
+    case SearchObjective::kMfu:
+      out->score = step.mfu;
+      break;
     case SearchObjective::kCost:
       // Failures cost the work lost since the last checkpoint and the restart: per useful
       // token the paid GPU-hours grow as 1 / goodput (cost_model.h).
-      out->score = cost.goodput > 0 ? -out->gpu_hours_per_million_tokens / cost.goodput
-                                    : -HUGE_VAL;
+      out->score = cost.goodput > 0 ? -out->gpu_hours_per_million_tokens / cost.goodput : -HUGE_VAL;
       break;
   }
 }
@@ -256,7 +263,8 @@ bool some_layout_fits(const Scenario& scenario, const StepParams& params,
                       const SearchSpace& space) {
   SearchSpace least = space;
   const auto& rc = space.recompute;
-  if (std::find(rc.begin(), rc.end(), Recompute::kFull) != rc.end()) least.recompute = {Recompute::kFull};
+  if (std::find(rc.begin(), rc.end(), Recompute::kFull) != rc.end())
+    least.recompute = {Recompute::kFull};
   least.include_gpipe = false;
   least.max_virtual_stages = 1;
   bool found = false;
@@ -364,7 +372,8 @@ Result<SearchResult> search_layouts(const Scenario& base, const StepParams& para
       if (records[i].memory_bytes < records[best].memory_bytes) best = i;
     }
     result.closest = layouts[best];
-    result.closest_memory = memory_per_gpu(with_layout(base, layouts[best]).workload, params.memory);
+    result.closest_memory =
+        memory_per_gpu(with_layout(base, layouts[best]).workload, params.memory);
   }
   return result;
 }
@@ -421,7 +430,8 @@ Result<ScalingSearch> search_gpu_counts(const Scenario& base, const StepParams& 
 
 void parallel_for(std::size_t count, int threads,
                   const std::function<void(std::size_t i, int worker)>& body) {
-  const int n = static_cast<int>(std::min<std::size_t>(std::max(1, threads), std::max<std::size_t>(1, count)));
+  const int n = static_cast<int>(
+      std::min<std::size_t>(std::max(1, threads), std::max<std::size_t>(1, count)));
   std::atomic<std::size_t> next{0};
   auto work = [&](int worker) {
     for (std::size_t i = next++; i < count; i = next++) body(i, worker);

@@ -93,8 +93,7 @@ struct RankedLayout {
 
 // The cost figures and score of one prediction of `scenario` (analytic, or a simulated step).
 // REQUIRES: step.step_time_s > 0.
-RankedLayout rank_step(const Scenario& scenario, const StepResult& step,
-                       SearchObjective objective);
+RankedLayout rank_step(const Scenario& scenario, const StepResult& step, SearchObjective objective);
 
 struct SearchOptions {
   SearchSpace space;

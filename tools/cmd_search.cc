@@ -101,9 +101,12 @@ void print_header(const models::Scenario& s, const char* what) {
 
 const char* objective_words(models::SearchObjective o) {
   switch (o) {
-    case models::SearchObjective::kTokensPerSecond: return "tokens/s (fastest)";
-    case models::SearchObjective::kCost: return "cost per million useful tokens (cheapest)";
-    case models::SearchObjective::kMfu: return "MFU (best use of each GPU)";
+    case models::SearchObjective::kTokensPerSecond:
+      return "tokens/s (fastest)";
+    case models::SearchObjective::kCost:
+      return "cost per million useful tokens (cheapest)";
+    case models::SearchObjective::kMfu:
+      return "MFU (best use of each GPU)";
   }
   return "?";
 }
@@ -301,25 +304,25 @@ int run_one_count(const SearchArgs& a, const models::Scenario& scenario,
   std::printf("  objective %s; analytic model%s\n\n", objective_words(options.objective),
               a.refine_des > 0 ? ", the first ones re-ranked by the simulator" : "");
   if (r.layouts == 0) {
-    std::printf("No layout divides %d GPUs for this job: tp must divide the %d GPUs per node and "
-                "the heads, pp x virtual stages the layers, dp x micro-batch the global batch of "
-                "%d, 2 x cp the sequence.\n",
-                r.gpus, scenario.cluster.node.gpus_per_node, scenario.workload.global_batch);
+    std::printf(
+        "No layout divides %d GPUs for this job: tp must divide the %d GPUs per node and "
+        "the heads, pp x virtual stages the layers, dp x micro-batch the global batch of "
+        "%d, 2 x cp the sequence.\n",
+        r.gpus, scenario.cluster.node.gpus_per_node, scenario.workload.global_batch);
     return kExitOk;
   }
   if (ranked.empty()) {
     const double capacity = scenario.cluster.node.gpu.hbm_bytes;
-    std::printf("Nothing fits in %s per GPU on %d GPUs.\n", format_size(capacity).c_str(),
-                r.gpus);
+    std::printf("Nothing fits in %s per GPU on %d GPUs.\n", format_size(capacity).c_str(), r.gpus);
     if (r.closest) {
-      std::printf("  closest: %s needs %s per GPU (weights %s, gradients %s, optimizer %s, "
-                  "activations %s)\n",
-                  models::to_string(*r.closest).c_str(),
-                  format_size(r.closest_memory.total()).c_str(),
-                  format_size(r.closest_memory.weights_bytes).c_str(),
-                  format_size(r.closest_memory.gradients_bytes).c_str(),
-                  format_size(r.closest_memory.optimizer_bytes).c_str(),
-                  format_size(r.closest_memory.activations_bytes).c_str());
+      std::printf(
+          "  closest: %s needs %s per GPU (weights %s, gradients %s, optimizer %s, "
+          "activations %s)\n",
+          models::to_string(*r.closest).c_str(), format_size(r.closest_memory.total()).c_str(),
+          format_size(r.closest_memory.weights_bytes).c_str(),
+          format_size(r.closest_memory.gradients_bytes).c_str(),
+          format_size(r.closest_memory.optimizer_bytes).c_str(),
+          format_size(r.closest_memory.activations_bytes).c_str());
     }
     std::printf("  more GPUs: clustersim search %s --gpus-range %d:%d\n", scenario.path.c_str(),
                 r.gpus, r.gpus * 16);
@@ -327,9 +330,9 @@ int run_one_count(const SearchArgs& a, const models::Scenario& scenario,
   }
 
   const std::string memory_header = "memory of " + format_size(scenario.cluster.node.gpu.hbm_bytes);
-  std::vector<std::string> header = concat(
-      concat({"#"}, layout_header()), {a.refine_des > 0 ? "simulated step" : "step", "tokens/s",
-                                       "MFU", memory_header, "per M tokens"});
+  std::vector<std::string> header =
+      concat(concat({"#"}, layout_header()), {a.refine_des > 0 ? "simulated step" : "step",
+                                              "tokens/s", "MFU", memory_header, "per M tokens"});
   std::vector<Align> align(header.size(), Align::kRight);
   align[1 + 5] = Align::kLeft;  // recompute
   if (a.refine_des > 0) {
@@ -339,16 +342,15 @@ int run_one_count(const SearchArgs& a, const models::Scenario& scenario,
   TextTable t(header, align);
   for (std::size_t i = 0; i < ranked.size(); ++i) {
     const Candidate& c = ranked[i];
-    std::vector<std::string> row =
-        concat(concat({std::to_string(i + 1)}, layout_cells(c.analytic.layout)),
-               figures(c.decisive()));
+    std::vector<std::string> row = concat(
+        concat({std::to_string(i + 1)}, layout_cells(c.analytic.layout)), figures(c.decisive()));
     if (a.refine_des > 0) {
       if (!c.des) row[1 + layout_header().size()] = "not simulated";
-      row.insert(row.end(),
-                 {format_time(c.analytic.step.step_time_s),
-                  c.des ? format_significant(c.des->step.step_time_s / c.analytic.step.step_time_s, 3)
-                        : "-",
-                  std::to_string(c.analytic_rank)});
+      row.insert(row.end(), {format_time(c.analytic.step.step_time_s),
+                             c.des ? format_significant(
+                                         c.des->step.step_time_s / c.analytic.step.step_time_s, 3)
+                                   : "-",
+                             std::to_string(c.analytic_rank)});
     }
     t.add_row(row);
   }
@@ -388,20 +390,24 @@ int run_one_count(const SearchArgs& a, const models::Scenario& scenario,
                            &ignored);
     }
     if (own != nullptr && !(own->layout == ranked.front().des->layout)) {
-      own_des = simulate(scenario, params, own->layout, options.objective, "scenario's own", &ignored);
+      own_des =
+          simulate(scenario, params, own->layout, options.objective, "scenario's own", &ignored);
     }
     other = other_des ? &*other_des : nullptr;
     own = own_des ? &*own_des : nullptr;
   }
   print_why(scenario, ranked.front().decisive(), other, own,
             simulated ? "simulated" : "analytic model");
-  std::printf("\nUse it (under workload:)\n  %s\n", [&] {
-    std::string y = layout_yaml(ranked.front().decisive().layout);
-    for (std::size_t p = y.find('\n'); p != std::string::npos; p = y.find('\n', p + 1)) {
-      y.insert(p + 1, "  ");
-    }
-    return y;
-  }().c_str());
+  std::printf("\nUse it (under workload:)\n  %s\n",
+              [&] {
+                std::string y = layout_yaml(ranked.front().decisive().layout);
+                for (std::size_t p = y.find('\n'); p != std::string::npos;
+                     p = y.find('\n', p + 1)) {
+                  y.insert(p + 1, "  ");
+                }
+                return y;
+              }()
+                  .c_str());
   return kExitOk;
 }
 
@@ -479,7 +485,8 @@ int run_range(const SearchArgs& a, const models::Scenario& scenario,
   align[2 + 5] = Align::kLeft;
   TextTable t(header, align);
   for (const auto& c : s.counts) {
-    const std::string fit = std::to_string(c.result.fitting) + "/" + std::to_string(c.result.layouts);
+    const std::string fit =
+        std::to_string(c.result.fitting) + "/" + std::to_string(c.result.layouts);
     std::vector<std::string> row = {std::to_string(c.gpus) + (best == &c ? " *" : ""), fit};
     if (c.result.top.empty()) {
       row = concat(row, std::vector<std::string>(layout_header().size(), "-"));
@@ -513,8 +520,8 @@ int run_search(const SearchArgs& a) {
 
   models::SearchOptions options;
   if (!models::parse_search_objective(a.objective, &options.objective)) {
-    return fail_bad_input("search", "--objective: '" + a.objective +
-                                        "' (tokens_per_s, cost or mfu)");
+    return fail_bad_input("search",
+                          "--objective: '" + a.objective + "' (tokens_per_s, cost or mfu)");
   }
   if (a.top < 1) return fail_bad_input("search", "--top: must be at least 1");
   if (a.threads < 1) return fail_bad_input("search", "--threads: must be at least 1");
@@ -537,8 +544,9 @@ int run_search(const SearchArgs& a) {
 
   if (!a.gpus_range.empty()) {
     if (a.refine_des > 0) {
-      return fail_bad_input("search", "--refine-des works on one GPU count (--gpus or the "
-                                      "scenario's), not with --gpus-range");
+      return fail_bad_input("search",
+                            "--refine-des works on one GPU count (--gpus or the "
+                            "scenario's), not with --gpus-range");
     }
     int min_gpus = 0;
     int max_gpus = 0;
@@ -549,8 +557,8 @@ int run_search(const SearchArgs& a) {
   }
   if (a.gpus != 0) {
     if (a.gpus < 0 || a.gpus % gpn != 0) {
-      return fail_bad_input("search", "--gpus " + std::to_string(a.gpus) +
-                                          ": whole nodes of " + std::to_string(gpn) + " GPUs");
+      return fail_bad_input("search", "--gpus " + std::to_string(a.gpus) + ": whole nodes of " +
+                                          std::to_string(gpn) + " GPUs");
     }
     auto resized = models::with_nodes(scenario, a.gpus / gpn);
     if (!resized) return fail_bad_input("search", resized.message());

@@ -58,7 +58,7 @@ struct Axis {
 
 // One combination and what became of it.
 struct Row {
-  std::vector<std::string> values;  // one per key of every axis, in order
+  std::vector<std::string> values;                           // one per key of every axis, in order
   std::vector<std::pair<std::string, std::string>> derived;  // keys the sweep filled in
   std::optional<models::RankedLayout> result;
   double analytic_step_s = 0;  // --engine des: the formula's step, for comparison
@@ -119,8 +119,8 @@ models::Result<std::vector<Axis>> parse_axes(const std::vector<std::string>& set
       swept.push_back(key);
     }
     for (const std::string& value : split_values(s.substr(eq + 1), ',')) {
-      std::vector<std::string> parts = a.keys.size() > 1 ? split_values(value, '+')
-                                                         : std::vector<std::string>{value};
+      std::vector<std::string> parts =
+          a.keys.size() > 1 ? split_values(value, '+') : std::vector<std::string>{value};
       if (parts.size() != a.keys.size()) {
         return models::Error{"--set " + s + ": '" + value + "' gives " +
                              std::to_string(parts.size()) + " values for " +
@@ -261,12 +261,34 @@ models::Status write_csv(const std::string& path, const std::vector<Axis>& axes,
   std::ofstream out(path);
   if (!out) return models::Error{"--csv " + path + ": cannot write the file"};
   std::vector<std::string> header = all_keys(axes);
-  for (const char* h : {"gpus", "tp", "pp", "dp", "cp", "sp", "zero", "recompute", "pp_schedule",
-                        "virtual_stages", "micro_batch", "step_time_s", "tokens_per_s", "mfu",
-                        "memory_per_gpu_bytes", "memory_capacity_bytes", "fits",
-                        "usd_per_million_tokens", "gpu_hours_per_million_tokens", "compute_s",
-                        "exposed_tp_s", "exposed_dp_s", "exposed_pp_s", "exposed_cp_s",
-                        "bubble_s", "optimizer_s", "derived", "error"}) {
+  for (const char* h : {"gpus",
+                        "tp",
+                        "pp",
+                        "dp",
+                        "cp",
+                        "sp",
+                        "zero",
+                        "recompute",
+                        "pp_schedule",
+                        "virtual_stages",
+                        "micro_batch",
+                        "step_time_s",
+                        "tokens_per_s",
+                        "mfu",
+                        "memory_per_gpu_bytes",
+                        "memory_capacity_bytes",
+                        "fits",
+                        "usd_per_million_tokens",
+                        "gpu_hours_per_million_tokens",
+                        "compute_s",
+                        "exposed_tp_s",
+                        "exposed_dp_s",
+                        "exposed_pp_s",
+                        "exposed_cp_s",
+                        "bubble_s",
+                        "optimizer_s",
+                        "derived",
+                        "error"}) {
     header.push_back(h);
   }
   auto line = [&](const std::vector<std::string>& cells) {
@@ -283,17 +305,32 @@ models::Status write_csv(const std::string& path, const std::vector<Axis>& axes,
       const models::ParallelismConfig& p = r.result->layout.parallelism;
       const models::StepBreakdown& b = s.breakdown;
       for (const std::string& c :
-           {std::to_string(s.gpus), std::to_string(p.tp), std::to_string(p.pp),
-            std::to_string(p.dp), std::to_string(p.cp), std::string(p.sp ? "true" : "false"),
-            std::to_string(p.zero), std::string(models::to_string(p.recompute)),
-            std::string(models::to_string(p.pp_schedule)), std::to_string(p.virtual_stages),
-            std::to_string(r.result->layout.micro_batch), number(s.step_time_s),
-            number(s.tokens_per_s), number(s.mfu), number(s.memory.total()),
-            number(s.memory_capacity_bytes), std::string(s.fits ? "true" : "false"),
+           {std::to_string(s.gpus),
+            std::to_string(p.tp),
+            std::to_string(p.pp),
+            std::to_string(p.dp),
+            std::to_string(p.cp),
+            std::string(p.sp ? "true" : "false"),
+            std::to_string(p.zero),
+            std::string(models::to_string(p.recompute)),
+            std::string(models::to_string(p.pp_schedule)),
+            std::to_string(p.virtual_stages),
+            std::to_string(r.result->layout.micro_batch),
+            number(s.step_time_s),
+            number(s.tokens_per_s),
+            number(s.mfu),
+            number(s.memory.total()),
+            number(s.memory_capacity_bytes),
+            std::string(s.fits ? "true" : "false"),
             r.result->usd_per_million_tokens > 0 ? number(r.result->usd_per_million_tokens) : "",
-            number(r.result->gpu_hours_per_million_tokens), number(b.compute_s),
-            number(b.tp.exposed_s), number(b.dp.exposed_s), number(b.pp.exposed_s),
-            number(b.cp.exposed_s), number(b.bubble_s), number(b.optimizer_s)}) {
+            number(r.result->gpu_hours_per_million_tokens),
+            number(b.compute_s),
+            number(b.tp.exposed_s),
+            number(b.dp.exposed_s),
+            number(b.pp.exposed_s),
+            number(b.cp.exposed_s),
+            number(b.bubble_s),
+            number(b.optimizer_s)}) {
         cells.push_back(c);
       }
     } else {
@@ -327,7 +364,8 @@ void print_table(const SweepArgs& a, const models::Scenario& base, const std::ve
               a.search ? ", best layout per row (search)" : "", format_time(wall_s).c_str());
   std::vector<std::string> header = axis_names(axes);
   std::vector<Align> align(header.size(), Align::kRight);
-  for (const char* h : {"GPUs", "step", "tokens/s", "MFU", "memory", "exposed comm", "per M tokens"}) {
+  for (const char* h :
+       {"GPUs", "step", "tokens/s", "MFU", "memory", "exposed comm", "per M tokens"}) {
     header.push_back(h);
   }
   if (a.engine == "des") header.push_back("sim/analytic");
@@ -371,8 +409,9 @@ void print_table(const SweepArgs& a, const models::Scenario& base, const std::ve
   bool derived = false;
   for (const Row& r : rows) derived = derived || !r.derived.empty();
   if (derived) {
-    std::printf("  dp follows the GPU count where a row changes nodes, gpus_per_node, tp, pp or cp "
-                "(dp = GPUs / (tp x pp x cp)); --set workload.parallelism.dp=... fixes it\n");
+    std::printf(
+        "  dp follows the GPU count where a row changes nodes, gpus_per_node, tp, pp or cp "
+        "(dp = GPUs / (tp x pp x cp)); --set workload.parallelism.dp=... fixes it\n");
   }
   if (invalid > 0) std::printf("  %zu of %zu combinations invalid\n", invalid, rows.size());
 }
@@ -396,13 +435,8 @@ nlohmann::json rows_json(const SweepArgs& a, const models::Scenario& base,
     valid += r.result.has_value();
     out_rows.push_back(j);
   }
-  return {{"scenario", base.name},
-          {"engine", a.engine},
-          {"search", a.search},
-          {"keys", keys},
-          {"combinations", rows.size()},
-          {"valid", valid},
-          {"rows", out_rows}};
+  return {{"scenario", base.name},       {"engine", a.engine}, {"search", a.search}, {"keys", keys},
+          {"combinations", rows.size()}, {"valid", valid},     {"rows", out_rows}};
 }
 
 int run_sweep(const SweepArgs& a) {
@@ -454,7 +488,8 @@ int run_sweep(const SweepArgs& a) {
     print_table(a, *base, *axes, rows, wall_s);
     if (!a.csv.empty()) std::printf("  rows written to %s\n", a.csv.c_str());
   }
-  const bool any_valid = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.result.has_value(); });
+  const bool any_valid =
+      std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.result.has_value(); });
   if (!any_valid) {
     return fail_bad_input("sweep", "no combination is valid; the first: " + rows.front().error);
   }

@@ -73,9 +73,9 @@ std::string layout_yaml(const models::Layout& layout) {
 
 std::vector<std::pair<std::string, double>> step_parts(const models::StepResult& step) {
   const models::StepBreakdown& b = step.breakdown;
-  return {{"compute", b.compute_s},           {"exposed TP", b.tp.exposed_s},
-          {"exposed DP", b.dp.exposed_s},     {"exposed PP", b.pp.exposed_s},
-          {"exposed CP", b.cp.exposed_s},     {"pipeline bubble", b.bubble_s},
+  return {{"compute", b.compute_s},       {"exposed TP", b.tp.exposed_s},
+          {"exposed DP", b.dp.exposed_s}, {"exposed PP", b.pp.exposed_s},
+          {"exposed CP", b.cp.exposed_s}, {"pipeline bubble", b.bubble_s},
           {"optimizer", b.optimizer_s}};
 }
 
@@ -96,7 +96,9 @@ nlohmann::json ranked_json(const models::RankedLayout& r) {
           {"breakdown_s",
            {{"compute", b.compute_s},
             {"exposed_comm",
-             {{"dp", b.dp.exposed_s}, {"tp", b.tp.exposed_s}, {"pp", b.pp.exposed_s},
+             {{"dp", b.dp.exposed_s},
+              {"tp", b.tp.exposed_s},
+              {"pp", b.pp.exposed_s},
               {"cp", b.cp.exposed_s}}},
             {"hidden_comm", b.hidden_comm_s()},
             {"bubble", b.bubble_s},

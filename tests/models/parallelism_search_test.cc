@@ -45,8 +45,8 @@ std::vector<ScenarioOverride> overrides_for(const Layout& l) {
 
 auto key(const Layout& l) {
   const ParallelismConfig& p = l.parallelism;
-  return std::make_tuple(p.tp, p.pp, p.dp, p.cp, p.sp, p.zero, int(p.recompute),
-                         int(p.pp_schedule), p.virtual_stages, l.micro_batch);
+  return std::make_tuple(p.tp, p.pp, p.dp, p.cp, p.sp, p.zero, int(p.recompute), int(p.pp_schedule),
+                         p.virtual_stages, l.micro_batch);
 }
 
 SearchResult search(const Scenario& s, SearchOptions options = {}) {
@@ -120,8 +120,10 @@ TEST_SUITE("models") {
     }
     MESSAGE(tried, " layouts tried, ", accepted.size(), " accepted");
     CHECK(accepted.size() > 50);
-    for (const auto& [k, l] : accepted) CHECK_MESSAGE(listed.count(k), "not listed: " << to_string(l));
-    for (const auto& [k, l] : listed) CHECK_MESSAGE(accepted.count(k), "not accepted: " << to_string(l));
+    for (const auto& [k, l] : accepted)
+      CHECK_MESSAGE(listed.count(k), "not listed: " << to_string(l));
+    for (const auto& [k, l] : listed)
+      CHECK_MESSAGE(accepted.count(k), "not accepted: " << to_string(l));
   }
 
   TEST_CASE("search: settings without effect are listed once") {

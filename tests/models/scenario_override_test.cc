@@ -12,17 +12,17 @@ namespace {
 // Line numbers in the messages below refer to this text.
 // Flow maps on lines 4 and 5: overrides reach into them too.
 constexpr const char* kBase =
-    "name: t\n"                                                                    // 1
-    "cluster:\n"                                                                   // 2
-    "  nodes: 2\n"                                                                 // 3
+    "name: t\n"                                                                   // 1
+    "cluster:\n"                                                                  // 2
+    "  nodes: 2\n"                                                                // 3
     "  node: {gpu: h100-sxm, gpus_per_node: 8, nics_per_node: 8, nic: ib-ndr}\n"  // 4
     "  fabric: {topology: fat-tree, tiers: 2}\n"                                  // 5
-    "workload:\n"                                                                  // 6
-    "  model: llama2-70b\n"                                                        // 7
-    "  global_batch: 64\n"                                                         // 8
-    "  parallelism:\n"                                                             // 9
-    "    tp: 8\n"                                                                  // 10
-    "    dp: 2\n";                                                                 // 11
+    "workload:\n"                                                                 // 6
+    "  model: llama2-70b\n"                                                       // 7
+    "  global_batch: 64\n"                                                        // 8
+    "  parallelism:\n"                                                            // 9
+    "    tp: 8\n"                                                                 // 10
+    "    dp: 2\n";                                                                // 11
 
 Result<Scenario> load(const std::vector<ScenarioOverride>& overrides, bool check_layout = true) {
   return load_scenario_text(kBase, "t.yaml", overrides, check_layout);
@@ -80,7 +80,8 @@ TEST_SUITE("models") {
     CHECK(starts_with(error_of({{"cluster.nodes", "abc"}}),
                       "--set cluster.nodes=abc: cluster.nodes: "));
     const std::string typo = error_of({{"cluster.nodez", "2"}});
-    CHECK(starts_with(typo, "--set cluster.nodez=2: cluster.nodez: unknown key 'nodez' in cluster"));
+    CHECK(
+        starts_with(typo, "--set cluster.nodez=2: cluster.nodez: unknown key 'nodez' in cluster"));
     CHECK(typo.find("did you mean 'nodes'") != std::string::npos);
     CHECK(starts_with(error_of({{"cluster.nodes.x", "1"}}),
                       "--set cluster.nodes.x=1: cluster.nodes.x: cluster.nodes takes a value"));
@@ -89,9 +90,10 @@ TEST_SUITE("models") {
     CHECK(starts_with(error_of({{"cluster.node.nic", "ib-nrd"}}),
                       "--set cluster.node.nic=ib-nrd: cluster.node.nic: unknown nic 'ib-nrd'"));
     // A rule between keys cites the overridden key when it is the one to change...
-    CHECK(starts_with(error_of({{"workload.parallelism.tp", "16"}, {"workload.parallelism.dp", "1"}}),
-                      "--set workload.parallelism.tp=16: workload.parallelism.tp: tp 16 exceeds "
-                      "gpus_per_node 8"));
+    CHECK(
+        starts_with(error_of({{"workload.parallelism.tp", "16"}, {"workload.parallelism.dp", "1"}}),
+                    "--set workload.parallelism.tp=16: workload.parallelism.tp: tp 16 exceeds "
+                    "gpus_per_node 8"));
     // ... and the file's key when that one is.
     CHECK(starts_with(error_of({{"cluster.nodes", "4"}}),
                       "t.yaml:9:3: workload.parallelism: tp 8 x pp 1 x dp 2 x cp 1 = 16 GPUs, "
@@ -116,8 +118,9 @@ TEST_SUITE("models") {
       CHECK(check_scenario_key(ok).ok());
     }
     const Status typo = check_scenario_key("workload.parallelism.tpp");
-    CHECK(starts_with(typo.message(), "workload.parallelism.tpp: unknown key 'tpp' in "
-                                      "workload.parallelism (did you mean 'tp'?"));
+    CHECK(starts_with(typo.message(),
+                      "workload.parallelism.tpp: unknown key 'tpp' in "
+                      "workload.parallelism (did you mean 'tp'?"));
     CHECK(starts_with(check_scenario_key("clustr.nodes").message(),
                       "clustr.nodes: unknown key 'clustr' at the top (did you mean 'cluster'?"));
     CHECK(starts_with(check_scenario_key("workload.seq_len.x").message(),
@@ -136,8 +139,9 @@ TEST_SUITE("models") {
     const std::string from_code = check_parallelism(edited).message();
     const std::string from_file =
         error_of({{"workload.parallelism.tp", "16"}, {"workload.parallelism.dp", "1"}});
-    CHECK(from_code == "t.yaml:10:5: workload.parallelism.tp: tp 16 exceeds gpus_per_node 8: "
-                       "tensor parallelism must stay inside one node's scale-up domain");
+    CHECK(from_code ==
+          "t.yaml:10:5: workload.parallelism.tp: tp 16 exceeds gpus_per_node 8: "
+          "tensor parallelism must stay inside one node's scale-up domain");
     // The same rule and words; only where the 3 came from differs.
     CHECK(from_file.substr(from_file.find(": workload")) ==
           from_code.substr(from_code.find(": workload")));
