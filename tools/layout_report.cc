@@ -79,9 +79,20 @@ std::vector<std::pair<std::string, double>> step_parts(const models::StepResult&
           {"optimizer", b.optimizer_s}};
 }
 
+nlohmann::json breakdown_json(const models::StepBreakdown& b) {
+  nlohmann::json exposed = {{"dp", b.dp.exposed_s},
+                            {"tp", b.tp.exposed_s},
+                            {"pp", b.pp.exposed_s},
+                            {"cp", b.cp.exposed_s}};
+  return {{"compute", b.compute_s},
+          {"exposed_comm", exposed},
+          {"hidden_comm", b.hidden_comm_s()},
+          {"bubble", b.bubble_s},
+          {"optimizer", b.optimizer_s}};
+}
+
 nlohmann::json ranked_json(const models::RankedLayout& r) {
   const models::StepResult& s = r.step;
-  const models::StepBreakdown& b = s.breakdown;
   return {{"layout", layout_json(r.layout)},
           {"label", models::to_string(r.layout)},
           {"gpus", s.gpus},
@@ -93,16 +104,7 @@ nlohmann::json ranked_json(const models::RankedLayout& r) {
           {"memory_per_gpu_bytes", s.memory.total()},
           {"memory_capacity_bytes", s.memory_capacity_bytes},
           {"fits", s.fits},
-          {"breakdown_s",
-           {{"compute", b.compute_s},
-            {"exposed_comm",
-             {{"dp", b.dp.exposed_s},
-              {"tp", b.tp.exposed_s},
-              {"pp", b.pp.exposed_s},
-              {"cp", b.cp.exposed_s}}},
-            {"hidden_comm", b.hidden_comm_s()},
-            {"bubble", b.bubble_s},
-            {"optimizer", b.optimizer_s}}},
+          {"breakdown_s", breakdown_json(s.breakdown)},
           {"gpu_hours_per_million_tokens", r.gpu_hours_per_million_tokens},
           {"usd_per_million_tokens", r.usd_per_million_tokens > 0
                                          ? nlohmann::json(r.usd_per_million_tokens)

@@ -32,6 +32,10 @@ nlohmann::json layout_json(const models::Layout& layout);
 // The layout as YAML to paste into the scenario ("micro_batch: 1" and a parallelism: flow map).
 std::string layout_yaml(const models::Layout& layout);
 
+// plan's "breakdown_s": {"compute", "exposed_comm": {"dp", "tp", "pp", "cp"}, "hidden_comm",
+// "bubble", "optimizer"}, seconds per step.
+nlohmann::json breakdown_json(const models::StepBreakdown& breakdown);
+
 // One prediction: plan's keys (step_time_s, tokens_per_s, mfu, memory_per_gpu_bytes,
 // memory_capacity_bytes, fits, breakdown_s, ...) plus the cost per million tokens (null when
 // unpriced), goodput and the layout.
