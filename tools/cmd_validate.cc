@@ -200,11 +200,17 @@ void print_summary(const validate::Measurement& m) {
     std::printf("GEMM:\n%s\n", t.render(2).c_str());
   }
   if (!m.bandwidth.empty()) {
-    TextTable t({"gpu", "kind", "peer", "bytes", "GB/s"},
+    TextTable t({"gpu", "kind", "peer", "bytes", "GB/s", "min..max", "batches", "SM/mem MHz", "reasons"},
                 {TextTable::Align::kRight, TextTable::Align::kLeft});
     for (const validate::BandwidthRate& b : m.bandwidth) {
+      std::string reasons;
+      for (const std::string& r : b.throttle_reasons) reasons += (reasons.empty() ? "" : ",") + r;
       t.add_row({std::to_string(b.rank), b.kind, b.peer < 0 ? "-" : std::to_string(b.peer),
-                 models::format_size(static_cast<double>(b.bytes)), fmt(b.GBps)});
+                 models::format_size(static_cast<double>(b.bytes)), fmt(b.GBps),
+                 b.batches > 0 ? fmt(b.GBps_min) + ".." + fmt(b.GBps_max) : "-",
+                 b.batches > 0 ? std::to_string(b.batches) + "x" + std::to_string(b.copies_per_batch) : "-",
+                 b.sm_clock_min_MHz > 0 ? std::to_string(b.sm_clock_min_MHz) + "/" + std::to_string(b.memory_clock_min_MHz) : "-",
+                 reasons.empty() ? "-" : reasons});
     }
     std::printf("Copy bandwidth:\n%s\n", t.render(2).c_str());
   }

@@ -108,10 +108,21 @@ models::Result<std::vector<GemmRate>> FakeBackend::run_gemm(const GemmRequest& r
 models::Result<std::vector<BandwidthRate>> FakeBackend::run_bandwidth(
     const BandwidthRequest& request) {
   std::vector<BandwidthRate> out;
+  auto rate = [&](int gpu, const char* kind, std::uint64_t bytes, double GBps) {
+    BandwidthRate b;
+    b.rank = gpu;
+    b.kind = kind;
+    b.bytes = bytes;
+    b.GBps = b.GBps_min = b.GBps_max = GBps;
+    b.batches = std::max(request.iters, 1);
+    b.copies_per_batch = 1;
+    b.warmup_s = request.warmup_s;
+    out.push_back(b);
+  };
   for (int i = 0; i < options_.gpus; ++i) {
-    out.push_back({i, "hbm_copy", -1, request.hbm_bytes, 4000});
-    out.push_back({i, "h2d", -1, request.host_bytes, 50});
-    out.push_back({i, "d2h", -1, request.host_bytes, 50});
+    rate(i, "hbm_copy", request.hbm_bytes, 4000);
+    rate(i, "h2d", request.host_bytes, 50);
+    rate(i, "d2h", request.host_bytes, 50);
   }
   return out;
 }
@@ -119,17 +130,21 @@ models::Result<std::vector<BandwidthRate>> FakeBackend::run_bandwidth(
 models::Result<std::vector<AttentionRate>> FakeBackend::run_attention(
     const AttentionRequest& request) {
   std::vector<AttentionRate> out;
-  for (std::int64_t s : request.seq_lens) {
-    AttentionRate a;
-    a.implementation = "fake";
-    a.direction = "forward";
-    a.causal = true;
-    a.batch = request.batch;
-    a.heads = request.heads;
-    a.head_dim = request.head_dim;
-    a.seq_len = s;
-    a.tflops = 300;
-    out.push_back(a);
+  for (bool backward : {false, true}) {
+    if (backward ? !request.backward : !request.forward) continue;
+    for (std::int64_t s : request.seq_lens) {
+      AttentionRate a;
+      a.implementation = "fake";
+      a.direction = backward ? "backward" : "forward";
+      a.causal = true;
+      a.batch = request.batch;
+      a.heads = request.heads;
+      a.head_dim = request.head_dim;
+      a.seq_len = s;
+      a.tflops = backward ? 200 : 300;
+      a.flops_convention = backward ? "2.5x forward" : "4bhs^2d";
+      out.push_back(a);
+    }
   }
   return out;
 }

@@ -44,17 +44,22 @@ struct GemmRequest {
   double sample_interval_s = 0.5;  // NVML health sampling during the burn
 };
 
+// Each copy kind: untimed copies for warmup_s (an idle GPU starts at low clocks), then timed
+// batches of copies (each batch at least ~2 ms) until `seconds` and at least `iters` batches;
+// the median batch is reported, with the slowest and fastest and NVML's clocks meanwhile.
 struct BandwidthRequest {
   std::uint64_t hbm_bytes = 1ull << 30;   // device-to-device copy size
   std::uint64_t host_bytes = 1ull << 30;  // pinned host <-> device copy size
   std::uint64_t p2p_bytes = 1ull << 30;   // GPU <-> GPU copy size
-  int iters = 10;                         // timed copies (median reported)
+  int iters = 10;                         // at least this many timed batches
+  double warmup_s = 0.3;
+  double seconds = 0.5;
 };
 
 struct AttentionRequest {
   std::vector<std::int64_t> seq_lens = {4096, 8192, 16384, 32768, 65536, 131072};
   int batch = 1, heads = 16, head_dim = 128;  // query and key/value heads (no GQA)
-  bool forward = true, backward = true;
+  bool forward = true, backward = true;  // passes to measure (backward: our kernel's gradients)
   bool causal = true, full = true;
   double seconds_per_case = 0.5;  // repeat each case for about this long (median)
   int check_seq_len = 1024;       // compared against a plain reference kernel at this length

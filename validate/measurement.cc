@@ -159,6 +159,14 @@ void fields(V& v, B& b) {
   v("peer", b.peer);
   v("bytes", b.bytes);
   v("GBps", b.GBps);
+  v("GBps_min", b.GBps_min);
+  v("GBps_max", b.GBps_max);
+  v("batches", b.batches);
+  v("copies_per_batch", b.copies_per_batch);
+  v("warmup_s", b.warmup_s);
+  v("sm_clock_min_MHz", b.sm_clock_min_MHz);
+  v("memory_clock_min_MHz", b.memory_clock_min_MHz);
+  v("throttle_reasons", b.throttle_reasons);
 }
 template <class V, class A>
   requires std::is_same_v<std::remove_const_t<A>, AttentionRate>
@@ -174,6 +182,7 @@ void fields(V& v, A& a) {
   v("time_ms", a.time_ms);
   v("tflops", a.tflops);
   v("max_rel_error", a.max_rel_error);
+  v("flops_convention", a.flops_convention);
 }
 template <class V, class T>
   requires std::is_same_v<std::remove_const_t<T>, TransportRecord>

@@ -137,13 +137,22 @@ struct GemmRate {
   double tflops_min = 0;   // slowest window of the burn, shows thermal / power drop
 };
 
-// HBM copy, pinned host<->device and peer-to-peer bandwidth.
+// HBM copy, pinned host<->device and peer-to-peer bandwidth: the median of timed batches of
+// copies after a time-based warm-up, with the spread and the GPU's clocks while they ran.
 struct BandwidthRate {
   int rank = 0;
   std::string kind;   // "hbm_copy" | "h2d" | "d2h" | "p2p" | "p2p_bidirectional"
   int peer = -1;      // the other GPU for p2p
   std::uint64_t bytes = 0;  // per transfer
   double GBps = 0;    // hbm_copy counts bytes read + written; others bytes moved one way (bidir: both)
+  // Added with the warm-up (absent in older files: 0 / empty).
+  double GBps_min = 0, GBps_max = 0;  // the slowest and fastest batch
+  int batches = 0;                    // timed batches (the median is over these)
+  int copies_per_batch = 0;
+  double warmup_s = 0;                // untimed copies first, for this long
+  int sm_clock_min_MHz = 0;           // lowest NVML SM / memory clock sampled while timed; 0 unknown
+  int memory_clock_min_MHz = 0;
+  std::vector<std::string> throttle_reasons;  // NVML clock-event reasons seen while timed
 };
 
 struct AttentionRate {
@@ -154,8 +163,11 @@ struct AttentionRate {
   int batch = 0, heads = 0, head_dim = 0;
   std::int64_t seq_len = 0;
   double time_ms = 0;
-  double tflops = 0;           // useful FLOPs (causal counts half) / time
-  double max_rel_error = -1;   // vs. a reference at a small size; -1 not checked
+  double tflops = 0;           // useful FLOPs (causal counts half; backward 2.5 x forward) / time
+  double max_rel_error = -1;   // vs. a reference at a small size; -1 not checked (backward: the
+                               // largest of dQ, dK, dV)
+  // How `tflops` counts: "4bhs^2d" (forward) or "2.5x forward" (backward). Absent in older files.
+  std::string flops_convention;
 };
 
 // Which transport NCCL chose between two ranks on one channel, from NCCL_DEBUG=INFO.

@@ -218,6 +218,7 @@ HealthSample NvmlProbe::sample(const std::string& bus_id) const {
   if (a.throttle(d, &mask) == kNvmlSuccess) s.throttle_mask = mask;
   unsigned v = 0;
   if (a.clock(d, kClockSm, &v) == kNvmlSuccess) s.sm_clock_MHz = static_cast<int>(v);
+  if (a.clock(d, kClockMem, &v) == kNvmlSuccess) s.memory_clock_MHz = static_cast<int>(v);
   if (a.power && a.power(d, &v) == kNvmlSuccess) s.power_W = v / 1000.0;
   if (a.temperature && a.temperature(d, 0, &v) == kNvmlSuccess) s.temperature_C = static_cast<int>(v);
   if (a.pcie_gen(d, &v) == kNvmlSuccess) s.pcie.gen_current = static_cast<int>(v);

@@ -20,6 +20,7 @@ namespace clustersim::validate {
 struct HealthSample {
   std::uint64_t throttle_mask = 0;  // NVML clock event (throttle) reason bits
   int sm_clock_MHz = 0;
+  int memory_clock_MHz = 0;
   double power_W = 0;
   int temperature_C = 0;
   PcieLink pcie;

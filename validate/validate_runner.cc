@@ -377,6 +377,11 @@ std::map<std::string, std::string> describe_options(const ValidateOptions& o) {
   std::string seqs;
   for (std::int64_t s : o.attention_request.seq_lens) seqs += (seqs.empty() ? "" : ",") + std::to_string(s);
   d["attention_seq_lens"] = seqs;
+  d["attention_passes"] = std::string(o.attention_request.forward ? "forward" : "") +
+                          (o.attention_request.forward && o.attention_request.backward ? "," : "") +
+                          (o.attention_request.backward ? "backward" : "");
+  d["copy_warmup_s"] = models::format_significant(o.bandwidth_request.warmup_s);
+  d["copy_seconds"] = models::format_significant(o.bandwidth_request.seconds);
   return d;
 }
 

@@ -21,6 +21,10 @@ check "schema is versioned" grep -q '"schema": "clustersim.measurements/1"' "$tm
 check "no partial file left" test ! -e "$tmp/full.json.partial"
 check "table shows nccl-tests columns" grep -q 'busbw' "$tmp/full.out"
 check "progress lines on stderr" grep -q '^\[validate\] all_reduce 1 MiB' "$tmp/full.err"
+check "attention has forward and backward rows" \
+  grep -q '"direction": "backward"' "$tmp/full.json"
+check "the FLOP convention of each attention row is recorded" \
+  grep -q '"flops_convention": "2.5x forward"' "$tmp/full.json"
 
 # 2. A hung collective: the watchdog names it, the run exits 1 and still writes the file.
 "$bin" validate --backend fake --fake gpus=2,hang_op=reduce_scatter,hang_size=65536 \

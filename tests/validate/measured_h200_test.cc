@@ -1,14 +1,18 @@
 // Tests against the measurements committed under scenarios/measurements/ (2 x H200, NVLink,
 // device runs of 2026-11-30; validate/NOTES.md): the nccl-tests arithmetic reproduces every
 // line nccl-tests printed, the NCCL_DEBUG=INFO log parses to the transports the run recorded,
-// and the committed measurement files meet issue 5's checks.
+// and the committed measurement files meet issue 5's checks. call7/ holds the later call made
+// with nccl-tests' buffer handling, the copy warm-up and the attention backward (NOTES.md).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <tuple>
 #include <map>
 #include <sstream>
 
+#include "models/catalog.h"
 #include "validate/collective_math.h"
 #include "validate/measurement.h"
 #include "validate/nccl_log.h"
@@ -27,6 +31,40 @@ std::string read_text(const std::string& name) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+using Cell = std::tuple<std::string, std::uint64_t, bool>;  // op, size, in place
+
+// busbw per (op, size, placement) of one tool's rows.
+void add_busbw(const std::vector<CollectiveRow>& rows, std::map<Cell, std::vector<double>>& into) {
+  for (const CollectiveRow& r : rows) {
+    into[{r.op, r.size_bytes, false}].push_back(r.out_of_place.busbw_GBps);
+    into[{r.op, r.size_bytes, true}].push_back(r.in_place.busbw_GBps);
+  }
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Issue 5: all_reduce, all_gather and reduce_scatter busbw at 256 MiB - 8 GiB within 3% of
+// nccl-tests'. Returns the cells compared.
+int compare_with_nccl_tests(const std::map<Cell, std::vector<double>>& ours,
+                            const std::map<Cell, std::vector<double>>& theirs) {
+  int compared = 0;
+  for (const auto& [cell, values] : ours) {
+    const auto& [op, size, in_place] = cell;
+    if (op == "alltoall" || op == "broadcast" || op == "sendrecv" || size < (256u << 20)) continue;
+    CAPTURE(op);
+    CAPTURE(size);
+    CAPTURE(in_place);
+    REQUIRE(theirs.count(cell) == 1);
+    CHECK(median_of(values) == doctest::Approx(median_of(theirs.at(cell))).epsilon(0.03));
+    ++compared;
+  }
+  return compared;
 }
 
 }  // namespace
@@ -157,6 +195,81 @@ TEST_SUITE("validate") {
       CHECK(g.tflops >= 0.9 * torch_tflops);
     }
     CHECK(burns == 2);
+  }
+
+  TEST_CASE("measured (call 7): ar/ag/rs busbw 256 MiB - 8 GiB within 3% of nccl-tests, same call") {
+    auto m = read_measurement_file(data_path("call7/h200-2gpu.json"));
+    REQUIRE(m.ok());
+    std::map<Cell, std::vector<double>> ours, theirs;
+    add_busbw(m->collectives, ours);
+    add_busbw(parse_nccl_tests_output(read_text("call7/nccl-tests-2gpu.txt")), theirs);
+    CHECK(compare_with_nccl_tests(ours, theirs) == 36);
+  }
+
+  TEST_CASE("measured (call 7): 4 interleaved rounds: medians of both tools within 3% at 256 MiB - 8 GiB") {
+    std::map<Cell, std::vector<double>> ours, theirs;
+    for (int r = 1; r <= 4; ++r) {
+      auto m = read_measurement_file(data_path("call7/rounds/probe-round" + std::to_string(r) + ".json"));
+      REQUIRE(m.ok());
+      add_busbw(m->collectives, ours);
+      add_busbw(parse_nccl_tests_output(read_text("call7/rounds/nccl-tests-round" + std::to_string(r) + ".txt")),
+                theirs);
+    }
+    for (const auto& [cell, values] : ours) CHECK(values.size() == 4);
+    CHECK(compare_with_nccl_tests(ours, theirs) == 36);
+  }
+
+  TEST_CASE("measured (call 7): copies carry their spread and clocks; attention forward and backward checked") {
+    auto m = read_measurement_file(data_path("call7/h200-2gpu.json"));
+    REQUIRE(m.ok());
+    CHECK(m->complete);
+    CHECK(m->errors.empty());
+    CHECK(m->run.wall_time_s < 300);  // issue 5: under 5 minutes on two H200s
+    CHECK(m->collectives.size() == 6 * 31 - 3 * 2);
+    for (const CollectiveRow& r : m->collectives) {
+      CHECK(r.out_of_place.wrong == 0);
+      CHECK(r.in_place.wrong == (r.op == "alltoall" || r.op == "sendrecv" ? -1 : 0));
+    }
+    REQUIRE(m->bandwidth.size() == 9);  // 2 x (hbm, h2d, d2h), p2p both ways, one bidirectional
+    for (const BandwidthRate& b : m->bandwidth) {
+      CAPTURE(b.kind);
+      CHECK(b.batches >= 10);
+      CHECK(b.warmup_s >= 0.3);
+      CHECK(b.GBps_min <= b.GBps);
+      CHECK(b.GBps <= b.GBps_max);
+      CHECK(b.sm_clock_min_MHz > 0);
+    }
+    int backward = 0;
+    for (const AttentionRate& a : m->attention) {
+      CAPTURE(a.seq_len);
+      CHECK(a.tflops > 0);
+      // bf16 operands: METHOD.md's 1e-3 .. 1e-2 band for the relative error.
+      CHECK(a.max_rel_error > 0);
+      CHECK(a.max_rel_error < 1e-2);
+      if (a.direction == "backward") {
+        ++backward;
+        CHECK(a.flops_convention == "2.5x forward");
+      }
+    }
+    CHECK(backward == 2 * 6 * 2);  // 2 GPUs x 6 lengths x (full, causal)
+  }
+
+  TEST_CASE("measured: the 1-GPU file (call 7) copies HBM at >= 85% of the datasheet, as verify asks") {
+    auto m = read_measurement_file(data_path("h200-1gpu.json"));
+    REQUIRE(m.ok());
+    CHECK(m->complete);
+    const clustersim::models::GpuSpec* h200 = clustersim::models::find_gpu("h200-sxm");
+    REQUIRE(h200 != nullptr);
+    int hbm = 0;
+    for (const BandwidthRate& b : m->bandwidth) {
+      if (b.kind != "hbm_copy") continue;
+      ++hbm;
+      // The file before the warm-up read 3.74 TB/s here (11% under the same GPU's 4.20 in the
+      // 2-GPU run); with it, 4.23 (validate/NOTES.md).
+      CHECK(b.GBps * 1e9 >= 0.85 * h200->hbm_Bps);
+      CHECK(b.warmup_s >= 0.3);
+    }
+    CHECK(hbm == 1);
   }
 
   TEST_CASE("measured: the run stopped by SIGINT left a valid partial file") {

@@ -43,7 +43,29 @@ Measurement sample() {
   r.in_place = {23100.25, 371.8, 371.8, 0};
   m.collectives.push_back(r);
   m.gemm.push_back({1, "bf16", 8192, 8192, 8192, true, 30.0, 1000, 700.5, 650.25});
-  m.bandwidth.push_back({0, "p2p", 1, 1u << 30, 380.0});
+  BandwidthRate b;
+  b.kind = "p2p";
+  b.peer = 1;
+  b.bytes = 1u << 30;
+  b.GBps = 380.0;
+  b.GBps_min = 371.5;
+  b.batches = 20;
+  b.sm_clock_min_MHz = 1980;
+  b.throttle_reasons = {"gpu_idle"};
+  m.bandwidth.push_back(b);
+  AttentionRate a;
+  a.implementation = "clustersim-flash-bwd (mma.sync, two passes, 128 rows, ldmatrix)";
+  a.direction = "backward";
+  a.causal = true;
+  a.batch = 1;
+  a.heads = 16;
+  a.head_dim = 128;
+  a.seq_len = 131072;
+  a.time_ms = 1234.5;
+  a.tflops = 178.25;
+  a.max_rel_error = 0.0045;
+  a.flops_convention = "2.5x forward";
+  m.attention.push_back(a);
   m.transports.push_back({0, 1, "P2P", "P2P/CUMEM/read", 24});
   m.errors.push_back({"attention", "kernel failed"});
   return m;
@@ -73,6 +95,25 @@ TEST_SUITE("validate") {
     CHECK(back->collectives[0].in_place.time_us == doctest::Approx(23100.25));
     CHECK(back->gemm[0].tflops_min == doctest::Approx(650.25));
     CHECK(back->run.environment.at("NCCL_NVLS_ENABLE") == "0");
+    CHECK(back->bandwidth[0].GBps_min == doctest::Approx(371.5));
+    CHECK(back->bandwidth[0].batches == 20);
+    CHECK(back->bandwidth[0].sm_clock_min_MHz == 1980);
+    CHECK(back->bandwidth[0].throttle_reasons == std::vector<std::string>{"gpu_idle"});
+    CHECK(back->attention[0].direction == "backward");
+    CHECK(back->attention[0].flops_convention == "2.5x forward");
+  }
+
+  TEST_CASE("a file written before the copy statistics and FLOP convention still reads") {
+    auto old = parse_measurement(
+        "{\"schema\": \"clustersim.measurements/1\", \"bandwidth\": [{\"rank\": 0, \"kind\": "
+        "\"hbm_copy\", \"peer\": -1, \"bytes\": 1073741824, \"GBps\": 3737.4}], \"attention\": "
+        "[{\"direction\": \"forward\", \"tflops\": 264.6}]}",
+        "old.json");
+    REQUIRE(old.ok());
+    CHECK(old->bandwidth[0].GBps == doctest::Approx(3737.4));
+    CHECK(old->bandwidth[0].batches == 0);
+    CHECK(old->bandwidth[0].throttle_reasons.empty());
+    CHECK(old->attention[0].flops_convention.empty());
   }
 
   TEST_CASE("parse errors name the file and the JSON path") {

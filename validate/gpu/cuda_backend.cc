@@ -1,12 +1,13 @@
 // The CUDA backend of `clustersim validate`: NCCL sweeps with nccl-tests' semantics, cuBLASLt
 // GEMM rates and the sustained burn with NVML health sampling, copy bandwidths, and our flash
-// attention kernel. NCCL, cuBLASLt and NVML are loaded at run time (nccl_api.h, cublaslt_api.h,
-// nvml_probe.h); the CUDA runtime is linked statically. One object drives the GPUs of one
+// attention kernels (forward and backward). NCCL, cuBLASLt and NVML are loaded at run time
+// (nccl_api.h, cublaslt_api.h, nvml_probe.h); the CUDA runtime is linked statically. One object drives the GPUs of one
 // process; every CUDA call is checked and a failure becomes an Error naming the call.
 #include <cuda_runtime_api.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -52,10 +53,11 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Device memory that frees itself.
+// Device memory that frees itself (cudaMalloc, or NCCL's allocator for collective buffers).
 struct DeviceBuffer {
   void* ptr = nullptr;
   int device = -1;
+  decltype(&ncclMemFree) nccl_free = nullptr;  // set when ncclMemAlloc made it
   DeviceBuffer() = default;
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -63,15 +65,34 @@ struct DeviceBuffer {
   void reset() {
     if (ptr != nullptr) {
       cudaSetDevice(device);
-      cudaFree(ptr);
+      if (nccl_free != nullptr) {
+        nccl_free(ptr);
+      } else {
+        cudaFree(ptr);
+      }
     }
     ptr = nullptr;
+    nccl_free = nullptr;
   }
   Status allocate(int dev, std::size_t bytes) {
     reset();
     device = dev;
     CS_CUDA(cudaSetDevice(dev));
     CS_CUDA(cudaMalloc(&ptr, std::max<std::size_t>(bytes, 256)));
+    return Status::Ok();
+  }
+  // With ncclMemAlloc where the loaded NCCL has it (2.19+), as nccl-tests allocates its send and
+  // receive buffers; cudaMalloc otherwise.
+  Status allocate_for_nccl(int dev, std::size_t bytes, const NcclApi& nccl) {
+    if (nccl.mem_alloc == nullptr) return allocate(dev, bytes);
+    reset();
+    device = dev;
+    CS_CUDA(cudaSetDevice(dev));
+    if (ncclResult_t r = nccl.mem_alloc(&ptr, std::max<std::size_t>(bytes, 256)); r != ncclSuccess) {
+      ptr = nullptr;
+      return Error{std::string("ncclMemAlloc(") + std::to_string(bytes) + " bytes): " + nccl.error_string(r)};
+    }
+    nccl_free = nccl.mem_free;
     return Status::Ok();
   }
   template <class T> T* as() const { return static_cast<T*>(ptr); }
@@ -198,14 +219,15 @@ class CudaBackend final : public GpuBackend {
     std::memcpy(uid.internal, id.data(), id.size());
     world_size_ = world_size;
     first_rank_ = first_rank;
+    buffer_bytes_ = max_buffer_bytes;
     aborted_ = false;
     for (LocalGpu& g : gpus_) {
       CS_CUDA(cudaSetDevice(g.device));
       CS_CUDA(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
       CS_CUDA(cudaEventCreate(&g.start));
       CS_CUDA(cudaEventCreate(&g.stop));
-      if (Status s = g.send.allocate(g.device, max_buffer_bytes); !s.ok()) return s;
-      if (Status s = g.recv.allocate(g.device, max_buffer_bytes); !s.ok()) return s;
+      if (Status s = g.send.allocate_for_nccl(g.device, max_buffer_bytes, *nccl_); !s.ok()) return s;
+      if (Status s = g.recv.allocate_for_nccl(g.device, max_buffer_bytes, *nccl_); !s.ok()) return s;
       if (Status s = g.counter.allocate(g.device, sizeof(unsigned long long)); !s.ok()) return s;
     }
     nccl_->group_start();
@@ -223,9 +245,10 @@ class CudaBackend final : public GpuBackend {
   Result<CollectiveResult> run_collective(const CollectiveRequest& req) override {
     if (!comms_ready_) return Error{req.label + ": no communicator"};
     if (aborted_) return Error{req.label + ": the communicator was aborted earlier"};
-    // 1. Warm-up, then `iters` timed launches between events on every local stream.
+    // 1. Warm-up, then `iters` timed launches between events on every local stream. Launch i
+    //    uses the buffers shifted by i mod (buffer / size) sizes, as nccl-tests' startColl does.
     for (int i = 0; i < req.warmup_iters; ++i) {
-      if (Status s = launch(req); !s.ok()) return Error{s.message()};
+      if (Status s = launch(req, i); !s.ok()) return Error{s.message()};
     }
     if (Status s = wait(req); !s.ok()) return Error{s.message()};
     for (LocalGpu& g : gpus_) {
@@ -233,7 +256,7 @@ class CudaBackend final : public GpuBackend {
       cudaEventRecord(g.start, g.stream);
     }
     for (int i = 0; i < req.iters; ++i) {
-      if (Status s = launch(req); !s.ok()) return Error{s.message()};
+      if (Status s = launch(req, i); !s.ok()) return Error{s.message()};
     }
     for (LocalGpu& g : gpus_) {
       cudaSetDevice(g.device);
@@ -251,7 +274,7 @@ class CudaBackend final : public GpuBackend {
       for (std::size_t i = 0; i < gpus_.size(); ++i) {
         if (Status s = prepare_check(req, i); !s.ok()) return Error{s.message()};
       }
-      if (Status s = launch(req); !s.ok()) return Error{s.message()};
+      if (Status s = launch(req, 0); !s.ok()) return Error{s.message()};
       if (Status s = wait(req); !s.ok()) return Error{s.message()};
       r.wrong = 0;
       for (std::size_t i = 0; i < gpus_.size(); ++i) {
@@ -315,18 +338,25 @@ class CudaBackend final : public GpuBackend {
     return Status::Ok();
   }
 
-  // Enqueues one collective on every local GPU (one NCCL group).
-  Status launch(const CollectiveRequest& req) {
+  // Enqueues launch number `iter` of one collective on every local GPU (one NCCL group). Its
+  // buffers start `iter mod steps` sizes in, steps = buffer / size (nccl-tests' startColl:
+  // "change offset for each iteration so that we avoid cache effects"); in place, rank r sends
+  // from / receives into its slot of the receive buffer (nccl-tests' *InplaceOffset).
+  Status launch(const CollectiveRequest& req, int iter) {
     const NcclApi& n = *nccl_;
     const CollectiveShape& sh = req.shape;
     const std::size_t chunk = sh.count * sizeof(float);
+    const std::size_t total = std::max(sh.send_bytes, sh.recv_bytes);
+    const std::size_t steps = total > 0 ? std::max<std::size_t>(buffer_bytes_ / total, 1) : 1;
+    const std::size_t shift = total * (static_cast<std::size_t>(iter) % steps);
     n.group_start();
     for (std::size_t i = 0; i < gpus_.size(); ++i) {
       LocalGpu& g = gpus_[i];
       const int rank = first_rank_ + static_cast<int>(i);
       cudaSetDevice(g.device);
-      char* sptr = req.in_place ? g.recv.bytes() + rank * sh.in_place_send_offset_bytes : g.send.bytes();
-      char* rptr = g.recv.bytes() + (req.in_place ? rank * sh.in_place_recv_offset_bytes : 0);
+      char* sptr = req.in_place ? g.recv.bytes() + shift + rank * sh.in_place_send_offset_bytes
+                                : g.send.bytes() + shift;
+      char* rptr = g.recv.bytes() + shift + (req.in_place ? rank * sh.in_place_recv_offset_bytes : 0);
       ncclResult_t r = ncclSuccess;
       switch (req.op) {
         case CollectiveOp::kAllReduce:
@@ -455,16 +485,82 @@ class CudaBackend final : public GpuBackend {
   std::optional<NcclApi> nccl_;
   std::optional<CublasLtApi> cublas_;
   int world_size_ = 0, first_rank_ = 0;
+  std::uint64_t buffer_bytes_ = 0;  // each send and receive buffer
   bool comms_ready_ = false, aborted_ = false;
 };
 
 // ---- copy bandwidth ----
 
+// Times one kind of copy: untimed copies for req.warmup_s (an idle GPU starts at low clocks; one
+// copy right after other work read 11% low once, validate/NOTES.md), then batches of at least
+// ~2 ms of copies until req.seconds and req.iters batches; NVML samples `bus_id` meanwhile.
+// `counted_bytes` per copy over the median batch's time per copy gives r.GBps.
+Result<BandwidthRate> time_copy(const std::function<Status()>& copy, cudaStream_t st,
+                                const BandwidthRequest& req, double counted_bytes,
+                                const NvmlProbe* nvml, const std::string& bus_id, BandwidthRate r) {
+  using Clock = std::chrono::steady_clock;
+  auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  const Clock::time_point warm_start = Clock::now();
+  double one_copy_s = 0;
+  do {
+    const Clock::time_point t = Clock::now();
+    if (Status s = copy(); !s.ok()) return Error{s.message()};
+    CS_CUDA(cudaStreamSynchronize(st));
+    one_copy_s = since(t);
+  } while (since(warm_start) < req.warmup_s);
+  r.warmup_s = since(warm_start);
+  r.copies_per_batch = std::max(1, static_cast<int>(std::ceil(2e-3 / std::max(one_copy_s, 1e-7))));
+
+  std::atomic<bool> stop{false};
+  std::vector<HealthSample> samples;
+  std::thread sampler;
+  if (nvml != nullptr) {
+    sampler = std::thread([&] {
+      while (!stop) {
+        samples.push_back(nvml->sample(bus_id));
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+  }
+  std::vector<double> batches;
+  Result<double> t = time_batches(st, copy, r.copies_per_batch, req.seconds, std::max(req.iters, 1), &batches);
+  stop = true;
+  if (sampler.joinable()) sampler.join();
+  if (!t.ok()) return Error{t.message()};
+  const auto [fastest, slowest] = std::minmax_element(batches.begin(), batches.end());
+  r.GBps = counted_bytes / *t / 1e9;
+  r.GBps_min = counted_bytes / *slowest / 1e9;
+  r.GBps_max = counted_bytes / *fastest / 1e9;
+  r.batches = static_cast<int>(batches.size());
+  std::uint64_t mask = 0;
+  for (const HealthSample& h : samples) {
+    mask |= h.throttle_mask;
+    if (h.sm_clock_MHz > 0 && (r.sm_clock_min_MHz == 0 || h.sm_clock_MHz < r.sm_clock_min_MHz)) {
+      r.sm_clock_min_MHz = h.sm_clock_MHz;
+    }
+    if (h.memory_clock_MHz > 0 && (r.memory_clock_min_MHz == 0 || h.memory_clock_MHz < r.memory_clock_min_MHz)) {
+      r.memory_clock_min_MHz = h.memory_clock_MHz;
+    }
+  }
+  r.throttle_reasons = throttle_reason_names(mask);
+  return r;
+}
+
+BandwidthRate copy_kind(int rank, const char* kind, int peer, std::uint64_t bytes) {
+  BandwidthRate r;
+  r.rank = rank;
+  r.kind = kind;
+  r.peer = peer;
+  r.bytes = bytes;
+  return r;
+}
+
 Result<std::vector<BandwidthRate>> CudaBackend::run_bandwidth(const BandwidthRequest& req) {
   std::vector<BandwidthRate> out;
-  const int iters = std::max(req.iters, 1);
+  const NvmlProbe* nvml = nvml_.get();
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     const int dev = gpus_[i].device;
+    const int rank = static_cast<int>(i);
     DeviceBuffer a, b;
     if (Status s = a.allocate(dev, req.hbm_bytes); !s.ok()) return Error{s.message()};
     if (Status s = b.allocate(dev, req.hbm_bytes); !s.ok()) return Error{s.message()};
@@ -475,29 +571,28 @@ Result<std::vector<BandwidthRate>> CudaBackend::run_bandwidth(const BandwidthReq
       CS_CUDA(cudaMemcpyAsync(b.ptr, a.ptr, req.hbm_bytes, cudaMemcpyDeviceToDevice, st));
       return Status::Ok();
     };
-    if (Status s = copy_d2d(); !s.ok()) return Error{s.message()};  // warm-up
-    Result<double> t = time_batches(st, copy_d2d, 1, 0, iters, nullptr);
-    if (!t.ok()) return Error{t.message()};
-    out.push_back({static_cast<int>(i), "hbm_copy", -1, req.hbm_bytes, 2.0 * req.hbm_bytes / *t / 1e9});
+    Result<BandwidthRate> hbm = time_copy(copy_d2d, st, req, 2.0 * req.hbm_bytes, nvml, gpus_[i].bus_id,
+                                          copy_kind(rank, "hbm_copy", -1, req.hbm_bytes));
+    if (!hbm.ok()) return Error{hbm.message()};
+    out.push_back(*hbm);
 
     void* host = nullptr;
     CS_CUDA(cudaMallocHost(&host, req.host_bytes));
     std::memset(host, 1, req.host_bytes);
+    const std::uint64_t host_copy = std::min<std::uint64_t>(req.host_bytes, req.hbm_bytes);
     for (bool to_device : {true, false}) {
       auto copy = [&]() -> Status {
-        CS_CUDA(cudaMemcpyAsync(to_device ? a.ptr : host, to_device ? host : a.ptr,
-                                std::min<std::uint64_t>(req.host_bytes, req.hbm_bytes),
+        CS_CUDA(cudaMemcpyAsync(to_device ? a.ptr : host, to_device ? host : a.ptr, host_copy,
                                 to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, st));
         return Status::Ok();
       };
-      if (Status s = copy(); !s.ok()) return Error{s.message()};
-      Result<double> th = time_batches(st, copy, 1, 0, iters, nullptr);
-      if (!th.ok()) {
+      Result<BandwidthRate> h = time_copy(copy, st, req, static_cast<double>(host_copy), nvml, gpus_[i].bus_id,
+                                          copy_kind(rank, to_device ? "h2d" : "d2h", -1, host_copy));
+      if (!h.ok()) {
         cudaFreeHost(host);
-        return Error{th.message()};
+        return Error{h.message()};
       }
-      const std::uint64_t bytes = std::min<std::uint64_t>(req.host_bytes, req.hbm_bytes);
-      out.push_back({static_cast<int>(i), to_device ? "h2d" : "d2h", -1, bytes, bytes / *th / 1e9});
+      out.push_back(*h);
     }
     cudaFreeHost(host);
     cudaStreamDestroy(st);
@@ -529,11 +624,11 @@ Result<std::vector<BandwidthRate>> CudaBackend::run_bandwidth(const BandwidthReq
         return Status::Ok();
       };
       cudaSetDevice(di);  // the timing events must belong to si's device
-      if (Status s = one_way(); !s.ok()) return Error{s.message()};
-      Result<double> t1 = time_batches(si, one_way, 1, 0, iters, nullptr);
+      Result<BandwidthRate> t1 =
+          time_copy(one_way, si, req, static_cast<double>(req.p2p_bytes), nvml, gpus_[i].bus_id,
+                    copy_kind(static_cast<int>(i), "p2p", static_cast<int>(j), req.p2p_bytes));
       if (!t1.ok()) return Error{t1.message()};
-      out.push_back({static_cast<int>(i), "p2p", static_cast<int>(j), req.p2p_bytes,
-                     req.p2p_bytes / *t1 / 1e9});
+      out.push_back(*t1);
       if (i < j) {
         // Both directions at once: sj waits for an event on si, so both copies start together.
         cudaEvent_t go, done_j;
@@ -553,12 +648,12 @@ Result<std::vector<BandwidthRate>> CudaBackend::run_bandwidth(const BandwidthReq
           CS_CUDA(cudaStreamWaitEvent(si, done_j, 0));
           return Status::Ok();
         };
-        if (Status s = both(); !s.ok()) return Error{s.message()};
         cudaSetDevice(di);
-        Result<double> t2 = time_batches(si, both, 1, 0, iters, nullptr);
+        Result<BandwidthRate> t2 = time_copy(
+            both, si, req, 2.0 * req.p2p_bytes, nvml, gpus_[i].bus_id,
+            copy_kind(static_cast<int>(i), "p2p_bidirectional", static_cast<int>(j), req.p2p_bytes));
         if (!t2.ok()) return Error{t2.message()};
-        out.push_back({static_cast<int>(i), "p2p_bidirectional", static_cast<int>(j),
-                       req.p2p_bytes, 2.0 * req.p2p_bytes / *t2 / 1e9});
+        out.push_back(*t2);
         cudaEventDestroy(go);
         cudaEventDestroy(done_j);
       }
@@ -796,132 +891,251 @@ float bf16_to_float(std::uint16_t x) {
   return f;
 }
 
-struct AttentionWork {
-  int local = 0, device = 0;
-  std::vector<AttentionRate> rates;
-  std::string error;
-};
-
-// Relative L2 error of the flash kernel against the reference at one small shape.
-Result<double> attention_error(const AttentionShape& s, FlashVariant variant, cudaStream_t st) {
-  const std::size_t n = static_cast<std::size_t>(s.batch) * s.heads * s.seq * s.head_dim;
-  int dev = 0;
-  cudaGetDevice(&dev);
-  DeviceBuffer q, k, v, o, ref;
-  for (DeviceBuffer* b : {&q, &k, &v, &o}) {
-    if (Status a = b->allocate(dev, n * 2); !a.ok()) return Error{a.message()};
-  }
-  if (Status a = ref.allocate(dev, n * 4); !a.ok()) return Error{a.message()};
-  fill_random(q.ptr, n, RandomType::kBf16, 21, st);
-  fill_random(k.ptr, n, RandomType::kBf16, 22, st);
-  fill_random(v.ptr, n, RandomType::kBf16, 23, st);
-  CS_CUDA(cudaMemsetAsync(o.ptr, 0xff, n * 2, st));  // NaN poison: unwritten outputs show
-  CS_CUDA(flash_attention_forward(q.ptr, k.ptr, v.ptr, o.ptr, s, variant, st));
-  CS_CUDA(reference_attention_forward(q.ptr, k.ptr, v.ptr, ref.as<float>(), s, st));
+// ||got - want|| / ||want|| of a bf16 device tensor against an fp32 device reference; 1e30 when
+// got holds a non-finite element (outputs are poisoned with NaN first: an unwritten one shows).
+Result<double> relative_error(const void* got_bf16, const float* want_f32, std::size_t n,
+                              cudaStream_t st) {
   std::vector<std::uint16_t> got(n);
   std::vector<float> want(n);
-  CS_CUDA(cudaMemcpyAsync(got.data(), o.ptr, n * 2, cudaMemcpyDeviceToHost, st));
-  CS_CUDA(cudaMemcpyAsync(want.data(), ref.ptr, n * 4, cudaMemcpyDeviceToHost, st));
+  CS_CUDA(cudaMemcpyAsync(got.data(), got_bf16, n * 2, cudaMemcpyDeviceToHost, st));
+  CS_CUDA(cudaMemcpyAsync(want.data(), want_f32, n * 4, cudaMemcpyDeviceToHost, st));
   CS_CUDA(cudaStreamSynchronize(st));
   double diff = 0, norm = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const double x = bf16_to_float(got[i]), y = want[i];
-    if (!std::isfinite(x)) return 1e30;  // an unwritten or broken output
+    if (!std::isfinite(x)) return 1e30;
     diff += (x - y) * (x - y);
     norm += y * y;
   }
   return std::sqrt(diff / std::max(norm, 1e-30));
 }
 
+// The tensors of one attention problem on one GPU: random bf16 inputs (uniform in [-1, 1), a
+// fresh seed per problem), the forward's outputs and, with `backward`, dO and the gradients.
+struct AttentionBuffers {
+  DeviceBuffer q, k, v, o, lse, d_o, delta, dq, dk, dv;
+  std::size_t elems = 0;
+
+  Status allocate(int dev, const AttentionShape& s, bool backward, std::uint64_t seed,
+                  cudaStream_t st) {
+    const std::size_t rows = static_cast<std::size_t>(s.batch) * s.heads * s.seq;
+    elems = rows * s.head_dim;
+    for (DeviceBuffer* b : {&q, &k, &v, &o}) {
+      if (Status a = b->allocate(dev, elems * 2); !a.ok()) return a;
+    }
+    if (Status a = lse.allocate(dev, rows * 4); !a.ok()) return a;
+    if (backward) {
+      for (DeviceBuffer* b : {&d_o, &dq, &dk, &dv}) {
+        if (Status a = b->allocate(dev, elems * 2); !a.ok()) return a;
+      }
+      if (Status a = delta.allocate(dev, rows * 4); !a.ok()) return a;
+    }
+    fill_random(q.ptr, elems, RandomType::kBf16, seed, st);
+    fill_random(k.ptr, elems, RandomType::kBf16, seed + 1, st);
+    fill_random(v.ptr, elems, RandomType::kBf16, seed + 2, st);
+    if (backward) fill_random(d_o.ptr, elems, RandomType::kBf16, seed + 3, st);
+    CS_CUDA(cudaGetLastError());
+    return Status::Ok();
+  }
+  FlashBackwardTensors tensors() {
+    FlashBackwardTensors t;
+    t.q = q.ptr;
+    t.k = k.ptr;
+    t.v = v.ptr;
+    t.o = o.ptr;
+    t.d_o = d_o.ptr;
+    t.lse = lse.as<float>();
+    t.delta = delta.as<float>();
+    t.dq = dq.ptr;
+    t.dk = dk.ptr;
+    t.dv = dv.ptr;
+    return t;
+  }
+};
+
+// One mask's check problem (batch 1, 2 heads, check_seq_len) with its fp32 reference outputs,
+// computed once and compared with every variant.
+struct AttentionCheck {
+  AttentionShape shape;
+  AttentionBuffers in;
+  DeviceBuffer ref_o, ref_dq, ref_dk, ref_dv, scratch;
+
+  Status prepare(int dev, const AttentionShape& s, bool backward, std::uint64_t seed, cudaStream_t st) {
+    shape = s;
+    if (Status a = in.allocate(dev, s, backward, seed, st); !a.ok()) return a;
+    const std::size_t n = in.elems;
+    if (Status a = ref_o.allocate(dev, n * 4); !a.ok()) return a;
+    CS_CUDA(reference_attention_forward(in.q.ptr, in.k.ptr, in.v.ptr, ref_o.as<float>(), s, st));
+    if (backward) {
+      for (DeviceBuffer* b : {&ref_dq, &ref_dk, &ref_dv}) {
+        if (Status a = b->allocate(dev, n * 4); !a.ok()) return a;
+      }
+      if (Status a = scratch.allocate(dev, 2 * n / s.head_dim * 4); !a.ok()) return a;
+      CS_CUDA(reference_attention_backward(in.q.ptr, in.k.ptr, in.v.ptr, in.d_o.ptr, ref_dq.as<float>(),
+                                           ref_dk.as<float>(), ref_dv.as<float>(), scratch.as<float>(),
+                                           s, st));
+    }
+    CS_CUDA(cudaStreamSynchronize(st));
+    return Status::Ok();
+  }
+
+  // Relative errors of `variant`: [0] the forward's O, [1] the backward's worst of dQ, dK, dV
+  // (-1 without backward), each output poisoned with NaN before its kernel runs.
+  Result<std::array<double, 2>> errors(FlashVariant variant, bool backward, cudaStream_t st) {
+    const std::size_t n = in.elems;
+    std::array<double, 2> e{-1, -1};
+    CS_CUDA(cudaMemsetAsync(in.o.ptr, 0xff, n * 2, st));
+    CS_CUDA(flash_attention_forward(in.q.ptr, in.k.ptr, in.v.ptr, in.o.ptr, shape, variant, st,
+                                    in.lse.as<float>()));
+    Result<double> fwd = relative_error(in.o.ptr, ref_o.as<float>(), n, st);
+    if (!fwd.ok()) return Error{fwd.message()};
+    e[0] = *fwd;
+    if (!backward) return e;
+    for (DeviceBuffer* b : {&in.dq, &in.dk, &in.dv}) CS_CUDA(cudaMemsetAsync(b->ptr, 0xff, n * 2, st));
+    CS_CUDA(flash_attention_backward(in.tensors(), shape, variant, st));
+    e[1] = 0;
+    for (auto [got, want] : {std::pair{&in.dq, &ref_dq}, {&in.dk, &ref_dk}, {&in.dv, &ref_dv}}) {
+      Result<double> r = relative_error(got->ptr, want->as<float>(), n, st);
+      if (!r.ok()) return Error{r.message()};
+      e[1] = std::max(e[1], *r);
+    }
+    return e;
+  }
+};
+
+// Median seconds per call of `launch` over about `seconds` (at least 3 calls) after one untimed.
+Result<double> time_launches(const std::function<cudaError_t()>& launch, cudaStream_t st, double seconds) {
+  auto run = [&]() -> Status {
+    CS_CUDA(launch());
+    return Status::Ok();
+  };
+  if (Status warm = run(); !warm.ok()) return Error{warm.message()};
+  return time_batches(st, run, 1, seconds, 3, nullptr);
+}
+
+struct OwnedStream {
+  cudaStream_t stream = nullptr;
+  ~OwnedStream() {
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
+};
+
+struct AttentionWork {
+  int local = 0, device = 0;
+  std::vector<AttentionRate> rates;
+  std::string error;
+};
+
 void attention_on_gpu(const AttentionRequest& req, AttentionWork& w) {
   auto fail = [&](const std::string& m) { w.error = "gpu " + std::to_string(w.local) + ": " + m; };
   cudaSetDevice(w.device);
-  cudaStream_t st;
-  cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+  OwnedStream owned;
+  if (cudaError_t e = cudaStreamCreateWithFlags(&owned.stream, cudaStreamNonBlocking); e != cudaSuccess) {
+    return fail(std::string("cudaStreamCreate: ") + cudaGetErrorString(e));
+  }
+  cudaStream_t st = owned.stream;
   std::int64_t max_seq = 0;
-  bool all_128 = true;
+  bool all_128 = req.check_seq_len % 128 == 0;
   for (std::int64_t s : req.seq_lens) {
     max_seq = std::max(max_seq, s);
     all_128 = all_128 && s % 128 == 0;
   }
-  const std::size_t n = static_cast<std::size_t>(req.batch) * req.heads * max_seq * req.head_dim;
-  DeviceBuffer q, k, v, o;
-  for (DeviceBuffer* b : {&q, &k, &v, &o}) {
-    if (Status a = b->allocate(w.device, n * 2); !a.ok()) return fail(a.message());
+  const bool backward = req.backward;
+  // 1. Correctness of each variant, both masks, forward and backward, against the fp32
+  //    references on fresh random data; of the variants within tolerance, the fastest at a
+  //    mid-size sequence is used for the sweep, chosen for each pass.
+  constexpr double kTolerance = 2e-2;  // bf16 P, dS and outputs: METHOD.md expects 1e-3 .. 1e-2
+  AttentionCheck checks[2];
+  for (int causal = 0; causal < 2; ++causal) {
+    AttentionShape s{1, 2, req.check_seq_len, req.head_dim, causal == 1};
+    if (Status p = checks[causal].prepare(w.device, s, backward, 41 + 10 * causal, st); !p.ok()) {
+      return fail("attention reference: " + p.message());
+    }
   }
-  fill_random(q.ptr, n, RandomType::kBf16, 31, st);
-  fill_random(k.ptr, n, RandomType::kBf16, 32, st);
-  fill_random(v.ptr, n, RandomType::kBf16, 33, st);
-  // 1. Correctness of each variant at a small size, both masks, against the fp32 reference;
-  //    of those within tolerance, the fastest at a mid-size sequence is used for the sweep.
-  constexpr double kTolerance = 2e-2;  // bf16 P and O: METHOD.md expects 1e-3 .. 1e-2
-  std::optional<FlashVariant> best;
-  double best_time = 0, best_err[2] = {-1, -1};
+  AttentionBuffers big;
+  const AttentionShape largest{req.batch, req.heads, static_cast<int>(max_seq), req.head_dim, false};
+  if (Status a = big.allocate(w.device, largest, backward, 31, st); !a.ok()) return fail(a.message());
+  const AttentionShape probe{req.batch, req.heads, static_cast<int>(std::min<std::int64_t>(max_seq, 16384)),
+                             req.head_dim, false};
+  // Seconds per call of pass 0 (forward) or 1 (backward, after a forward pass of
+  // `forward_variant` that leaves O and lse) of `variant` on the sweep buffers.
+  auto time_pass = [&](int pass, FlashVariant variant, FlashVariant forward_variant,
+                       const AttentionShape& s, double seconds) -> Result<double> {
+    if (pass == 1) {
+      CS_CUDA(flash_attention_forward(big.q.ptr, big.k.ptr, big.v.ptr, big.o.ptr, s, forward_variant, st,
+                                      big.lse.as<float>()));
+    }
+    return time_launches(
+        [&] {
+          return pass == 0 ? flash_attention_forward(big.q.ptr, big.k.ptr, big.v.ptr, big.o.ptr, s, variant, st)
+                           : flash_attention_backward(big.tensors(), s, variant, st);
+        },
+        st, seconds);
+  };
+  struct Best {
+    std::optional<FlashVariant> variant;
+    double time_s = 0;
+    double error[2] = {-1, -1};  // full, causal
+  } best[2];                     // forward, backward
   std::string rejected;
   for (FlashVariant variant : {FlashVariant::kRows128Ldmatrix, FlashVariant::kRows64Ldmatrix,
                                FlashVariant::kRows64Plain}) {
-    if (variant == FlashVariant::kRows128Ldmatrix && (!all_128 || req.check_seq_len % 128 != 0)) {
-      continue;
-    }
-    double err[2];
-    bool ok = true;
-    for (int causal = 0; causal < 2 && ok; ++causal) {
-      AttentionShape s{1, 2, req.check_seq_len, req.head_dim, causal == 1};
-      Result<double> e = attention_error(s, variant, st);
-      if (!e.ok()) return fail(e.message());
-      err[causal] = *e;
-      ok = *e < kTolerance;
-    }
-    if (!ok) {
-      rejected += std::string(rejected.empty() ? "" : "; ") + to_string(variant) +
-                  ": relative error " + std::to_string(err[0]) + " / " + std::to_string(err[1]);
-      continue;
-    }
-    AttentionShape probe{req.batch, req.heads, static_cast<int>(std::min<std::int64_t>(max_seq, 16384)),
-                         req.head_dim, false};
-    auto launch = [&]() -> Status {
-      CS_CUDA(flash_attention_forward(q.ptr, k.ptr, v.ptr, o.ptr, probe, variant, st));
-      return Status::Ok();
-    };
-    if (Status warm = launch(); !warm.ok()) return fail(warm.message());
-    Result<double> t = time_batches(st, launch, 1, 0, 3, nullptr);
-    if (!t.ok()) return fail(t.message());
-    if (!best || *t < best_time) {
-      best = variant;
-      best_time = *t;
-      best_err[0] = err[0];
-      best_err[1] = err[1];
-    }
-  }
-  if (!best) return fail("flash attention is wrong in every variant: " + rejected);
-  // 2. The sweep on random data.
-  for (std::int64_t seq : req.seq_lens) {
+    if (variant == FlashVariant::kRows128Ldmatrix && !all_128) continue;
+    double err[2][2];  // [pass][mask]
     for (int causal = 0; causal < 2; ++causal) {
-      if ((causal && !req.causal) || (!causal && !req.full)) continue;
-      AttentionShape s{req.batch, req.heads, static_cast<int>(seq), req.head_dim, causal == 1};
-      auto launch = [&]() -> Status {
-        CS_CUDA(flash_attention_forward(q.ptr, k.ptr, v.ptr, o.ptr, s, *best, st));
-        return Status::Ok();
-      };
-      if (Status warm = launch(); !warm.ok()) return fail(warm.message());
-      Result<double> t = time_batches(st, launch, 1, req.seconds_per_case, 3, nullptr);
+      Result<std::array<double, 2>> e = checks[causal].errors(variant, backward, st);
+      if (!e.ok()) return fail(e.message());
+      err[0][causal] = (*e)[0];
+      err[1][causal] = (*e)[1];
+    }
+    for (int pass = 0; pass < (backward ? 2 : 1); ++pass) {
+      const bool ok = err[0][0] < kTolerance && err[0][1] < kTolerance &&
+                      (pass == 0 || (err[1][0] < kTolerance && err[1][1] < kTolerance));
+      if (!ok) {
+        rejected += std::string(rejected.empty() ? "" : "; ") + (pass ? backward_name(variant) : to_string(variant)) +
+                    ": relative error " + std::to_string(err[pass][0]) + " / " + std::to_string(err[pass][1]);
+        continue;
+      }
+      Result<double> t = time_pass(pass, variant, variant, probe, 0);
       if (!t.ok()) return fail(t.message());
-      AttentionRate r;
-      r.rank = w.local;
-      r.implementation = to_string(*best);
-      r.direction = "forward";
-      r.causal = causal == 1;
-      r.batch = req.batch;
-      r.heads = req.heads;
-      r.head_dim = req.head_dim;
-      r.seq_len = seq;
-      r.time_ms = *t * 1e3;
-      r.tflops = attention_forward_flops(s) / *t / 1e12;
-      r.max_rel_error = best_err[causal];
-      w.rates.push_back(r);
+      if (!best[pass].variant || *t < best[pass].time_s) {
+        best[pass].variant = variant;
+        best[pass].time_s = *t;
+        best[pass].error[0] = err[pass][0];
+        best[pass].error[1] = err[pass][1];
+      }
     }
   }
-  cudaStreamDestroy(st);
+  if (!best[0].variant) return fail("flash attention is wrong in every variant: " + rejected);
+  if (backward && !best[1].variant) return fail("flash attention backward is wrong in every variant: " + rejected);
+  // 2. The sweep on random data: forward rows, then backward rows (each after a forward pass
+  //    that leaves O and lse).
+  for (int pass = 0; pass < (backward ? 2 : 1); ++pass) {
+    if (pass == 0 && !req.forward) continue;
+    const FlashVariant variant = *best[pass].variant;
+    for (std::int64_t seq : req.seq_lens) {
+      for (int causal = 0; causal < 2; ++causal) {
+        if ((causal && !req.causal) || (!causal && !req.full)) continue;
+        AttentionShape s{req.batch, req.heads, static_cast<int>(seq), req.head_dim, causal == 1};
+        Result<double> t = time_pass(pass, variant, *best[0].variant, s, req.seconds_per_case);
+        if (!t.ok()) return fail(t.message());
+        AttentionRate r;
+        r.rank = w.local;
+        r.implementation = pass == 0 ? to_string(variant) : backward_name(variant);
+        r.direction = pass == 0 ? "forward" : "backward";
+        r.causal = causal == 1;
+        r.batch = req.batch;
+        r.heads = req.heads;
+        r.head_dim = req.head_dim;
+        r.seq_len = seq;
+        r.time_ms = *t * 1e3;
+        r.tflops = (pass == 0 ? attention_forward_flops(s) : attention_backward_flops(s)) / *t / 1e12;
+        r.max_rel_error = best[pass].error[causal];
+        r.flops_convention = pass == 0 ? "4bhs^2d" : "2.5x forward";
+        w.rates.push_back(r);
+      }
+    }
+  }
 }
 
 Result<std::vector<AttentionRate>> CudaBackend::run_attention(const AttentionRequest& req) {

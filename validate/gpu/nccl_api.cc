@@ -36,6 +36,9 @@ models::Result<NcclApi> load_nccl() {
   b.bind("ncclBroadcast", &api.broadcast);
   b.bind("ncclSend", &api.send);
   b.bind("ncclRecv", &api.recv);
+  b.bind("ncclMemAlloc", &api.mem_alloc, false);
+  b.bind("ncclMemFree", &api.mem_free, false);
+  if (api.mem_alloc == nullptr || api.mem_free == nullptr) api.mem_alloc = nullptr;
   if (!b.missing().empty()) {
     return models::Error{api.lib.path() + " lacks " + b.missing() + " (NCCL older than 2.7?)"};
   }

@@ -28,6 +28,9 @@ struct NcclApi {
   decltype(&ncclBroadcast) broadcast = nullptr;
   decltype(&ncclSend) send = nullptr;
   decltype(&ncclRecv) recv = nullptr;
+  // NCCL 2.19+ (nullptr before): the allocator nccl-tests uses for its buffers.
+  decltype(&ncclMemAlloc) mem_alloc = nullptr;
+  decltype(&ncclMemFree) mem_free = nullptr;
 
   // "2.28.9" from ncclGetVersion's code (major * 10000 + minor * 100 + patch since 2.9).
   std::string version() const;
