@@ -26,6 +26,14 @@ std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
+// A time that may be negative (a transfer's extra latency below the model's): "-1.5us".
+Result<double> parse_signed_time_s(std::string_view text) {
+  const bool negative = !text.empty() && text.front() == '-';
+  auto t = parse_time_s(negative ? text.substr(1) : text);
+  if (!t) return t;
+  return negative ? -*t : *t;
+}
+
 }  // namespace
 
 std::string to_yaml_text(const Calibration& c) {
@@ -35,12 +43,16 @@ std::string to_yaml_text(const Calibration& c) {
        "# Apply it with a scenario's `calibration:` key or --calibration FILE (plan, collective,\n"
        "# check). Collectives: per op and communicator (ranks over nodes), size regimes with\n"
        "#   time = latency + size x busbw_factor(op, ranks) / busbw   for min_size <= size < the\n"
-       "# next regime's min_size (nccl-tests' size column and busbw factor), measured under NCCL's\n"
+       "# next regime's min_size (nccl-tests' size column and busbw factor), measured under "
+       "NCCL's\n"
        "# own algorithm and protocol choice; residuals are relative, on the fitted rows. Regimes\n"
-       "# join continuously; a regime's busbw is its marginal rate (time per extra byte), which in a\n"
+       "# join continuously; a regime's busbw is its marginal rate (time per extra byte), which in "
+       "a\n"
        "# latency-bound regime can exceed the link; 100000 GB/s marks one that does not grow.\n"
-       "# GEMM / attention: efficiency = max_efficiency x w / (w + half), w = FLOPs (GEMM) or tokens.\n"
-       "# Attention is what validate's own kernel reached: recorded, not applied (the planner keeps\n"
+       "# GEMM / attention: efficiency = max_efficiency x w / (w + half), w = FLOPs (GEMM) or "
+       "tokens.\n"
+       "# Attention is what validate's own kernel reached: recorded, not applied (the planner "
+       "keeps\n"
        "# its production flash-attention assumption).\n";
   y << "schema: " << kCalibrationSchema << "\n";
   y << "gpu: " << c.gpu << "\n";
@@ -67,10 +79,26 @@ std::string to_yaml_text(const Calibration& c) {
       y << "  # from " << (k == 0 ? "0 B" : format_size(r.min_size_bytes)) << "\n";
     }
   }
+  y << "# transfer: per op, the model's own correction fitted on every measured communicator at\n"
+       "# once (scope one_node or multi_node): time = the model's latency + extra_latency + its\n"
+       "# bandwidth term / bandwidth_scale, for communicator sizes the regimes above do not "
+       "cover.\n";
+  y << "transfer:" << (c.transfer.empty() ? " []" : "") << "\n";
+  for (const auto& t : c.transfer) {
+    y << "  - {op: " << to_string(t.op) << ", scope: " << (t.multi_node ? "multi_node" : "one_node")
+      << ", extra_latency: " << sig(t.extra_latency_s * 1e6)
+      << "us, bandwidth_scale: " << sig(t.bandwidth_scale) << ", fitted_ranks: [";
+    for (std::size_t i = 0; i < t.fitted_ranks.size(); ++i)
+      y << (i ? ", " : "") << t.fitted_ranks[i];
+    y << "], points: " << t.points << ", rms_residual: " << sig(t.rms_rel_residual)
+      << ", max_residual: " << sig(t.max_rel_residual) << "}\n";
+  }
   y << "gemm:" << (c.gemm.empty() ? " []" : "") << "\n";
   for (const auto& g : c.gemm) {
-    y << "  - {precision: " << to_string(g.precision) << ", max_efficiency: " << sig(g.max_efficiency)
-      << ", short_max_efficiency: " << sig(g.short_max_efficiency) << ", half_efficiency_flops: " << sig(g.half_efficiency_flops) << ", points: " << g.points
+    y << "  - {precision: " << to_string(g.precision)
+      << ", max_efficiency: " << sig(g.max_efficiency)
+      << ", short_max_efficiency: " << sig(g.short_max_efficiency)
+      << ", half_efficiency_flops: " << sig(g.half_efficiency_flops) << ", points: " << g.points
       << ", half_identified: " << (g.half_identified ? "true" : "false")
       << ", sustained_scaled: " << (g.sustained_scaled ? "true" : "false")
       << ", max_residual: " << sig(g.max_rel_residual) << "}\n";
@@ -78,8 +106,9 @@ std::string to_yaml_text(const Calibration& c) {
   y << "attention:" << (c.attention.empty() ? " []" : "") << "\n";
   for (const auto& a : c.attention) {
     y << "  - {direction: " << (a.backward ? "backward" : "forward")
-      << ", max_efficiency: " << sig(a.max_efficiency) << ", half_kv_tokens: " << sig(a.half_kv_tokens)
-      << ", points: " << a.points << ", max_residual: " << sig(a.max_rel_residual) << "}\n";
+      << ", max_efficiency: " << sig(a.max_efficiency)
+      << ", half_kv_tokens: " << sig(a.half_kv_tokens) << ", points: " << a.points
+      << ", max_residual: " << sig(a.max_rel_residual) << "}\n";
   }
   if (c.hbm_efficiency > 0) {
     y << "hbm_efficiency: " << sig(c.hbm_efficiency) << "\n";
@@ -102,9 +131,10 @@ Result<Calibration> load_calibration_text(std::string_view yaml_text, const std:
     return failed();
   };
   if (!in.parse(yaml_text, &root) ||
-      !in.open_map(root, "", {"schema", "gpu", "sources", "nccl_disabled_algorithms",
-                              "collectives", "gemm", "attention", "hbm_efficiency", "hbm_copy",
-                              "host_to_device", "device_to_host", "peer_to_peer"})) {
+      !in.open_map(root, "",
+                   {"schema", "gpu", "sources", "nccl_disabled_algorithms", "collectives",
+                    "transfer", "gemm", "attention", "hbm_efficiency", "hbm_copy", "host_to_device",
+                    "device_to_host", "peer_to_peer"})) {
     return failed();
   }
   std::string schema;
@@ -143,7 +173,8 @@ Result<Calibration> load_calibration_text(std::string_view yaml_text, const std:
         !in.integer(e, path, "nodes", &cc.nodes) || !in.list(e, path, "regimes", &regimes, true)) {
       return failed();
     }
-    if (!parse_collective_op(op, &cc.op)) return bad(e["op"], path + ".op", "unknown op '" + op + "'");
+    if (!parse_collective_op(op, &cc.op))
+      return bad(e["op"], path + ".op", "unknown op '" + op + "'");
     if (cc.ranks < 2 || cc.nodes < 1 || cc.nodes > cc.ranks) {
       return bad(e, path, "needs ranks >= 2 and 1 <= nodes <= ranks");
     }
@@ -152,10 +183,11 @@ Result<Calibration> load_calibration_text(std::string_view yaml_text, const std:
       const std::string rp = path + ".regimes[" + std::to_string(k) + "]";
       CollectiveRegime reg;
       reg.max_size_bytes = kInf;
-      if (!in.open_map(r, rp, {"min_size", "latency", "busbw", "points", "rms_residual",
-                               "max_residual"}) ||
-          !in.quantity(r, rp, "min_size", [](std::string_view t) { return parse_size_bytes(t); },
-                       &reg.min_size_bytes, k > 0) ||
+      if (!in.open_map(
+              r, rp, {"min_size", "latency", "busbw", "points", "rms_residual", "max_residual"}) ||
+          !in.quantity(
+              r, rp, "min_size", [](std::string_view t) { return parse_size_bytes(t); },
+              &reg.min_size_bytes, k > 0) ||
           !in.quantity(r, rp, "latency", parse_time_s, &reg.latency_s, true) ||
           !in.quantity(r, rp, "busbw", parse_bandwidth_Bps, &reg.busbw_Bps, true) ||
           !in.integer(r, rp, "points", &reg.points) ||
@@ -177,15 +209,54 @@ Result<Calibration> load_calibration_text(std::string_view yaml_text, const std:
     }
     c.collectives.push_back(std::move(cc));
   }
+  if (!in.list(root, "", "transfer", &list)) return failed();
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const YAML::Node e = list[i];
+    const std::string path = "transfer[" + std::to_string(i) + "]";
+    CollectiveTransfer t;
+    std::string op, scope = "one_node";
+    YAML::Node ranks;
+    if (!in.open_map(e, path,
+                     {"op", "scope", "extra_latency", "bandwidth_scale", "fitted_ranks", "points",
+                      "rms_residual", "max_residual"}) ||
+        !in.text(e, path, "op", &op, true) || !in.text(e, path, "scope", &scope) ||
+        !in.quantity(e, path, "extra_latency", parse_signed_time_s, &t.extra_latency_s, true) ||
+        !in.number(e, path, "bandwidth_scale", &t.bandwidth_scale, true) ||
+        !in.list(e, path, "fitted_ranks", &ranks) || !in.integer(e, path, "points", &t.points) ||
+        !in.number(e, path, "rms_residual", &t.rms_rel_residual) ||
+        !in.number(e, path, "max_residual", &t.max_rel_residual)) {
+      return failed();
+    }
+    if (!parse_collective_op(op, &t.op))
+      return bad(e["op"], path + ".op", "unknown op '" + op + "'");
+    if (scope != "one_node" && scope != "multi_node") {
+      return bad(e["scope"], path + ".scope", "one_node or multi_node, got '" + scope + "'");
+    }
+    t.multi_node = scope == "multi_node";
+    if (!(t.bandwidth_scale > 0)) {
+      return bad(e["bandwidth_scale"], path + ".bandwidth_scale", "must be positive");
+    }
+    for (const auto& r : ranks) {
+      int n = 0;
+      try {
+        n = r.as<int>();
+      } catch (const YAML::Exception&) {
+        return bad(r, path + ".fitted_ranks", "expected whole numbers");
+      }
+      t.fitted_ranks.push_back(n);
+    }
+    c.transfer.push_back(t);
+  }
   if (!in.list(root, "", "gemm", &list)) return failed();
   for (std::size_t i = 0; i < list.size(); ++i) {
     const YAML::Node e = list[i];
     const std::string path = "gemm[" + std::to_string(i) + "]";
     GemmCalibration g;
     std::string precision;
-    if (!in.open_map(e, path, {"precision", "max_efficiency", "short_max_efficiency",
-                               "half_efficiency_flops", "points", "half_identified",
-                               "sustained_scaled", "max_residual"}) ||
+    if (!in.open_map(
+            e, path,
+            {"precision", "max_efficiency", "short_max_efficiency", "half_efficiency_flops",
+             "points", "half_identified", "sustained_scaled", "max_residual"}) ||
         !in.text(e, path, "precision", &precision, true) ||
         !in.number(e, path, "max_efficiency", &g.max_efficiency, true) ||
         !in.number(e, path, "short_max_efficiency", &g.short_max_efficiency) ||
@@ -212,8 +283,8 @@ Result<Calibration> load_calibration_text(std::string_view yaml_text, const std:
     const std::string path = "attention[" + std::to_string(i) + "]";
     AttentionCalibration a;
     std::string direction;
-    if (!in.open_map(e, path, {"direction", "max_efficiency", "half_kv_tokens", "points",
-                               "max_residual"}) ||
+    if (!in.open_map(e, path,
+                     {"direction", "max_efficiency", "half_kv_tokens", "points", "max_residual"}) ||
         !in.text(e, path, "direction", &direction, true) ||
         !in.number(e, path, "max_efficiency", &a.max_efficiency, true) ||
         !in.number(e, path, "half_kv_tokens", &a.half_kv_tokens, true) ||
@@ -267,6 +338,26 @@ void apply_calibration(const Calibration& c, CollectiveParams* params) {
     }
   }
   params->fits.insert(params->fits.begin(), fits.begin(), fits.end());
+  std::vector<CollectiveAlgorithm> excluded;
+  for (const auto& name : c.nccl_disabled_algorithms) {
+    CollectiveAlgorithm a;
+    if (parse_collective_algorithm(name, &a)) excluded.push_back(a);
+  }
+  std::vector<CollectiveCorrection> corrections;
+  for (const auto& t : c.transfer) {
+    corrections.push_back({t.op, t.multi_node, t.extra_latency_s, t.bandwidth_scale, excluded});
+  }
+  params->corrections.insert(params->corrections.begin(), corrections.begin(), corrections.end());
+}
+
+std::string_view calibration_basis(const Calibration& c, CollectiveOp op, int ranks, int nodes) {
+  for (const auto& cc : c.collectives) {
+    if (cc.op == op && cc.ranks == ranks && cc.nodes == nodes) return "fit";
+  }
+  for (const auto& t : c.transfer) {
+    if (t.op == op && t.multi_node == (nodes > 1)) return "transfer";
+  }
+  return "model";
 }
 
 void apply_calibration(const Calibration& c, Precision precision, ComputeParams* params) {
@@ -280,8 +371,8 @@ void apply_calibration(const Calibration& c, Precision precision, ComputeParams*
 
 Status check_calibration_gpu(const Calibration& c, const ClusterConfig& cluster) {
   if (!c.gpu.empty() && c.gpu != cluster.node.gpu.id) {
-    return Error{(c.path.empty() ? std::string("calibration") : c.path) + ": measured on " +
-                 c.gpu + ", but the cluster's GPU is " + cluster.node.gpu.id +
+    return Error{(c.path.empty() ? std::string("calibration") : c.path) + ": measured on " + c.gpu +
+                 ", but the cluster's GPU is " + cluster.node.gpu.id +
                  ": its numbers would not hold"};
   }
   return Status::Ok();

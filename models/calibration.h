@@ -43,6 +43,22 @@ struct CollectiveCalibration {
   std::vector<CollectiveRegime> regimes;  // in size order, contiguous
 };
 
+// The model's correction for one op (a CollectiveCorrection), fitted on every measured
+// communicator of its scope at once: an extra latency per call and a factor on the bandwidth
+// term's rate. It carries the calibration to communicator sizes that were not measured (8 GPUs
+// from a 2-GPU run); the regimes above stay exact for the measured ones. The residuals are the
+// corrected model's own, on the fitted rows.
+struct CollectiveTransfer {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  bool multi_node = false;     // fitted on (and applied to) multi-node communicators, else one node
+  double extra_latency_s = 0;  // added to the model's latency; may be negative
+  double bandwidth_scale = 1;  // multiplies the model's bandwidth-term rate
+  std::vector<int> fitted_ranks;  // the communicator sizes it was fitted on
+  int points = 0;
+  double rms_rel_residual = 0;
+  double max_rel_residual = 0;
+};
+
 // GEMM efficiency over work for one precision: max * flops / (flops + half_efficiency_flops).
 struct GemmCalibration {
   Precision precision = Precision::kBf16;
@@ -50,8 +66,8 @@ struct GemmCalibration {
   double short_max_efficiency = 0;  // the short-run curve's, before scaling to the burn
   double half_efficiency_flops = 0;
   int points = 0;
-  bool half_identified = false;    // several work sizes were measured
-  bool sustained_scaled = false;   // max_efficiency scaled down to the sustained burn's rate
+  bool half_identified = false;   // several work sizes were measured
+  bool sustained_scaled = false;  // max_efficiency scaled down to the sustained burn's rate
   double max_rel_residual = 0;
 };
 
@@ -68,15 +84,16 @@ struct AttentionCalibration {
 };
 
 struct Calibration {
-  std::string gpu;  // catalog id of the GPU it was measured on
+  std::string gpu;                   // catalog id of the GPU it was measured on
   std::vector<std::string> sources;  // the measurement files, with their SHA-256
   std::vector<CollectiveCalibration> collectives;
+  std::vector<CollectiveTransfer> transfer;
   std::vector<GemmCalibration> gemm;
   std::vector<AttentionCalibration> attention;
-  double hbm_efficiency = 0;  // measured device copy over the datasheet; 0 = not measured
-  double hbm_copy_Bps = 0;    // the measured rate (read + written)
+  double hbm_efficiency = 0;        // measured device copy over the datasheet; 0 = not measured
+  double hbm_copy_Bps = 0;          // the measured rate (read + written)
   double h2d_Bps = 0, d2h_Bps = 0;  // pinned host<->device per GPU; 0 = not measured
-  double p2p_Bps = 0;         // one-way GPU-to-GPU; 0 = not measured
+  double p2p_Bps = 0;               // one-way GPU-to-GPU; 0 = not measured
   // NCCL algorithms the measured runs had switched off (NCCL_NVLS_ENABLE=0, NCCL_ALGO).
   std::vector<std::string> nccl_disabled_algorithms;
   std::string path;  // the file it was read from ("" when built in memory)
@@ -97,8 +114,14 @@ Result<Calibration> load_calibration_text(std::string_view yaml_text, const std:
 Status check_calibration_gpu(const Calibration& c, const ClusterConfig& cluster);
 
 // The collective regimes as CollectiveFits (algorithm and protocol kAuto, ranks, nodes, size
-// range), put ahead of the fits `params` already has so that the overlay wins.
+// range), put ahead of the fits `params` already has so that the overlay wins, and the transfer
+// entries as CollectiveCorrections, likewise ahead, excluding the algorithms the runs had off.
 void apply_calibration(const Calibration& c, CollectiveParams* params);
+
+// What predicts `op` on a communicator of `ranks` over `nodes` under `c`: "fit" (its regimes
+// were measured on that shape), "transfer" (the op's correction of that scope), or "model" (the
+// uncalibrated model).
+std::string_view calibration_basis(const Calibration& c, CollectiveOp op, int ranks, int nodes);
 // GEMM (the given precision's curve) and HBM efficiency; fields the overlay did not measure keep
 // their value (attention: see AttentionCalibration).
 void apply_calibration(const Calibration& c, Precision precision, ComputeParams* params);

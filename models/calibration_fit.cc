@@ -7,6 +7,8 @@
 #include <map>
 #include <tuple>
 
+#include "models/cluster_sketch.h"
+
 namespace clustersim::models {
 namespace {
 
@@ -82,10 +84,9 @@ LineFit fit_line(const std::vector<WeightedPoint>& points, const LineBounds& bou
   candidates.back().intercept_at_bound = candidates.back().slope_at_bound = true;
   for (auto& c : candidates) score(points, &c);
   // The convex problem's optimum has one of these four active sets; the best feasible wins.
-  return *std::min_element(candidates.begin(), candidates.end(),
-                           [](const LineFit& l, const LineFit& r) {
-                             return l.weighted_sse < r.weighted_sse;
-                           });
+  return *std::min_element(
+      candidates.begin(), candidates.end(),
+      [](const LineFit& l, const LineFit& r) { return l.weighted_sse < r.weighted_sse; });
 }
 
 namespace {
@@ -111,7 +112,8 @@ SplineFit fit_spline(const std::vector<WeightedPoint>& pts, const std::vector<do
     const double s = std::sqrt(p.weight);
     a(i, 0) = s;
     a(i, 1) = s * p.x;
-    for (int j = 0; j < m; ++j) a(i, j + 2) = s * std::max(0.0, p.x - knots[static_cast<std::size_t>(j)]);
+    for (int j = 0; j < m; ++j)
+      a(i, j + 2) = s * std::max(0.0, p.x - knots[static_cast<std::size_t>(j)]);
     y(i) = s * p.y;
   }
   Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(a);
@@ -142,7 +144,8 @@ PiecewiseFit fit_piecewise(const std::vector<WeightedPoint>& points, const LineB
   // Candidate knots: the distinct sizes strictly inside the range.
   std::vector<double> candidates;
   for (int i = 1; i < n; ++i) {
-    if (points[i].x > points[i - 1].x && points[i].x < points[n - 1].x) candidates.push_back(points[i].x);
+    if (points[i].x > points[i - 1].x && points[i].x < points[n - 1].x)
+      candidates.push_back(points[i].x);
   }
   const double floor_sse = n * options.noise_floor * options.noise_floor;
   auto bic = [&](double sse, int knots) {
@@ -267,11 +270,11 @@ void fit_collectives(const CalibrationInput& input, const CalibrationOptions& op
     const int ranks = std::get<1>(key);
     const double factor = bus_bandwidth_factor(op, std::max(1, ranks));
     if (ranks < 2 || factor <= 0) continue;  // one rank moves nothing: no bandwidth to fit
-    std::stable_sort(samples.begin(), samples.end(), [](const auto* a, const auto* b) {
-      return a->size_bytes < b->size_bytes;
-    });
+    std::stable_sort(samples.begin(), samples.end(),
+                     [](const auto* a, const auto* b) { return a->size_bytes < b->size_bytes; });
     std::vector<WeightedPoint> pts;
-    for (const auto* s : samples) pts.push_back({s->size_bytes, s->time_s, 1.0 / (s->time_s * s->time_s)});
+    for (const auto* s : samples)
+      pts.push_back({s->size_bytes, s->time_s, 1.0 / (s->time_s * s->time_s)});
     // A piece's busbw is its marginal rate (time per extra byte). In a latency-bound piece it may
     // exceed the link: the transfer overlaps the fixed latency. Only its sign is bounded.
     const LineBounds bounds{0.0, factor / kFlatRegimeBusbwBps};
@@ -295,10 +298,112 @@ void fit_collectives(const CalibrationInput& input, const CalibrationOptions& op
   }
 }
 
+// One measured row of the transfer fit: its time and what the model's enabled candidates
+// charge (latency, bandwidth term) before any correction.
+struct TransferRow {
+  double time_s = 0;
+  std::vector<std::pair<double, double>> candidates;
+};
+
+double corrected_time(const TransferRow& row, double extra_latency_s, double bandwidth_scale) {
+  double best = kInf;
+  for (const auto& [lat, bw] : row.candidates) {
+    best = std::min(best, std::max(0.0, lat + extra_latency_s) + bw / bandwidth_scale);
+  }
+  return best;
+}
+
+// Sum over rows of ln(predicted / measured)^2: relative, symmetric in over and under.
+double transfer_cost(const std::vector<TransferRow>& rows, double a, double b) {
+  double sum = 0;
+  for (const auto& r : rows) {
+    const double l = std::log(std::max(corrected_time(r, a, b), 1e-12) / r.time_s);
+    sum += l * l;
+  }
+  return sum;
+}
+
+// Per op, the correction (extra latency a, bandwidth scale b) of least transfer_cost over the
+// one-node rows of 2 or more ranks: a grid over a (linear) and b (logarithmic, 0.1 - 3), then
+// three zooms around the best cell. Multi-node rows are left out: the fit needs the fabric (NICs,
+// switches) the measurement file does not describe.
+void fit_transfer(const CalibrationInput& input, const CalibrationOptions& options,
+                  const GpuSpec& gpu, Calibration* out) {
+  int max_ranks = 0;
+  for (const auto& s : input.collectives) {
+    if (s.nodes == 1) max_ranks = std::max(max_ranks, s.ranks);
+  }
+  if (max_ranks < 2) return;
+  ClusterSketch sketch;
+  sketch.gpu = gpu.id;
+  sketch.gpus_per_node = max_ranks;
+  auto cluster = cluster_from_sketch(sketch, "the measured node");
+  if (!cluster) return;
+  const CollectiveParams model;
+  std::map<int, std::vector<TransferRow>> rows_by_op;
+  std::map<int, std::vector<int>> ranks_by_op;
+  for (const auto& s : input.collectives) {
+    if (s.nodes != 1 || s.ranks < 2 || s.size_bytes <= 0 || s.time_s <= 0 ||
+        s.size_bytes < options.min_size_bytes) {
+      continue;
+    }
+    auto topo = collective_topology(*cluster, s.ranks);
+    if (!topo) continue;
+    TransferRow row{s.time_s, {}};
+    for (const auto& e : enabled_collective_candidates(*topo, s.op, s.size_bytes, model,
+                                                       input.nccl_disabled_algorithms)) {
+      row.candidates.emplace_back(e.latency_s, e.bandwidth_s);
+    }
+    if (row.candidates.empty()) continue;
+    rows_by_op[static_cast<int>(s.op)].push_back(std::move(row));
+    auto& ranks = ranks_by_op[static_cast<int>(s.op)];
+    if (std::find(ranks.begin(), ranks.end(), s.ranks) == ranks.end()) ranks.push_back(s.ranks);
+  }
+  for (auto& [op, rows] : rows_by_op) {
+    double min_time = kInf, min_latency = kInf;
+    for (const auto& r : rows) {
+      min_time = std::min(min_time, r.time_s);
+      for (const auto& c : r.candidates) min_latency = std::min(min_latency, c.first);
+    }
+    double a_lo = -min_latency, a_hi = 2 * min_time;
+    double lb_lo = std::log(0.1), lb_hi = std::log(3.0);
+    double best_a = 0, best_lb = 0, best = kInf;
+    int steps = 60;
+    for (int round = 0; round < 4; ++round) {
+      const double da = (a_hi - a_lo) / steps, db = (lb_hi - lb_lo) / steps;
+      for (int i = 0; i <= steps; ++i) {
+        for (int j = 0; j <= steps; ++j) {
+          const double a = a_lo + i * da, lb = lb_lo + j * db;
+          const double cost = transfer_cost(rows, a, std::exp(lb));
+          if (cost < best) best = cost, best_a = a, best_lb = lb;
+        }
+      }
+      a_lo = best_a - 1.5 * da, a_hi = best_a + 1.5 * da;
+      lb_lo = best_lb - 1.5 * db, lb_hi = best_lb + 1.5 * db;
+      steps = 20;
+    }
+    CollectiveTransfer t;
+    t.op = static_cast<CollectiveOp>(op);
+    t.extra_latency_s = best_a;
+    t.bandwidth_scale = std::exp(best_lb);
+    t.fitted_ranks = ranks_by_op[op];
+    std::sort(t.fitted_ranks.begin(), t.fitted_ranks.end());
+    t.points = static_cast<int>(rows.size());
+    double sq = 0;
+    for (const auto& r : rows) {
+      const double rel = corrected_time(r, t.extra_latency_s, t.bandwidth_scale) / r.time_s - 1;
+      sq += rel * rel;
+      t.max_rel_residual = std::max(t.max_rel_residual, std::fabs(rel));
+    }
+    t.rms_rel_residual = std::sqrt(sq / rows.size());
+    out->transfer.push_back(t);
+  }
+}
+
 void fit_gemm(const CalibrationInput& input, const GpuSpec& gpu, Calibration* out) {
   const double default_half = ComputeParams{}.gemm_half_efficiency_flops;
-  for (Precision p : {Precision::kBf16, Precision::kFp16, Precision::kTf32, Precision::kFp8,
-                      Precision::kFp32}) {
+  for (Precision p :
+       {Precision::kBf16, Precision::kFp16, Precision::kTf32, Precision::kFp8, Precision::kFp32}) {
     const double peak = gpu.peak_flops(p);
     if (peak <= 0) continue;
     std::vector<WeightedPoint> shorts, sustained;
@@ -363,6 +468,7 @@ Result<Calibration> fit_calibration(const CalibrationInput& input,
   c.sources = input.sources;
   c.nccl_disabled_algorithms = input.nccl_disabled_algorithms;
   fit_collectives(input, options, &c);
+  fit_transfer(input, options, *gpu, &c);
   fit_gemm(input, *gpu, &c);
   fit_attention(input, *gpu, &c);
   if (!input.hbm_copy_Bps.empty() && gpu->hbm_Bps > 0) {
@@ -374,8 +480,9 @@ Result<Calibration> fit_calibration(const CalibrationInput& input,
   if (!input.p2p_Bps.empty()) c.p2p_Bps = median(input.p2p_Bps);
   if (c.collectives.empty() && c.gemm.empty() && c.attention.empty() && c.hbm_efficiency == 0 &&
       c.h2d_Bps == 0 && c.d2h_Bps == 0 && c.p2p_Bps == 0) {
-    return Error{"calibrate: nothing to fit (no collective of 2 or more ranks, no GEMM, "
-                 "attention or bandwidth rate in the measurements)"};
+    return Error{
+        "calibrate: nothing to fit (no collective of 2 or more ranks, no GEMM, "
+        "attention or bandwidth rate in the measurements)"};
   }
   return c;
 }

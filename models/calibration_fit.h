@@ -33,7 +33,7 @@ struct LineBounds {
 struct LineFit {
   double intercept = 0;
   double slope = 0;
-  double weighted_sse = 0;     // sum of w (y - fit)^2
+  double weighted_sse = 0;      // sum of w (y - fit)^2
   double rms_rel_residual = 0;  // sqrt(mean ((y - fit) / y)^2), what a report shows
   double max_rel_residual = 0;  // max |y - fit| / |y|
   int points = 0;
@@ -124,7 +124,7 @@ struct AttentionSample {
 
 // Plain samples gathered from one or more measurement files (validate/ converts them).
 struct CalibrationInput {
-  std::string gpu_id;  // catalog id of the measured GPU
+  std::string gpu_id;                // catalog id of the measured GPU
   std::vector<std::string> sources;  // "file sha256:..." for the overlay's header
   std::vector<CollectiveSample> collectives;
   std::vector<GemmSample> gemm;
@@ -145,10 +145,13 @@ struct CalibrationOptions {
 // Fits everything the input allows: per (op, ranks, nodes) the piecewise alpha-beta regimes of
 // the time (continuous piecewise alpha-beta, relative weights, latency >= 0, busbw at most
 // kFlatRegimeBusbwBps: a piece's busbw is its marginal rate, which in a latency-bound piece can
-// exceed the link, the transfer overlapping the fixed latency); GEMM efficiency over work per precision
-// (scaled to the sustained burn where one was run); attention efficiency over sequence length;
-// HBM efficiency; host link and peer-to-peer rates. Several runs of one size are all kept (the
-// fit averages them). Fails when the GPU is not in the catalog or nothing can be fitted.
+// exceed the link, the transfer overlapping the fixed latency); per op, the model's transfer
+// correction (extra latency, bandwidth scale: least squared log error over every one-node
+// communicator of 2 or more ranks, under the run's disabled algorithms); GEMM efficiency over work
+// per precision (scaled to the sustained burn where one was run); attention efficiency over
+// sequence length; HBM efficiency; host link and peer-to-peer rates. Several runs of one size are
+// all kept (the fit averages them). Fails when the GPU is not in the catalog or nothing can be
+// fitted.
 Result<Calibration> fit_calibration(const CalibrationInput& input,
                                     const CalibrationOptions& options = {});
 

@@ -419,6 +419,7 @@ CollectiveEstimate finish(const CollectiveTopology& topo, const CollectiveParams
   e.latency_s = terms.latency_s;
   e.bandwidth_s = terms.bandwidth_s;
   e.bottleneck = bytes > 0 ? terms.bottleneck : Neck::kNone;
+  bool matched = false;
   for (const auto& fit : params.fits) {
     if (fit.op == op && (fit.algorithm == algo || fit.algorithm == Algo::kAuto) &&
         (fit.protocol == proto || fit.protocol == Proto::kAuto) &&
@@ -429,6 +430,18 @@ CollectiveEstimate finish(const CollectiveTopology& topo, const CollectiveParams
       e.latency_s = fit.latency_s;
       e.bandwidth_s = bytes * bus_bandwidth_factor(op, topo.ranks) / fit.busbw_Bps;
       e.bottleneck = Neck::kCalibrated;
+      matched = true;
+      break;
+    }
+  }
+  if (!matched && topo.ranks > 1) {
+    for (const auto& c : params.corrections) {
+      if (c.op != op || c.multi_node != (topo.nodes > 1)) continue;
+      CS_ASSERT(c.bandwidth_scale > 0, "a calibration correction needs a positive bandwidth scale");
+      e.latency_s = std::max(0.0, e.latency_s + c.extra_latency_s);
+      if (std::find(c.excluded.begin(), c.excluded.end(), algo) == c.excluded.end()) {
+        e.bandwidth_s /= c.bandwidth_scale;
+      }
       break;
     }
   }
@@ -595,6 +608,41 @@ Result<CollectiveEstimate> estimate_collective(const CollectiveTopology& topolog
   const auto all =
       enumerate(topology, params, op, bytes, request.algorithm, request.protocol, &first_error);
   if (all.empty()) return Error{first_error};
+  return *std::min_element(all.begin(), all.end(),
+                           [](const auto& a, const auto& b) { return a.time_s < b.time_s; });
+}
+
+CollectiveParams uncalibrated(CollectiveParams params) {
+  params.fits.clear();
+  params.corrections.clear();
+  return params;
+}
+
+std::vector<CollectiveEstimate> enabled_collective_candidates(
+    const CollectiveTopology& topology, CollectiveOp op, double size_bytes,
+    const CollectiveParams& params, const std::vector<std::string>& disabled) {
+  std::vector<CollectiveEstimate> out;
+  if (topology.ranks <= 1) {
+    auto e = estimate_collective(topology, {op, size_bytes}, params);
+    if (e) out.push_back(*e);
+    return out;
+  }
+  for (auto& c : collective_candidates(topology, op, size_bytes, params)) {
+    const std::string_view algo = to_string(c.algorithm);
+    if (std::find(disabled.begin(), disabled.end(), algo) == disabled.end()) out.push_back(c);
+  }
+  return out;
+}
+
+Result<CollectiveEstimate> cheapest_enabled_collective(const CollectiveTopology& topology,
+                                                       CollectiveOp op, double size_bytes,
+                                                       const CollectiveParams& params,
+                                                       const std::vector<std::string>& disabled) {
+  const auto all = enabled_collective_candidates(topology, op, size_bytes, params, disabled);
+  if (all.empty()) {
+    return Error{std::string(to_string(op)) + " on " + std::to_string(topology.ranks) +
+                 " ranks: every algorithm the model has is disabled"};
+  }
   return *std::min_element(all.begin(), all.end(),
                            [](const auto& a, const auto& b) { return a.time_s < b.time_s; });
 }

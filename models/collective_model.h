@@ -109,6 +109,24 @@ struct CollectiveFit {
   double max_size_bytes = std::numeric_limits<double>::infinity();
 };
 
+// A transferable correction of the model for one op, fitted by calibrate over every measured
+// communicator of one scope (one node, or several): a fixed extra latency per call (launch and
+// synchronisation that NCCL's tuner does not count) and a factor on the rate of the bandwidth
+// term (what the links really reach for this op). Unlike a CollectiveFit it is a property of
+// the hardware, not of one communicator size, so it applies to sizes that were not measured;
+// where a CollectiveFit matches, the fit wins. Applied to every candidate (algorithm, protocol)
+// before the cheapest is chosen.
+struct CollectiveCorrection {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  bool multi_node = false;     // applies to communicators spanning several nodes, else one
+  double extra_latency_s = 0;  // added to the latency (the sum floored at 0)
+  double bandwidth_scale = 1;  // the bandwidth term is divided by it; > 0
+  // Algorithms the measured runs had switched off (NCCL_NVLS_ENABLE=0): they get the extra
+  // latency (a per-call cost, whatever the algorithm) but keep the model's bandwidth, which the
+  // runs said nothing about (NVLS's rate is the switch's, not the links' copy rate).
+  std::vector<CollectiveAlgorithm> excluded;
+};
+
 // The NCCL algorithms this model runs, in the order of NCCL's tuning tables (CollNet-Chain and
 // PAT left out); the rows of the latency tables below.
 enum class NcclAlgo { kTree, kRing, kCollNetDirect, kNvls, kNvlsTree };
@@ -183,7 +201,12 @@ struct CollectiveParams {
   double p2p_per_peer_latency_s = 0.4e-6;
   // Calibration fits; the first match (op, algorithm, protocol, ranks, nodes, size) wins.
   std::vector<CollectiveFit> fits;
+  // Calibration corrections, for estimates no fit matched; the first of the op and scope wins.
+  std::vector<CollectiveCorrection> corrections;
 };
+
+// `params` without its calibration (fits and corrections): the model's own constants.
+CollectiveParams uncalibrated(CollectiveParams params);
 
 struct CollectiveRequest {
   CollectiveOp op = CollectiveOp::kAllReduce;
@@ -223,5 +246,17 @@ Result<CollectiveEstimate> estimate_collective(const CollectiveTopology& topolog
 std::vector<CollectiveEstimate> collective_candidates(const CollectiveTopology& topology,
                                                       CollectiveOp op, double size_bytes,
                                                       const CollectiveParams& params = {});
+
+// The candidates above whose algorithm is not in `disabled` (names as to_string spells them:
+// a run's NCCL_NVLS_ENABLE=0 or NCCL_ALGO), and the cheapest of them; for one rank the single
+// estimate estimate_collective makes. cheapest_enabled_collective fails when every candidate
+// is disabled.
+std::vector<CollectiveEstimate> enabled_collective_candidates(
+    const CollectiveTopology& topology, CollectiveOp op, double size_bytes,
+    const CollectiveParams& params, const std::vector<std::string>& disabled);
+Result<CollectiveEstimate> cheapest_enabled_collective(const CollectiveTopology& topology,
+                                                       CollectiveOp op, double size_bytes,
+                                                       const CollectiveParams& params,
+                                                       const std::vector<std::string>& disabled);
 
 }  // namespace clustersim::models

@@ -39,7 +39,11 @@ class Lowering {
   Lowering(const CollectiveShape& shape, const models::CollectiveTopology& topo,
            FabricModel& fabric, const models::CollectiveParams& params,
            const LoweringOptions& options)
-      : shape_(shape), topo_(topo), fabric_(fabric), params_(params), options_(options),
+      : shape_(shape),
+        topo_(topo),
+        fabric_(fabric),
+        params_(params),
+        options_(options),
         gpn_(fabric.graph().gpus_per_node()),
         wire_(protocol_factor(shape, topo, params)) {}
 
@@ -64,8 +68,9 @@ class Lowering {
     if (src == dst || bytes <= 0) return;
     const int qps = src / gpn_ == dst / gpn_ ? 1 : std::max(1, options_.qps_per_connection);
     for (int q = 0; q < qps; ++q) {
-      const std::uint64_t id = mix(mix(comm_index_ * 0x100000001ULL + edge) ^
-                                   static_cast<std::uint64_t>(shape_.op) ^ (std::uint64_t(q) << 40));
+      const std::uint64_t id =
+          mix(mix(comm_index_ * 0x100000001ULL + edge) ^ static_cast<std::uint64_t>(shape_.op) ^
+              (std::uint64_t(q) << 40));
       FabricRoute r = fabric_.route(src, dst, id);
       phase(ph).push_back({std::move(r.resources), bytes / qps, fabric_.window_cap_Bps(r)});
     }
@@ -84,12 +89,18 @@ class Lowering {
         }
         ring(comm, nodes, 0, ring_bytes(comm.size()));
         return models::Status::Ok();
-      case CollectiveAlgorithm::kTree: return tree(nodes);
-      case CollectiveAlgorithm::kNvls: return nvls(nodes);
-      case CollectiveAlgorithm::kCollNet: return collnet(nodes);
-      case CollectiveAlgorithm::kHierarchical: return hierarchical(nodes);
-      case CollectiveAlgorithm::kP2p: return p2p(comm, nodes);
-      case CollectiveAlgorithm::kAuto: break;
+      case CollectiveAlgorithm::kTree:
+        return tree(nodes);
+      case CollectiveAlgorithm::kNvls:
+        return nvls(nodes);
+      case CollectiveAlgorithm::kCollNet:
+        return collnet(nodes);
+      case CollectiveAlgorithm::kHierarchical:
+        return hierarchical(nodes);
+      case CollectiveAlgorithm::kP2p:
+        return p2p(comm, nodes);
+      case CollectiveAlgorithm::kAuto:
+        break;
     }
     return models::Error{"lowering needs a resolved algorithm"};
   }
@@ -117,7 +128,8 @@ class Lowering {
   std::vector<int> entry_offsets(const std::vector<std::vector<int>>& nodes, int per_entry) const {
     const int g = static_cast<int>(nodes.front().size());
     const int k = std::max(1, nics_used(nodes.front()));
-    const int want = std::max(1, (std::max(1, options_.channels_per_nic) * k + per_entry - 1) / per_entry);
+    const int want =
+        std::max(1, (std::max(1, options_.channels_per_nic) * k + per_entry - 1) / per_entry);
     std::vector<int> out;
     if (want >= g) {
       const int n = g * ((want + g - 1) / g);
@@ -206,7 +218,8 @@ class Lowering {
     if (shape_.op != CollectiveOp::kAllReduce) {
       return models::Error{"algorithm tree cannot run " + std::string(to_string(shape_.op))};
     }
-    const std::vector<int> heads = nodes.size() == 1 ? std::vector<int>{0} : entry_offsets(nodes, 2);
+    const std::vector<int> heads =
+        nodes.size() == 1 ? std::vector<int>{0} : entry_offsets(nodes, 2);
     const int C = nodes.size() == 1 ? 1 : 2 * static_cast<int>(heads.size());
     const double bytes = shape_.size_bytes * wire_ / params_.tree_efficiency / C;
     std::uint64_t edge = 0;
@@ -245,10 +258,17 @@ class Lowering {
     if (nodes.size() == 1) {
       const double g = static_cast<double>(nodes.front().size());
       switch (shape_.op) {
-        case CollectiveOp::kAllReduce: nvls_ports(nodes.front(), S * (1 + 1 / g), S * (1 + 1 / g), 0); break;
-        case CollectiveOp::kAllGather: nvls_ports(nodes.front(), S / g, S, 0); break;
-        case CollectiveOp::kReduceScatter: nvls_ports(nodes.front(), S, S / g, 0); break;
-        default: return models::Error{"algorithm nvls cannot run " + std::string(to_string(shape_.op))};
+        case CollectiveOp::kAllReduce:
+          nvls_ports(nodes.front(), S * (1 + 1 / g), S * (1 + 1 / g), 0);
+          break;
+        case CollectiveOp::kAllGather:
+          nvls_ports(nodes.front(), S / g, S, 0);
+          break;
+        case CollectiveOp::kReduceScatter:
+          nvls_ports(nodes.front(), S, S / g, 0);
+          break;
+        default:
+          return models::Error{"algorithm nvls cannot run " + std::string(to_string(shape_.op))};
       }
       return models::Status::Ok();
     }
@@ -440,10 +460,9 @@ int dtree_parent(int n, int rank, int tree) {
 double protocol_factor(const CollectiveShape& shape, const models::CollectiveTopology& topology,
                        const models::CollectiveParams& params) {
   if (shape.protocol == CollectiveProtocol::kSimple || shape.size_bytes <= 0) return 1.0;
-  models::CollectiveParams p = params;
-  p.fits.clear();
-  auto with = models::estimate_collective(topology, {shape.op, shape.size_bytes, shape.algorithm,
-                                                     shape.protocol}, p);
+  const models::CollectiveParams p = models::uncalibrated(params);
+  auto with = models::estimate_collective(
+      topology, {shape.op, shape.size_bytes, shape.algorithm, shape.protocol}, p);
   auto simple = models::estimate_collective(
       topology, {shape.op, shape.size_bytes, shape.algorithm, CollectiveProtocol::kSimple}, p);
   if (!with || !simple || simple->bandwidth_s <= 0) return 1.0;
@@ -456,9 +475,9 @@ models::Result<LoweredCollective> lower_collective(const CollectiveShape& shape,
                                                    FabricModel& fabric,
                                                    const models::CollectiveParams& params,
                                                    const LoweringOptions& options) {
-  CS_ASSERT(shape.algorithm != CollectiveAlgorithm::kAuto &&
-                shape.protocol != CollectiveProtocol::kAuto,
-            "lower a resolved algorithm and protocol");
+  CS_ASSERT(
+      shape.algorithm != CollectiveAlgorithm::kAuto && shape.protocol != CollectiveProtocol::kAuto,
+      "lower a resolved algorithm and protocol");
   for (const auto& c : comms) {
     for (int gpu : c) {
       if (gpu < 0 || gpu >= fabric.graph().gpu_count()) {

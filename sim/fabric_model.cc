@@ -104,8 +104,9 @@ int FabricModel::bundle_resource(const Link& link, bool forward) {
   }
   const models::NicSpec& nic = graph_.cluster().node.nic;
   NetResource r;
-  r.name = (leaf_tier ? lower.name : "p" + std::to_string(lower.plane) + ".pod" +
-                                         std::to_string(std::max(0, lower.pod))) +
+  r.name = (leaf_tier ? lower.name
+                      : "p" + std::to_string(lower.plane) + ".pod" +
+                            std::to_string(std::max(0, lower.pod))) +
            (forward ? " uplinks" : " downlinks") + " (" + std::to_string(cables) + " cables)";
   r.tier = leaf_tier ? ResourceTier::kLeafSpine : ResourceTier::kSpineCore;
   r.capacity_Bps = raw * nic.protocol_efficiency;
@@ -207,7 +208,8 @@ std::vector<int> FabricModel::tree_up(int leaf_vertex, int channel, bool to_core
   out.push_back(link_resource(cable, true));
   if (to_core) {
     const auto core = uplinks(graph_, graph_.links()[cable].dst, LinkKind::kSpineToCore);
-    if (!core.empty()) out.push_back(link_resource(core[static_cast<size_t>(channel) % core.size()], true));
+    if (!core.empty())
+      out.push_back(link_resource(core[static_cast<size_t>(channel) % core.size()], true));
   }
   return out;
 }
@@ -219,7 +221,8 @@ std::vector<int> FabricModel::tree_down(int leaf_vertex, int channel, bool from_
   const int cable = up[static_cast<size_t>(channel) % up.size()];
   if (from_core) {
     const auto core = uplinks(graph_, graph_.links()[cable].dst, LinkKind::kSpineToCore);
-    if (!core.empty()) out.push_back(link_resource(core[static_cast<size_t>(channel) % core.size()], false));
+    if (!core.empty())
+      out.push_back(link_resource(core[static_cast<size_t>(channel) % core.size()], false));
   }
   out.push_back(link_resource(cable, false));
   return out;
@@ -232,8 +235,7 @@ double scale_up_efficiency(const models::ClusterConfig& cluster,
   if (g < 2 || raw <= 0) return 1.0;
   auto topo = models::collective_topology(cluster, g);
   if (!topo) return 1.0;
-  models::CollectiveParams uncalibrated = params;
-  uncalibrated.fits.clear();
+  const models::CollectiveParams uncalibrated = models::uncalibrated(params);
   const double bytes = models::kGiB;
   auto est = models::estimate_collective(
       *topo,
@@ -241,8 +243,8 @@ double scale_up_efficiency(const models::ClusterConfig& cluster,
        models::CollectiveProtocol::kSimple},
       uncalibrated);
   if (!est || est->bandwidth_s <= 0) return 1.0;
-  const double bus_Bps = bytes * models::bus_bandwidth_factor(models::CollectiveOp::kAllReduce, g) /
-                         est->bandwidth_s;
+  const double bus_Bps =
+      bytes * models::bus_bandwidth_factor(models::CollectiveOp::kAllReduce, g) / est->bandwidth_s;
   return bus_Bps / raw;
 }
 

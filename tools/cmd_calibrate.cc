@@ -34,25 +34,42 @@ std::string pct(double f) {
 
 nlohmann::json calibration_json(const models::Calibration& c, const std::string& out) {
   using nlohmann::json;
-  json j = {{"schema", models::kCalibrationSchema}, {"gpu", c.gpu}, {"written_to", out},
-            {"sources", c.sources}, {"nccl_disabled_algorithms", c.nccl_disabled_algorithms}};
+  json j = {{"schema", models::kCalibrationSchema},
+            {"gpu", c.gpu},
+            {"written_to", out},
+            {"sources", c.sources},
+            {"nccl_disabled_algorithms", c.nccl_disabled_algorithms}};
   json coll = json::array();
   for (const auto& cc : c.collectives) {
     json regimes = json::array();
     for (const auto& r : cc.regimes) {
       regimes.push_back({{"min_size_bytes", r.min_size_bytes},
-                         {"max_size_bytes", std::isinf(r.max_size_bytes) ? json(nullptr)
-                                                                         : json(r.max_size_bytes)},
+                         {"max_size_bytes",
+                          std::isinf(r.max_size_bytes) ? json(nullptr) : json(r.max_size_bytes)},
                          {"latency_us", r.latency_s * 1e6},
                          {"busbw_GBps", r.busbw_Bps / 1e9},
                          {"points", r.points},
                          {"rms_rel_residual", r.rms_rel_residual},
                          {"max_rel_residual", r.max_rel_residual}});
     }
-    coll.push_back({{"op", models::to_string(cc.op)}, {"ranks", cc.ranks}, {"nodes", cc.nodes},
+    coll.push_back({{"op", models::to_string(cc.op)},
+                    {"ranks", cc.ranks},
+                    {"nodes", cc.nodes},
                     {"regimes", regimes}});
   }
   j["collectives"] = coll;
+  json transfer = json::array();
+  for (const auto& t : c.transfer) {
+    transfer.push_back({{"op", models::to_string(t.op)},
+                        {"scope", t.multi_node ? "multi_node" : "one_node"},
+                        {"extra_latency_us", t.extra_latency_s * 1e6},
+                        {"bandwidth_scale", t.bandwidth_scale},
+                        {"fitted_ranks", t.fitted_ranks},
+                        {"points", t.points},
+                        {"rms_rel_residual", t.rms_rel_residual},
+                        {"max_rel_residual", t.max_rel_residual}});
+  }
+  j["transfer"] = transfer;
   json gemm = json::array();
   for (const auto& g : c.gemm) {
     gemm.push_back({{"precision", models::to_string(g.precision)},
@@ -91,11 +108,12 @@ void print_calibration(const models::Calibration& c, const std::string& out) {
     for (const auto& a : c.nccl_disabled_algorithms) off += (off.empty() ? "" : ", ") + a;
     std::printf("  NCCL algorithms off in the runs: %s\n", off.c_str());
   }
-  std::printf("\nCollectives: time = latency + size x busbw factor / busbw per size regime "
-              "(relative residuals on the fitted rows)\n");
-  TextTable t({"op", "ranks", "from size", "to size", "latency", "busbw", "rows", "rms res",
-               "max res"},
-              {TextTable::Align::kLeft});
+  std::printf(
+      "\nCollectives: time = latency + size x busbw factor / busbw per size regime "
+      "(relative residuals on the fitted rows)\n");
+  TextTable t(
+      {"op", "ranks", "from size", "to size", "latency", "busbw", "rows", "rms res", "max res"},
+      {TextTable::Align::kLeft});
   for (const auto& cc : c.collectives) {
     for (const auto& r : cc.regimes) {
       t.add_row({std::string(models::to_string(cc.op)), std::to_string(cc.ranks),
@@ -108,12 +126,31 @@ void print_calibration(const models::Calibration& c, const std::string& out) {
     }
   }
   std::printf("%s", t.render(2).c_str());
+  if (!c.transfer.empty()) {
+    std::printf(
+        "\nTransfer to communicator sizes not measured: the model's latency + extra, its "
+        "bandwidth term / scale, fitted on every measured size at once\n");
+    TextTable tr({"op", "scope", "fitted ranks", "extra latency", "bandwidth scale", "rows",
+                  "rms res", "max res"},
+                 {TextTable::Align::kLeft, TextTable::Align::kLeft, TextTable::Align::kLeft});
+    for (const auto& e : c.transfer) {
+      std::string ranks;
+      for (int r : e.fitted_ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+      tr.add_row(
+          {std::string(models::to_string(e.op)), e.multi_node ? "multi-node" : "one node", ranks,
+           (e.extra_latency_s < 0 ? "-" : "") + models::format_time(std::fabs(e.extra_latency_s)),
+           format_significant(e.bandwidth_scale, 4), std::to_string(e.points),
+           pct(e.rms_rel_residual), pct(e.max_rel_residual)});
+    }
+    std::printf("%s", tr.render(2).c_str());
+  }
   if (!c.gemm.empty()) {
     std::printf("\nGEMM: efficiency = max x FLOPs / (FLOPs + half) of the dense peak\n");
     TextTable g({"precision", "max eff", "short-run max", "half (FLOP)", "rows", "max res", "note"},
                 {TextTable::Align::kLeft});
     for (const auto& e : c.gemm) {
-      g.add_row({std::string(models::to_string(e.precision)), format_significant(e.max_efficiency, 4),
+      g.add_row({std::string(models::to_string(e.precision)),
+                 format_significant(e.max_efficiency, 4),
                  format_significant(e.short_max_efficiency, 4),
                  format_significant(e.half_efficiency_flops, 3), std::to_string(e.points),
                  pct(e.max_rel_residual),
@@ -123,18 +160,20 @@ void print_calibration(const models::Calibration& c, const std::string& out) {
     std::printf("%s", g.render(2).c_str());
   }
   for (const auto& a : c.attention) {
-    std::printf("\nAttention %s: max efficiency %s, half at %s tokens (%d rows, max residual %s)\n",
-                a.backward ? "backward" : "forward", format_significant(a.max_efficiency, 4).c_str(),
-                format_significant(a.half_kv_tokens, 4).c_str(), a.points,
-                pct(a.max_rel_residual).c_str());
+    std::printf(
+        "\nAttention %s: max efficiency %s, half at %s tokens (%d rows, max residual %s)\n",
+        a.backward ? "backward" : "forward", format_significant(a.max_efficiency, 4).c_str(),
+        format_significant(a.half_kv_tokens, 4).c_str(), a.points, pct(a.max_rel_residual).c_str());
   }
   std::printf("\n");
   if (c.hbm_efficiency > 0) {
     std::printf("HBM copy %s = %s of the datasheet\n",
                 models::format_bandwidth(c.hbm_copy_Bps).c_str(), pct(c.hbm_efficiency).c_str());
   }
-  if (c.h2d_Bps > 0) std::printf("host -> device %s\n", models::format_bandwidth(c.h2d_Bps).c_str());
-  if (c.d2h_Bps > 0) std::printf("device -> host %s\n", models::format_bandwidth(c.d2h_Bps).c_str());
+  if (c.h2d_Bps > 0)
+    std::printf("host -> device %s\n", models::format_bandwidth(c.h2d_Bps).c_str());
+  if (c.d2h_Bps > 0)
+    std::printf("device -> host %s\n", models::format_bandwidth(c.d2h_Bps).c_str());
   if (c.p2p_Bps > 0) std::printf("peer to peer %s\n", models::format_bandwidth(c.p2p_Bps).c_str());
 }
 

@@ -71,21 +71,25 @@ nlohmann::json comparison_json(const validate::Comparison& c, const std::string&
                     {"in_range", r.in_range},
                     {"impossible", r.impossible},
                     {"floor", r.floor},
-                    {"floor_why", r.floor_why}});
+                    {"floor_why", r.floor_why},
+                    {"basis", r.basis.empty() ? json(nullptr) : json(r.basis)}});
   }
   json stats = json::array();
   for (const auto& s : c.stats) {
-    stats.push_back({{"group", s.group},
-                     {"set", set_name(cross_validation, s.held_out)},
-                     {"rows", s.rows},
-                     {"median_abs_error", s.median_abs_error},
-                     {"max_abs_error", s.max_abs_error},
-                     {"worst", s.worst_label}});
+    stats.push_back(
+        {{"group", s.group},
+         {"set", set_name(cross_validation, s.held_out)},
+         {"rows", s.rows},
+         {"median_abs_error", s.median_abs_error},
+         {"max_abs_error", s.max_abs_error},
+         {"worst", s.worst_label},
+         {"basis", s.basis.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.basis)}});
   }
   return {{"mode", mode},
-          {"cluster", {{"gpu", cluster.node.gpu.id},
-                       {"gpus_per_node", cluster.node.gpus_per_node},
-                       {"nodes", cluster.nodes}}},
+          {"cluster",
+           {{"gpu", cluster.node.gpu.id},
+            {"gpus_per_node", cluster.node.gpus_per_node},
+            {"nodes", cluster.nodes}}},
           {"impossible_rows", c.impossible_rows},
           {"rows", rows},
           {"stats", stats}};
@@ -114,8 +118,9 @@ int run_check(const CheckArgs& a) {
   if (a.holdout == "every-other") holdout = validate::Holdout::kEveryOther;
   if (a.holdout == "upper-half") holdout = validate::Holdout::kUpperHalf;
   if (holdout != validate::Holdout::kNone && !a.calibration.empty()) {
-    return fail_bad_input(cmd, "--holdout fits its own calibration on the other rows: drop "
-                               "--calibration");
+    return fail_bad_input(cmd,
+                          "--holdout fits its own calibration on the other rows: drop "
+                          "--calibration");
   }
   validate::ComparisonInputs in;
   in.cluster = cluster;
@@ -142,12 +147,13 @@ int run_check(const CheckArgs& a) {
     models::apply_calibration(*calibration, models::Precision::kBf16, &in.compute);
     in.calibration = &*calibration;
   }
-  in.collective = validate::analytic_collective_predictor(
-      cluster, params, validate::nccl_disabled_algorithms(m));
+  in.collective = validate::analytic_collective_predictor(cluster, params,
+                                                          validate::nccl_disabled_algorithms(m));
   if (!a.sizes.empty()) {
     const auto colon = a.sizes.find(':');
     auto lo = models::parse_size_bytes(a.sizes.substr(0, colon), true);
-    auto hi = colon == std::string::npos ? lo : models::parse_size_bytes(a.sizes.substr(colon + 1), true);
+    auto hi =
+        colon == std::string::npos ? lo : models::parse_size_bytes(a.sizes.substr(colon + 1), true);
     if (!lo || !hi) return fail_bad_input(cmd, "--sizes: expected MIN:MAX, e.g. 64KiB:8GiB");
     in.min_size_bytes = *lo;
     in.max_size_bytes = *hi;
@@ -185,15 +191,23 @@ int run_check(const CheckArgs& a) {
     }
     std::printf("\nError per group%s (|predicted / measured - 1|)\n",
                 a.sizes.empty() ? "" : (", sizes " + a.sizes).c_str());
-    TextTable s({"group", "set", "rows", "median |err|", "max |err|", "worst row"},
+    TextTable s({"group", "set", "rows", "median |err|", "max |err|", "worst row", "basis"},
                 {TextTable::Align::kLeft, TextTable::Align::kLeft});
+    bool transferred = false;
     for (const auto& g : c.stats) {
       std::string set = set_name(!in.held_out.empty(), g.held_out);
       std::replace(set.begin(), set.end(), '_', ' ');
-      s.add_row({g.group, set, std::to_string(g.rows),
-                 pct(g.median_abs_error), pct(g.max_abs_error), g.worst_label});
+      s.add_row({g.group, set, std::to_string(g.rows), pct(g.median_abs_error),
+                 pct(g.max_abs_error), g.worst_label, g.basis});
+      transferred = transferred || g.basis == "transfer";
     }
     std::printf("%s", s.render(2).c_str());
+    if (transferred) {
+      std::printf(
+          "  basis transfer: the calibration has no regimes for that communicator; its "
+          "per-op correction (extra latency, bandwidth scale) fitted on the sizes it was "
+          "measured on carries over\n");
+    }
     for (const auto& r : c.rows) {
       if (r.impossible) {
         std::printf("  IMPOSSIBLE: %s %s measured %s beats the physical floor %s (%s)\n",

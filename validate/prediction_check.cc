@@ -17,22 +17,9 @@ CollectiveTimePredictor analytic_collective_predictor(const models::ClusterConfi
                                      double size_bytes) -> models::Result<double> {
     auto topo = models::collective_topology(cluster, ranks);
     if (!topo) return topo.error();
-    if (ranks <= 1) {
-      auto e = models::estimate_collective(*topo, {op, size_bytes}, params);
-      if (!e) return e.error();
-      return e->time_s;
-    }
-    double best = -1;
-    for (const auto& c : models::collective_candidates(*topo, op, size_bytes, params)) {
-      const std::string algo(models::to_string(c.algorithm));
-      if (std::find(disabled.begin(), disabled.end(), algo) != disabled.end()) continue;
-      if (best < 0 || c.time_s < best) best = c.time_s;
-    }
-    if (best < 0) {
-      return models::Error{std::string(models::to_string(op)) + " on " + std::to_string(ranks) +
-                           " ranks: every algorithm the model has is disabled"};
-    }
-    return best;
+    auto e = models::cheapest_enabled_collective(*topo, op, size_bytes, params, disabled);
+    if (!e) return e.error();
+    return e->time_s;
   };
 }
 
@@ -67,8 +54,12 @@ void compare_collectives(const Measurement& m, const ComparisonInputs& in, Compa
       if (p) r.predicted = *p;
     }
     set_error(&r);
-    const models::CollectiveFloor f = models::collective_floor(
-        models::floor_hardware(in.cluster, row.ranks), op, r.size_bytes);
+    if (in.calibration != nullptr) {
+      auto topo = models::collective_topology(in.cluster, row.ranks);
+      if (topo) r.basis = models::calibration_basis(*in.calibration, op, row.ranks, topo->nodes);
+    }
+    const models::CollectiveFloor f =
+        models::collective_floor(models::floor_hardware(in.cluster, row.ranks), op, r.size_bytes);
     r.floor = f.time_s;
     r.floor_why = f.explanation;
     r.impossible = f.time_s > 0 && t < f.time_s * (1 - 1e-9);
@@ -98,7 +89,8 @@ void compare_gemm(const Measurement& m, const ComparisonInputs& in, Comparison* 
       models::apply_calibration(*in.calibration, p, &compute);
       // A short run is held to the short-run curve, a burn to the sustained one.
       for (const auto& gc : in.calibration->gemm) {
-        if (gc.precision == p && !g.sustained) compute.gemm_max_efficiency = gc.short_max_efficiency;
+        if (gc.precision == p && !g.sustained)
+          compute.gemm_max_efficiency = gc.short_max_efficiency;
       }
     }
     const models::KernelTime k =
@@ -119,7 +111,8 @@ void compare_bandwidth(const Measurement& m, const ComparisonInputs& in, Compari
     if (b.GBps <= 0) continue;
     ComparedRow r;
     r.group = b.kind;
-    r.label = "rank " + std::to_string(b.rank) + (b.peer >= 0 ? " -> " + std::to_string(b.peer) : "");
+    r.label =
+        "rank " + std::to_string(b.rank) + (b.peer >= 0 ? " -> " + std::to_string(b.peer) : "");
     r.quantity = "Bps";
     r.measured = b.GBps * 1e9;
     if (b.kind == "hbm_copy") {
@@ -171,6 +164,7 @@ Comparison compare_measurement(const Measurement& m, const ComparisonInputs& in)
     GroupStats s;
     s.group = key.first;
     s.held_out = key.second;
+    s.basis = by[key].front()->basis;
     std::vector<double> errs;
     for (const ComparedRow* r : by[key]) {
       errs.push_back(std::fabs(r->error));

@@ -32,18 +32,21 @@ CollectiveTimePredictor analytic_collective_predictor(const models::ClusterConfi
                                                       const std::vector<std::string>& disabled);
 
 struct ComparedRow {
-  std::string group;     // "all_reduce x2", "gemm bf16", "hbm_copy", "h2d", "d2h", "p2p"
-  std::string label;     // "64 KiB", "8192x8192x8192", "rank 0"
-  std::string quantity;  // "time_s" | "flops_per_s" | "Bps"
+  std::string group;      // "all_reduce x2", "gemm bf16", "hbm_copy", "h2d", "d2h", "p2p"
+  std::string label;      // "64 KiB", "8192x8192x8192", "rank 0"
+  std::string quantity;   // "time_s" | "flops_per_s" | "Bps"
   double size_bytes = 0;  // collectives: nccl-tests' size column
   double measured = 0;
-  double predicted = 0;   // 0 = no prediction (no model for it)
-  double error = 0;       // predicted / measured - 1
-  bool held_out = false;  // not used by the fit it is checked against
-  bool in_range = true;   // inside the size range the statistics cover
+  double predicted = 0;     // 0 = no prediction (no model for it)
+  double error = 0;         // predicted / measured - 1
+  bool held_out = false;    // not used by the fit it is checked against
+  bool in_range = true;     // inside the size range the statistics cover
   bool impossible = false;  // the measured figure is beyond its physical floor
   double floor = 0;         // least time, or most rate, the hardware allows
   std::string floor_why;
+  // Collectives under a calibration: "fit" (regimes of this communicator), "transfer" (the op's
+  // correction, carried from other communicator sizes) or "model"; "" otherwise.
+  std::string basis;
 };
 
 struct GroupStats {
@@ -53,6 +56,7 @@ struct GroupStats {
   double median_abs_error = 0;
   double max_abs_error = 0;
   std::string worst_label;  // the row of the largest error
+  std::string basis;        // its rows' ComparedRow::basis
 };
 
 struct Comparison {

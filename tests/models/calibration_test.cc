@@ -26,6 +26,8 @@ Calibration sample() {
   cc.regimes = {{0, 65536, 10e-6, 30e9, 8, 0.01, 0.02},
                 {65536, std::numeric_limits<double>::infinity(), 30e-6, 360e9, 12, 0.012, 0.03}};
   c.collectives.push_back(cc);
+  c.transfer.push_back({CollectiveOp::kAllReduce, false, 13e-6, 0.9, {2}, 31, 0.07, 0.2});
+  c.transfer.push_back({CollectiveOp::kSendRecv, true, -1.5e-6, 1.1, {16, 32}, 20, 0.05, 0.1});
   c.gemm.push_back({Precision::kBf16, 0.66, 0.79, 2e9, 6, true, true, 0.02});
   c.attention.push_back({false, 0.5, 700, 5, 0.03});
   c.hbm_efficiency = 0.9;
@@ -62,6 +64,17 @@ TEST_SUITE("models") {
     CHECK(r[1].latency_s == doctest::Approx(30e-6));
     CHECK(r[1].busbw_Bps == doctest::Approx(360e9));
     CHECK(r[1].points == 12);
+    REQUIRE(back->transfer.size() == 2);
+    CHECK(back->transfer[0].op == CollectiveOp::kAllReduce);
+    CHECK_FALSE(back->transfer[0].multi_node);
+    CHECK(back->transfer[0].extra_latency_s == doctest::Approx(13e-6));
+    CHECK(back->transfer[0].bandwidth_scale == doctest::Approx(0.9));
+    CHECK(back->transfer[0].fitted_ranks == std::vector<int>{2});
+    CHECK(back->transfer[0].points == 31);
+    CHECK(back->transfer[0].max_rel_residual == doctest::Approx(0.2));
+    CHECK(back->transfer[1].multi_node);
+    CHECK(back->transfer[1].extra_latency_s == doctest::Approx(-1.5e-6));  // signed
+    CHECK(back->transfer[1].fitted_ranks == std::vector<int>{16, 32});
     REQUIRE(back->gemm.size() == 1);
     CHECK(back->gemm[0].max_efficiency == doctest::Approx(0.66));
     CHECK(back->gemm[0].short_max_efficiency == doctest::Approx(0.79));
@@ -74,7 +87,8 @@ TEST_SUITE("models") {
   TEST_CASE("calibration: bad overlays fail with file:line:col") {
     auto wrong_schema = load_calibration_text("schema: nope\ngpu: h200-sxm\n", "c.yaml");
     REQUIRE_FALSE(wrong_schema.ok());
-    CHECK(wrong_schema.message().find("c.yaml:1:9: schema: expected clustersim.calibration/1") == 0);
+    CHECK(wrong_schema.message().find("c.yaml:1:9: schema: expected clustersim.calibration/1") ==
+          0);
     auto bare = load_calibration_text(
         "schema: clustersim.calibration/1\ngpu: h200-sxm\ncollectives:\n  - op: all_reduce\n"
         "    ranks: 2\n    regimes:\n      - {latency: 10, busbw: 30GB/s}\n",
@@ -82,8 +96,8 @@ TEST_SUITE("models") {
     REQUIRE_FALSE(bare.ok());
     CHECK(bare.message().find("c.yaml:7:") == 0);
     CHECK(bare.message().find("latency") != std::string::npos);
-    auto unknown = load_calibration_text("schema: clustersim.calibration/1\ngpu: h200-sxm\nfoo: 1\n",
-                                         "c.yaml");
+    auto unknown = load_calibration_text(
+        "schema: clustersim.calibration/1\ngpu: h200-sxm\nfoo: 1\n", "c.yaml");
     REQUIRE_FALSE(unknown.ok());
     CHECK(unknown.message().find("c.yaml:3:1: foo: unknown key") == 0);
     auto order = load_calibration_text(
@@ -93,6 +107,25 @@ TEST_SUITE("models") {
         "c.yaml");
     REQUIRE_FALSE(order.ok());
     CHECK(order.message().find("regimes must go up in size") != std::string::npos);
+    auto scope = load_calibration_text(
+        "schema: clustersim.calibration/1\ngpu: h200-sxm\ntransfer:\n"
+        "  - {op: all_reduce, scope: rack, extra_latency: 1us, bandwidth_scale: 0.9}\n",
+        "c.yaml");
+    REQUIRE_FALSE(scope.ok());
+    CHECK(scope.message().find("c.yaml:4:") == 0);
+    CHECK(scope.message().find("one_node or multi_node") != std::string::npos);
+    auto scale = load_calibration_text(
+        "schema: clustersim.calibration/1\ngpu: h200-sxm\ntransfer:\n"
+        "  - {op: all_reduce, extra_latency: 1us, bandwidth_scale: 0}\n",
+        "c.yaml");
+    REQUIRE_FALSE(scale.ok());
+    CHECK(scale.message().find("bandwidth_scale: must be positive") != std::string::npos);
+    auto unitless = load_calibration_text(
+        "schema: clustersim.calibration/1\ngpu: h200-sxm\ntransfer:\n"
+        "  - {op: all_reduce, extra_latency: 3, bandwidth_scale: 0.9}\n",
+        "c.yaml");
+    REQUIRE_FALSE(unitless.ok());
+    CHECK(unitless.message().find("extra_latency") != std::string::npos);
     CHECK_FALSE(load_calibration_file("/no/such/file.yaml").ok());
   }
 
@@ -119,6 +152,64 @@ TEST_SUITE("models") {
     CHECK(other->bottleneck != CollectiveBottleneck::kCalibrated);
     auto gather = estimate_collective(*topo, {CollectiveOp::kAllGather, 1 << 30}, p);
     CHECK(gather->bottleneck != CollectiveBottleneck::kCalibrated);
+  }
+
+  TEST_CASE("calibration: transfer corrections carry to communicators that were not measured") {
+    Calibration c = sample();
+    CollectiveParams p;
+    apply_calibration(c, &p);
+    const CollectiveParams model;
+    const std::vector<std::string> no_nvls = {"nvls"};
+    auto eight = collective_topology(h200s(8), 8);
+    REQUIRE(eight.ok());
+    // 8 ranks: no regimes for them; every candidate gets +13 us and its bandwidth term / 0.9,
+    // then the cheapest wins. Hand-check on ring Simple at 1 GiB and the choice at 8 B.
+    const CollectiveRequest ring{CollectiveOp::kAllReduce, 1 << 30, CollectiveAlgorithm::kRing,
+                                 CollectiveProtocol::kSimple};
+    auto raw = estimate_collective(*eight, ring, model);
+    auto corrected = estimate_collective(*eight, ring, p);
+    REQUIRE(raw.ok());
+    REQUIRE(corrected.ok());
+    CHECK(corrected->latency_s == doctest::Approx(raw->latency_s + 13e-6));
+    CHECK(corrected->bandwidth_s == doctest::Approx(raw->bandwidth_s / 0.9));
+    CHECK(corrected->bottleneck == raw->bottleneck);
+    auto small_raw =
+        cheapest_enabled_collective(*eight, CollectiveOp::kAllReduce, 8, model, no_nvls);
+    auto small = cheapest_enabled_collective(*eight, CollectiveOp::kAllReduce, 8, p, no_nvls);
+    REQUIRE(small.ok());
+    CHECK(small->time_s == doctest::Approx(small_raw->time_s + 13e-6).epsilon(1e-6));
+    // The 2-rank regimes still win on their own shape; ops without a correction keep the model.
+    auto two = collective_topology(h200s(8), 2);
+    auto exact = estimate_collective(*two, {CollectiveOp::kAllReduce, 1024}, p);
+    CHECK(exact->time_s == doctest::Approx(10e-6 + 1024 / 30e9));
+    auto gather = estimate_collective(*eight, {CollectiveOp::kAllGather, 1 << 30}, p);
+    auto gather_raw = estimate_collective(*eight, {CollectiveOp::kAllGather, 1 << 30}, model);
+    CHECK(gather->time_s == doctest::Approx(gather_raw->time_s));
+    // A multi-node correction leaves one-node communicators alone.
+    auto sr = estimate_collective(*eight, {CollectiveOp::kSendRecv, 1 << 20}, p);
+    auto sr_raw = estimate_collective(*eight, {CollectiveOp::kSendRecv, 1 << 20}, model);
+    CHECK(sr->time_s == doctest::Approx(sr_raw->time_s));
+    // One rank moves nothing, corrected or not.
+    auto one = collective_topology(h200s(8), 1);
+    CHECK(estimate_collective(*one, {CollectiveOp::kAllReduce, 1 << 20}, p)->time_s == 0);
+    // NVLS was off in the runs (sample's nccl_disabled_algorithms): it pays the extra latency
+    // but keeps the model's bandwidth.
+    const CollectiveRequest nvls{CollectiveOp::kAllReduce, 1 << 30, CollectiveAlgorithm::kNvls,
+                                 CollectiveProtocol::kSimple};
+    auto nvls_raw = estimate_collective(*eight, nvls, model);
+    auto nvls_corrected = estimate_collective(*eight, nvls, p);
+    CHECK(nvls_corrected->latency_s == doctest::Approx(nvls_raw->latency_s + 13e-6));
+    CHECK(nvls_corrected->bandwidth_s == doctest::Approx(nvls_raw->bandwidth_s));
+    // uncalibrated() drops both.
+    const CollectiveParams bare = uncalibrated(p);
+    CHECK(bare.fits.empty());
+    CHECK(bare.corrections.empty());
+    // The basis a report names.
+    CHECK(calibration_basis(c, CollectiveOp::kAllReduce, 2, 1) == "fit");
+    CHECK(calibration_basis(c, CollectiveOp::kAllReduce, 8, 1) == "transfer");
+    CHECK(calibration_basis(c, CollectiveOp::kAllReduce, 16, 2) == "model");
+    CHECK(calibration_basis(c, CollectiveOp::kSendRecv, 16, 2) == "transfer");
+    CHECK(calibration_basis(c, CollectiveOp::kAllGather, 8, 1) == "model");
   }
 
   TEST_CASE("calibration: compute efficiencies, and an overlay of another GPU is refused") {

@@ -11,7 +11,8 @@ if "$bin" calibrate "$synthetic" -o "$tmp/cal.yaml" >"$tmp/out.txt" 2>"$tmp/err.
               "nccl_disabled_algorithms: [nvls]" "hbm_efficiency:" "precision: bf16"; do
     grep -qF -- "$want" "$tmp/cal.yaml" || fail "overlay lacks '$want'"
   done
-  for want in "Calibration of h200-sxm" "all_gather" "rms res" "HBM copy"; do
+  for want in "Calibration of h200-sxm" "all_gather" "rms res" "HBM copy" \
+              "Transfer to communicator sizes not measured" "bandwidth scale"; do
     grep -qF -- "$want" "$tmp/out.txt" || fail "calibrate output lacks '$want'"
   done
 else
@@ -29,6 +30,11 @@ assert abs(big["busbw_GBps"] / 360 - 1) < 0.05, big
 assert abs(small["latency_us"] / 9 - 1) < 0.05, small
 assert big["max_size_bytes"] is None and small["min_size_bytes"] == 0
 assert d["gemm"][0]["sustained_scaled"] is True
+tr = {t["op"]: t for t in d["transfer"]}
+assert set(tr) == {"all_reduce", "all_gather", "reduce_scatter"}, tr
+for t in tr.values():
+    assert t["scope"] == "one_node" and t["fitted_ranks"] == [2], t
+    assert 0.1 < t["bandwidth_scale"] < 3 and t["points"] == 31, t
 PY
 
 # The overlay applies: `collective` on 2 x H200 predicts the measured 8 GiB all_reduce.

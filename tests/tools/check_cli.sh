@@ -52,4 +52,32 @@ grep -q "calibrated by" "$tmp/cal.txt" || fail "check names the overlay"
 "$bin" check /no/such.json >/dev/null 2>&1
 [ $? -eq 2 ] || fail "a missing file should exit 2"
 
+# Transfer: an overlay fitted on 2 GPUs predicts the 8-GPU file through its per-op corrections
+# (basis "transfer"); the 8-GPU file's own overlay through its regimes (basis "fit"). The
+# synthetic files stand in for issue 7's; validate/device/after_x8.sh is the pipeline it will run.
+eight="$src/tests/data/synthetic-h200-8gpu.json"
+grep -qF "transfer:" "$tmp/cal.yaml" || fail "the 2-GPU overlay has no transfer section"
+"$bin" check "$eight" --calibration "$tmp/cal.yaml" --sizes 64KiB:8GiB --json >"$tmp/tr.json" \
+  || fail "check of the 8-GPU file with the 2-GPU overlay"
+python3 - "$tmp/tr.json" <<'PY' || fail "transfer JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+groups = {s["group"]: s for s in d["stats"]}
+for op in ("all_reduce", "all_gather", "reduce_scatter"):
+    s = groups[op + " x8"]
+    assert s["basis"] == "transfer", s
+    assert 0 < s["median_abs_error"] < 0.5, s
+assert groups["gemm bf16"]["basis"] is None
+PY
+"$bin" check "$eight" --calibration "$tmp/cal.yaml" --summary >"$tmp/tr.txt" || fail "check text"
+grep -q "basis transfer: the calibration has no regimes" "$tmp/tr.txt" || fail "transfer explained"
+bash "$src/validate/device/after_x8.sh" "$bin" "$eight" "$tmp/x8" "$synthetic" >"$tmp/x8.txt" 2>&1 \
+  || { cat "$tmp/x8.txt" >&2; fail "after_x8.sh on the synthetic files"; }
+for want in "all_reduce x8" "(transfer)" "(fit)" "gate (median <= 5% after the 8-GPU calibration): met" \
+  "Verdict: PASS"; do
+  grep -qF -- "$want" "$tmp/x8.txt" || fail "after_x8.sh output lacks '$want'"
+done
+bash "$src/validate/device/after_x8.sh" "$bin" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "after_x8.sh without arguments should exit 2"
+
 finish check_cli

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Everything one device call does, in one script (validate/NOTES.md lists each call):
-#   bash validate/device/run_on_device.sh check|full [ROUNDS]
+#   bash validate/device/run_on_device.sh check|full|x8 [ROUNDS]
 # check: attention forward + backward against the references and short timings, the copy
 #        bandwidths with the warm-up, one interleaved probe / nccl-tests round, a memcheck pass.
 # full:  the 2-GPU validate run and nccl-tests (all six ops) in the same call, ROUNDS (default 4)
 #        interleaved rounds of probe / nccl-tests at 256 MiB - 8 GiB, the 1-GPU validate run, and
 #        PyTorch's matmul and SDPA forward / backward on GPU 0.
+# x8:    (kind nvidia-h200-x8, issue 7) the 8-GPU validate run and nccl-tests -g 8 (all six
+#        ops, 8 B - 8 GiB) in the same call, then ROUNDS (default 2) interleaved rounds at
+#        256 MiB - 8 GiB on all 8 GPUs. About 7 min; afterwards, here without a GPU:
+#        bash validate/device/after_x8.sh (calibrate, check, transfer error, verify).
 # Needs, carried in .device/: clustersim-probe (built here: cmake --build ... --target
 # clustersim-probe, copied to .device/) and nccl-tests/build/*_perf (built here, MPI=0, sm_90).
 # Writes $OUT/console.log and $OUT/results.tar.gz.
@@ -45,6 +49,22 @@ if [ "$mode" = check ]; then
     --out "$res/memcheck.json" --skip collectives,bandwidth,gemm --attention-seq 1K \
     --attention-time 0s > "$res/memcheck.txt" 2>&1
   echo "exit $?"; tail -n 25 "$res/memcheck.txt"
+elif [ "$mode" = x8 ]; then
+  all8=0,1,2,3,4,5,6,7
+  step "clustersim-probe on 8 GPUs (full; attention 4K-64K, burn 20 s)"
+  rm -f /tmp/clustersim-nccl-debug.*.log
+  start=$(date +%s)
+  CUDA_VISIBLE_DEVICES=$all8 timeout 330 $probe --out "$res/h200-8gpu.json" --burn 20s \
+    --attention-seq 4K,16K,64K > "$res/probe-8gpu.txt"
+  echo "exit $? after $(( $(date +%s) - start )) s"; sed -n '/GEMM/,$p' "$res/probe-8gpu.txt"
+  cp /tmp/clustersim-nccl-debug.*.log "$res/nccl-debug-info-8xh200.log" 2>/dev/null
+  step "nccl-tests on 8 GPUs (-b 8 -e 8G -f 2 -g 8)"
+  for op in all_reduce all_gather reduce_scatter alltoall broadcast sendrecv; do
+    CUDA_VISIBLE_DEVICES=$all8 timeout 90 $nt/${op}_perf -b 8 -e 8G -f 2 -g 8 >> "$res/nccl-tests-8gpu.txt" 2>&1
+    echo "$op exit $?"
+  done
+  step "$rounds interleaved rounds on 8 GPUs, 256 MiB - 8 GiB, -n 20 -w 1 both"
+  GPUS=8 bash "$here/compare_rounds.sh" "${2:-2}" "$res/rounds"
 else
   step "clustersim-probe on 2 GPUs (full)"
   rm -f /tmp/clustersim-nccl-debug.*.log
