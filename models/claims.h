@@ -2,8 +2,11 @@
 // assumptions? A claim (a collective's time or bandwidth, a link rate, a FLOP count, a compute
 // time, a training or decoding throughput) is held to its physical floor (physical_floor.h:
 // raw datasheet rates, the best algorithm there is). Verdicts: POSSIBLE on the hardware as
-// stated; POSSIBLE_ONLY_IF one of the listed assumptions holds (more NICs per node, in-network
-// reduction, the figure being busbw or a bidirectional sum, more GPUs...); IMPOSSIBLE otherwise.
+// stated; BEYOND_PROTOCOL_RATE when a collective's figure is within the raw floor but needs more
+// than the network protocol achieves (line rate x the NIC's catalog protocol efficiency: TCP
+// 0.7, RoCE 0.9, IB 0.94); POSSIBLE_ONLY_IF one of the listed assumptions holds (more NICs per
+// node, in-network reduction, the figure being busbw or a bidirectional sum, more GPUs...);
+// IMPOSSIBLE when it beats the raw floor and no listed assumption helps.
 // The claims file format is documented in scenarios/seed/claims.yaml's header. Units: SI.
 #pragma once
 
@@ -24,14 +27,20 @@ enum class ClaimKind {
   kComputeTime,          // the FLOPs of a pass take t at a rate on some GPUs
   kThroughput,           // a model trains (or decodes) at T tokens/s
 };
-enum class ClaimVerdict { kPossible, kPossibleOnlyIf, kImpossible };
+enum class ClaimVerdict {
+  kPossible,            // the protocol achieves it on the stated hardware
+  kBeyondProtocolRate,  // within the raw floor, beyond line rate x protocol efficiency
+  kPossibleOnlyIf,      // beats the raw floor as stated; one of `conditions` makes it possible
+  kImpossible,          // beats the raw floor under every assumption left open
+};
 // How a bandwidth figure is counted where the claim does not say.
 enum class BandwidthMetric { kBusbw, kAlgbw, kUnstated };
 enum class LinkCounting { kPerDirection, kBidirectional, kUnstated };
 enum class ThroughputMode { kTraining, kDecode, kUnstated };
 
 std::string_view to_string(ClaimKind k);     // "collective_time", ...
-std::string_view to_string(ClaimVerdict v);  // "POSSIBLE", "POSSIBLE_ONLY_IF", "IMPOSSIBLE"
+// "POSSIBLE", "BEYOND_PROTOCOL_RATE", "POSSIBLE_ONLY_IF", "IMPOSSIBLE"
+std::string_view to_string(ClaimVerdict v);
 
 struct Claim {
   std::string id;
@@ -85,10 +94,18 @@ struct ClaimResult {
   double floor = 0;
   std::string floor_kind;  // "minimum" | "maximum"
   std::string floor_why;
+  // The same floor at the rate the network protocol achieves (line rate x the NIC's catalog
+  // protocol efficiency), in `unit`; equal to `floor` where no protocol factor applies (one
+  // node, link rates, FLOPs, throughput). achievable_why says how, empty when equal.
+  double achievable_floor = 0;
+  std::string achievable_why;
   // How much of the stated hardware's raw capability the figure needs (floor / claimed for
   // minima, claimed / floor for maxima): above 1 is beyond physics.
   double required_fraction = 0;
-  std::vector<std::string> conditions;  // POSSIBLE_ONLY_IF: any one of them makes it possible
+  // POSSIBLE_ONLY_IF: any one of them makes it possible (suffixed "at the full line rate" where
+  // the protocol would still fall short); BEYOND_PROTOCOL_RATE: any one of them lets the
+  // protocol achieve it (may be empty).
+  std::vector<std::string> conditions;
   std::vector<std::string> notes;       // context: other interpretations, what is typical
 };
 

@@ -74,7 +74,9 @@ nlohmann::json claim_json(const models::ClaimResult& r) {
           {"hardware", r.hardware},
           {"verdict", models::to_string(r.verdict)},
           {"claimed", {{"value", r.claimed}, {"unit", r.unit}}},
-          {"floor", {{"value", r.floor}, {"unit", r.unit}, {"kind", r.floor_kind}, {"why", r.floor_why}}},
+          {"floor",
+           {{"value", r.floor}, {"unit", r.unit}, {"kind", r.floor_kind}, {"why", r.floor_why}}},
+          {"achievable_floor", {{"value", r.achievable_floor}, {"why", r.achievable_why}}},
           {"required_fraction", r.required_fraction},
           {"conditions", r.conditions},
           {"notes", r.notes}};
@@ -108,8 +110,8 @@ int run_claims(const VerifyArgs& a) {
     std::printf("%s\n", nlohmann::json{{"claims", arr}}.dump(2).c_str());
   } else {
     for (const auto& r : results) {
-      std::printf("%-17s %s: %s\n", std::string(models::to_string(r.verdict)).c_str(),
-                  r.id.c_str(), r.says.c_str());
+      std::printf("%-20s %s: %s\n", std::string(models::to_string(r.verdict)).c_str(), r.id.c_str(),
+                  r.says.c_str());
       if (!r.hardware.empty()) std::printf("    on:       %s\n", r.hardware.c_str());
       std::printf("    claimed:  %s\n", claim_value(r.claimed, r.unit).c_str());
       std::printf("    floor:    %s %s (%s of it needed): %s\n",
@@ -117,6 +119,10 @@ int run_claims(const VerifyArgs& a) {
                   claim_value(r.floor, r.unit).c_str(),
                   (models::format_significant(100 * r.required_fraction, 3) + "%").c_str(),
                   r.floor_why.c_str());
+      if (!r.achievable_why.empty()) {
+        std::printf("    protocol: %s %s: %s\n", r.floor_kind == "minimum" ? "at least" : "at most",
+                    claim_value(r.achievable_floor, r.unit).c_str(), r.achievable_why.c_str());
+      }
       for (const auto& c : r.conditions) std::printf("    only if:  %s\n", c.c_str());
       for (const auto& n : r.notes) std::printf("    note:     %s\n", n.c_str());
       std::printf("\n");

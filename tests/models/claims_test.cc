@@ -85,6 +85,39 @@ TEST_SUITE("models") {
     CHECK_FALSE(parse_claim_line("bogus 2GB 18ms", c, "").ok());
   }
 
+  TEST_CASE("claims: a figure within the raw floor but beyond the protocol's rate") {
+    // 4 nodes x 1 x 100 GbE TCP: the raw floor is 240 ms (3 GB at 12.5 GB/s); TCP achieves 0.7
+    // of line rate (catalog), so the protocol needs at least 240 / 0.7 = 342.9 ms.
+    const auto tcp = cluster("h100-sxm", 8, 4, "eth-tcp-100", 1);
+    const ClaimResult at_line = evaluate_claim(*parse_claim_line("all_reduce 2GB 240ms", tcp, ""));
+    CHECK(at_line.verdict == ClaimVerdict::kBeyondProtocolRate);
+    CHECK(to_string(at_line.verdict) == "BEYOND_PROTOCOL_RATE");
+    CHECK(at_line.floor == doctest::Approx(0.240));
+    CHECK(at_line.achievable_floor == doctest::Approx(0.240 / 0.7));
+    CHECK(at_line.required_fraction == doctest::Approx(1.0));
+    // Two NICs: 120 ms raw, 171 ms at 0.7: the protocol achieves 240 ms.
+    REQUIRE(at_line.conditions.size() == 1);
+    CHECK(at_line.conditions[0] == ">= 2 x eth-tcp-100 (100 Gb/s) per node");
+    SUBCASE("at or above the achievable floor: possible") {
+      auto ok = evaluate_claim(*parse_claim_line("all_reduce 2GB 343ms", tcp, ""));
+      CHECK(ok.verdict == ClaimVerdict::kPossible);
+    }
+    SUBCASE("below the raw floor: not possible as stated") {
+      auto fast = evaluate_claim(*parse_claim_line("all_reduce 2GB 239ms", tcp, ""));
+      CHECK(fast.verdict == ClaimVerdict::kPossibleOnlyIf);
+      auto fixed = parse_claim_line("all_reduce 2GB 239ms", tcp, "");
+      fixed->free.clear();  // NICs per node as stated
+      CHECK(evaluate_claim(*fixed).verdict == ClaimVerdict::kImpossible);
+    }
+    SUBCASE("one node: no protocol between the GPUs, the raw floor only") {
+      auto node = evaluate_claim(*parse_claim_line("ring all_reduce 8GB 440GB/s busbw",
+                                                   cluster("h100-sxm", 8, 1, "", 0), ""));
+      CHECK(node.verdict == ClaimVerdict::kPossible);
+      CHECK(node.achievable_floor == doctest::Approx(node.floor));
+      CHECK(node.achievable_why.empty());
+    }
+  }
+
   TEST_CASE("claims: the seed's claims file against its golden verdicts") {
     const std::string dir = CLUSTERSIM_SOURCE_DIR;
     auto claims = load_claims_file(dir + "/scenarios/seed/claims.yaml");
