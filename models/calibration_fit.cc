@@ -91,16 +91,24 @@ LineFit fit_line(const std::vector<WeightedPoint>& points, const LineBounds& bou
 
 namespace {
 
+// A knot of the spline: a change of slope at x (continuous), or a step at x (the time jumps
+// where NCCL switches protocol or algorithm by its own model, not by the measured times).
+struct Knot {
+  double x = 0;
+  bool jump = false;
+  bool operator<(const Knot& o) const { return x < o.x; }
+};
+
 // The spline with these knots: its SSE and, when feasible (bounds kept), its pieces.
 struct SplineFit {
   bool feasible = false;
   double sse = 0;
-  std::vector<double> knots;
+  std::vector<Knot> knots;
   std::vector<double> intercepts, slopes;  // per piece
 };
 
-SplineFit fit_spline(const std::vector<WeightedPoint>& pts, const std::vector<double>& knots,
-                     const LineBounds& bounds) {
+SplineFit fit_spline(const std::vector<WeightedPoint>& pts, const std::vector<Knot>& knots,
+                     const LineBounds& bounds, int min_points, double min_jump) {
   SplineFit f;
   f.knots = knots;
   const int n = static_cast<int>(pts.size());
@@ -112,26 +120,45 @@ SplineFit fit_spline(const std::vector<WeightedPoint>& pts, const std::vector<do
     const double s = std::sqrt(p.weight);
     a(i, 0) = s;
     a(i, 1) = s * p.x;
-    for (int j = 0; j < m; ++j)
-      a(i, j + 2) = s * std::max(0.0, p.x - knots[static_cast<std::size_t>(j)]);
+    for (int j = 0; j < m; ++j) {
+      const Knot& k = knots[static_cast<std::size_t>(j)];
+      a(i, j + 2) = s * (k.jump ? (p.x >= k.x ? 1.0 : 0.0) : std::max(0.0, p.x - k.x));
+    }
     y(i) = s * p.y;
   }
   Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(a);
   if (qr.rank() < m + 2) return f;
   const Eigen::VectorXd c = qr.solve(y);
   f.sse = (a * c - y).squaredNorm();
-  // Piece k: slope b + sum_{j<k} c_j, intercept a - sum_{j<k} c_j k_j.
+  // Piece k: slope b + the kinks' c_j before it, intercept a - sum c_j k_j over those kinks
+  // + the jumps' c_j.
   double intercept = c(0), slope = c(1);
   f.feasible = intercept >= bounds.min_intercept && slope >= bounds.min_slope;
   f.intercepts.push_back(intercept);
   f.slopes.push_back(slope);
   for (int j = 0; j < m; ++j) {
-    slope += c(j + 2);
-    intercept -= c(j + 2) * knots[static_cast<std::size_t>(j)];
+    const Knot& k = knots[static_cast<std::size_t>(j)];
+    if (k.jump) {
+      // A step smaller than min_jump of the time there is noise, not a change of protocol.
+      const double below = intercept + slope * k.x;
+      f.feasible = f.feasible && below > 0 && std::fabs(c(j + 2)) >= min_jump * below;
+      intercept += c(j + 2);
+    } else {
+      slope += c(j + 2);
+      intercept -= c(j + 2) * k.x;
+    }
     f.feasible = f.feasible && slope >= bounds.min_slope && intercept >= bounds.min_intercept;
     f.intercepts.push_back(intercept);
     f.slopes.push_back(slope);
   }
+  // Every piece rests on at least min_points sizes: one point per piece interpolates the noise.
+  std::size_t piece = 0;
+  std::vector<int> count(knots.size() + 1, 0);
+  for (const auto& p : pts) {
+    while (piece < knots.size() && p.x >= knots[piece].x) ++piece;
+    ++count[piece];
+  }
+  for (int c : count) f.feasible = f.feasible && c >= min_points;
   return f;
 }
 
@@ -148,38 +175,55 @@ PiecewiseFit fit_piecewise(const std::vector<WeightedPoint>& points, const LineB
       candidates.push_back(points[i].x);
   }
   const double floor_sse = n * options.noise_floor * options.noise_floor;
-  auto bic = [&](double sse, int knots) {
+  // A kink costs one parameter, a step options.jump_parameters (its height, and a position the
+  // data must place between two sizes).
+  auto parameters = [&](const std::vector<Knot>& ks) {
+    double p = 0;
+    for (const Knot& k : ks) p += k.jump ? options.jump_parameters : 1.0;
+    return p;
+  };
+  auto bic = [&](double sse, double params) {
     return n * std::log(std::max(sse, floor_sse) / n) +
-           options.penalty_per_knot * knots * std::log(double(n));
+           options.penalty_per_knot * params * std::log(double(n));
   };
   // No knot: the bounded line.
   const LineFit line = fit_line(points, bounds);
   SplineFit best{true, line.weighted_sse, {}, {line.intercept}, {line.slope}};
   double best_bic = bic(line.weighted_sse, 0);
-  std::vector<double> knots;
+  std::vector<Knot> knots;
   // Knots go in by least SSE whether or not the spline keeps the bounds yet (a knee may need two
-  // knots before it does); the kept count is the feasible one of least BIC.
+  // knots before it does); the kept count is the feasible one of least BIC. Each candidate size
+  // is tried as a kink and as a step (a step only with options.allow_jumps).
   for (int m = 1; m < options.max_segments && !candidates.empty(); ++m) {
     SplineFit step;
     std::size_t step_at = 0;
     bool any = false;
     for (std::size_t c = 0; c < candidates.size(); ++c) {
-      std::vector<double> trial = knots;
-      trial.insert(std::upper_bound(trial.begin(), trial.end(), candidates[c]), candidates[c]);
-      SplineFit f = fit_spline(points, trial, bounds);
-      if (f.slopes.empty()) continue;  // rank-deficient
-      // Feasible splines first, then the least SSE.
-      if (!any || (f.feasible && !step.feasible) ||
-          (f.feasible == step.feasible && f.sse < step.sse)) {
-        step = std::move(f);
-        step_at = c;
-        any = true;
+      for (bool jump : {false, true}) {
+        if (jump && !options.allow_jumps) continue;
+        std::vector<Knot> trial = knots;
+        const Knot k{candidates[c], jump};
+        trial.insert(std::upper_bound(trial.begin(), trial.end(), k), k);
+        SplineFit f =
+            fit_spline(points, trial, bounds, options.min_points_per_piece, options.min_jump);
+        if (f.slopes.empty()) continue;  // rank-deficient
+        // Feasible splines first, then the least SSE with the step's extra cost.
+        auto score = [&](const SplineFit& g) {
+          return n * std::log(std::max(g.sse, 1e-300) / n) +
+                 options.penalty_per_knot * parameters(g.knots) * std::log(double(n));
+        };
+        if (!any || (f.feasible && !step.feasible) ||
+            (f.feasible == step.feasible && score(f) < score(step))) {
+          step = std::move(f);
+          step_at = c;
+          any = true;
+        }
       }
     }
     if (!any) break;
     knots = step.knots;
     candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(step_at));
-    const double b = bic(step.sse, m);
+    const double b = bic(step.sse, parameters(step.knots));
     if (step.feasible && b < best_bic) {
       best_bic = b;
       best = step;
@@ -189,8 +233,8 @@ PiecewiseFit fit_piecewise(const std::vector<WeightedPoint>& points, const LineB
   PiecewiseFit out;
   for (std::size_t k = 0; k < best.slopes.size(); ++k) {
     Segment s;
-    s.from_x = k == 0 ? 0 : best.knots[k - 1];
-    s.to_x = k < best.knots.size() ? best.knots[k] : kInf;
+    s.from_x = k == 0 ? 0 : best.knots[k - 1].x;
+    s.to_x = k < best.knots.size() ? best.knots[k].x : kInf;
     s.fit.intercept = best.intercepts[k];
     s.fit.slope = best.slopes[k];
     s.first = -1;

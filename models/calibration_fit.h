@@ -47,7 +47,7 @@ struct LineFit {
 // solution for two parameters). REQUIRES: at least one point, every weight > 0.
 LineFit fit_line(const std::vector<WeightedPoint>& points, const LineBounds& bounds);
 
-// One piece of a continuous piecewise-linear fit: the points [first, last] (indices into the
+// One piece of a piecewise-linear fit: the points [first, last] (indices into the
 // sorted input) and its line, valid for from_x <= x < to_x.
 struct Segment {
   int first = 0;
@@ -66,17 +66,27 @@ struct PiecewiseOptions {
   // BIC penalty per knot, in units of ln(n) (Schwarz 1978: one per parameter; a knot adds one
   // slope change).
   double penalty_per_knot = 1;
+  // Knots may also be steps (the time jumps at a size): NCCL picks protocol and algorithm by its
+  // own model, so the measured time can jump where the choice changes (call 7's 2 x H200
+  // all_reduce: 15 us at 1 MiB, 29 us at 2 MiB).
+  bool allow_jumps = true;
+  double jump_parameters = 2;    // what a step counts in the BIC (a kink: 1)
+  int min_points_per_piece = 2;  // distinct-or-repeated rows each piece must rest on
+  // A step must change the time by at least this fraction: NCCL's switches move it by tens of
+  // percent (call 7: +90% from 1 to 2 MiB), noise by a few.
+  double min_jump = 0.15;
 };
 
 struct PiecewiseFit {
-  std::vector<Segment> segments;  // in x order, contiguous, continuous at the knots
+  std::vector<Segment> segments;  // in x order, contiguous; continuous at kinks, not at steps
   double weighted_sse = 0;
   double max_rel_residual = 0;
 };
 
-// A continuous piecewise-linear least-squares fit (a linear spline, y = a + b x + sum_j c_j
-// max(0, x - k_j)) with its knots k_j at sizes of the data: the alpha-beta law piece by piece
-// where NCCL changes protocol, algorithm or channel count with the size, without jumps. Knots are
+// A piecewise-linear least-squares fit (a linear spline, y = a + b x + sum_j c_j max(0, x - k_j)
+// over its kinks + sum_j d_j [x >= s_j] over its steps) with its knots at sizes of the data: the
+// alpha-beta law piece by piece where NCCL changes protocol, algorithm or channel count with the
+// size, continuous at a kink, jumping at a step (options.allow_jumps). Knots are
 // added greedily (the one that lowers the weighted SSE most), only where every piece keeps
 // slope >= bounds.min_slope and intercept >= bounds.min_intercept (a latency), up to
 // max_segments - 1; the knot count kept is the feasible one of least BIC, n ln(SSE/n) + p m ln(n)
@@ -143,7 +153,7 @@ struct CalibrationOptions {
 };
 
 // Fits everything the input allows: per (op, ranks, nodes) the piecewise alpha-beta regimes of
-// the time (continuous piecewise alpha-beta, relative weights, latency >= 0, busbw at most
+// the time (piecewise alpha-beta, relative weights, latency >= 0, busbw at most
 // kFlatRegimeBusbwBps: a piece's busbw is its marginal rate, which in a latency-bound piece can
 // exceed the link, the transfer overlapping the fixed latency); per op, the model's transfer
 // correction (extra latency, bandwidth scale: least squared log error over every one-node

@@ -210,7 +210,7 @@ const bool kRegistered = register_command(
        sub.add_option("-o,--out", a->out, "the overlay to write (YAML)")->required();
        sub.add_flag("--json", a->json, "print the fits as JSON");
        sub.add_option("--max-regimes", a->max_regimes,
-                      "size regimes per collective at most (continuous piecewise alpha-beta)")
+                      "size regimes per collective at most (piecewise alpha-beta)")
            ->capture_default_str()
            ->check(CLI::Range(1, 64));
        return [a] { return run_calibrate(*a); };

@@ -119,6 +119,44 @@ TEST_SUITE("models") {
     }
   }
 
+  TEST_CASE("calibration fit: a step where NCCL's choice jumps is a step, not a ramp") {
+    // Call 7's 2 x H200 all_reduce in shape: flat ~15 us up to 1 MiB, then 29 us at 2 MiB and a
+    // 300 GB/s line (1% noise). A continuous spline must ramp across the step and misses the
+    // sizes next to it; the fit with steps follows both sides.
+    auto truth = [](double x) { return x < 2e6 ? 15e-6 + x / 2e12 : 22e-6 + x / 300e9; };
+    std::mt19937 rng(11);
+    std::normal_distribution<double> n(0, 0.01);
+    std::vector<WeightedPoint> pts;
+    for (int e = 3; e <= 33; ++e) {
+      const double x = std::ldexp(1.0, e), y = truth(x) * (1 + n(rng));
+      pts.push_back({x, y, 1 / (y * y)});
+    }
+    const PiecewiseFit f = fit_piecewise(pts, {0.0, 1e-15}, {});
+    auto at = [&](double x) {
+      return std::find_if(f.segments.begin(), f.segments.end(),
+                          [&](const Segment& s) { return x < s.to_x; })
+          ->fit.predict(x);
+    };
+    CHECK(at(1 << 20) == doctest::Approx(truth(1 << 20)).epsilon(0.04));
+    CHECK(at(2 << 20) == doctest::Approx(truth(2 << 20)).epsilon(0.04));
+    CHECK(at(8.0 * (1 << 30)) == doctest::Approx(truth(8.0 * (1 << 30))).epsilon(0.03));
+    bool stepped = false;
+    for (std::size_t k = 0; k + 1 < f.segments.size(); ++k) {
+      const auto& a = f.segments[k];
+      const double x = f.segments[k + 1].from_x;
+      stepped = stepped || f.segments[k + 1].fit.predict(x) > 1.3 * a.fit.predict(x);
+      CHECK(f.segments[k + 1].fit.points >= 2);  // no piece on one point
+    }
+    CHECK(stepped);
+    PiecewiseOptions continuous;
+    continuous.allow_jumps = false;
+    const PiecewiseFit c = fit_piecewise(pts, {0.0, 1e-15}, continuous);
+    for (std::size_t k = 0; k + 1 < c.segments.size(); ++k) {
+      const double x = c.segments[k + 1].from_x;
+      CHECK(c.segments[k].fit.predict(x) == doctest::Approx(c.segments[k + 1].fit.predict(x)));
+    }
+  }
+
   TEST_CASE("calibration fit: saturating efficiency recovers max and half") {
     // e = 0.8 w / (w + 2e9) at five work sizes.
     std::vector<WeightedPoint> pts;
