@@ -791,6 +791,15 @@ bool Loader::load_cluster(const YAML::Node& node) {
     }
     return true;
   }
+  // SCENARIO.md documents no default fabric: a multi-node cluster says how its NICs are joined
+  // (issue 2: "NICs without a fabric" is an error, not a silent fat-tree).
+  if (c.nodes > 1 && !required(node, path, "fabric",
+                               " (" + std::to_string(c.nodes) +
+                                   " nodes need the network that joins their NICs, e.g. "
+                                   "fabric: {topology: fat-tree, tiers: 2}; topology: fat-tree, "
+                                   "leaf-spine, rail-optimized or single-switch)")) {
+    return false;
+  }
   FabricConfig& f = c.fabric;
   const std::string sw_path = "cluster.fabric.switch";
   if (switch_given_) {

@@ -176,8 +176,9 @@ struct Scenario {
 //     virtual_stages > 1 only with interleaved;
 //   - cp > 1: seq_len % (2 x cp) == 0 (two chunks per rank for causal load balance); sp with
 //     tp > 1: (seq_len / cp) % tp == 0;
-//   - nodes > 1 needs nics_per_node >= 1 and a nic; a named switch must carry the NIC (same
-//     medium, port >= line rate); in_network_reduction needs an IB NIC and a SHARP switch;
+//   - nodes > 1 needs nics_per_node >= 1, a nic and a `fabric:` section (there is no default
+//     topology); a named switch must carry the NIC (same medium, port >= line rate);
+//     in_network_reduction needs an IB NIC and a SHARP switch;
 //   - tiers (2 or 3) only for fat-tree / rail-optimized; leaves, spines, uplinks_per_leaf only
 //     for leaf-spine; oversubscription >= 1; zero in 0..3; the GPU has a peak at the precision.
 // Whether the fabric can be built from the given switches (ports, radix) is the topology

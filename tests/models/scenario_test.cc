@@ -331,6 +331,18 @@ TEST_SUITE("models") {
     CHECK_PREFIX(error_of(no_nic), "t.yaml:5:5: cluster.node: missing key 'nic'");
   }
 
+  TEST_CASE("several nodes need a fabric (no default topology); one node does not") {
+    std::string no_fabric = kBase;
+    const std::string fabric = "  fabric:\n    topology: fat-tree\n";
+    no_fabric.erase(no_fabric.find(fabric), fabric.size());
+    // Cited at the cluster map (its first key, "  nodes: 2" on line 3).
+    CHECK_PREFIX(error_of(no_fabric), "t.yaml:3:3: cluster: missing key 'fabric' (2 nodes need");
+    std::string one_node = no_fabric;
+    one_node.replace(one_node.find("  nodes: 2"), 10, "  nodes: 1");
+    one_node.replace(one_node.find("    dp: 2"), 9, "    dp: 1");
+    CHECK(load(one_node).ok());
+  }
+
   TEST_CASE("zero stage, schedules and virtual stages") {
     CHECK_PREFIX(error_of(with("    dp: 2", "    dp: 2\n    zero: 4")),
                       "t.yaml:17:11: workload.parallelism.zero: must be 0, 1, 2 or 3");
