@@ -43,6 +43,7 @@ struct TopoArgs {
   std::string dot_path;
   std::string svg_path;
   bool full = false;
+  bool nearest = false;
 };
 
 std::string ratio_or_dash(double r) { return r > 0 ? format_significant(r, 3) + ":1" : "-"; }
@@ -90,22 +91,23 @@ void print_summary(const models::Scenario& s, const ClusterGraph& g, const Fabri
   }
   TextTable f({"figure", "value"}, {TextTable::Align::kLeft, TextTable::Align::kLeft});
   f.add_row({"planes", std::to_string(m.planes)});
-  f.add_row({"cables (transceivers)", std::to_string(m.cables) + " (" +
-                                          std::to_string(m.transceivers) + ")"});
+  f.add_row({"cables (transceivers)",
+             std::to_string(m.cables) + " (" + std::to_string(m.transceivers) + ")"});
   f.add_row({"injection, all NICs", format_bandwidth(m.injection_Bps) + " (" +
                                         format_bandwidth_bits(m.injection_Bps) + ")"});
   if (m.nodes >= 2) {
     f.add_row({"bisection, max-flow (node level)",
                format_bandwidth(m.bisection_Bps) + " = " +
                    percent(m.bisection_Bps, m.injection_Bps / 2) + " of half the injection"});
-    f.add_row({"bisection, closed form",
-               m.bisection_closed_form_Bps >= 0 ? format_bandwidth(m.bisection_closed_form_Bps)
-                                                : std::string("- (cut not on a leaf boundary)")});
+    f.add_row({"bisection, closed form", m.bisection_closed_form_Bps >= 0
+                                             ? format_bandwidth(m.bisection_closed_form_Bps)
+                                             : std::string("- (cut not on a leaf boundary)")});
   }
   f.add_row({"diameter", std::to_string(m.diameter_hops) + " hops (GPU to GPU)"});
-  if (g.gpus_per_node() > 1) f.add_row({"latency inside a node", format_time(m.intra_node_latency_s)});
-  f.add_row({"latency typical / worst", format_time(m.typical_latency_s) + " / " +
-                                            format_time(m.worst_latency_s)});
+  if (g.gpus_per_node() > 1)
+    f.add_row({"latency inside a node", format_time(m.intra_node_latency_s)});
+  f.add_row({"latency typical / worst",
+             format_time(m.typical_latency_s) + " / " + format_time(m.worst_latency_s)});
   f.add_row({"cost: switches", format_usd(m.switch_cost_usd)});
   f.add_row({"cost: cables with transceivers", format_usd(m.cable_cost_usd)});
   f.add_row({"cost: NICs", format_usd(m.nic_cost_usd)});
@@ -127,9 +129,13 @@ nlohmann::json to_json(const models::Scenario& s, const ClusterGraph& g, const F
   const auto& p = d.plane;
   nlohmann::json tiers = nlohmann::json::array();
   for (const auto& t : m.tiers)
-    tiers.push_back({{"name", t.name}, {"switches", t.switches}, {"ports", t.ports},
-                     {"ports_used", t.ports_used}, {"downlinks", t.downlinks},
-                     {"uplinks", t.uplinks}, {"oversubscription", t.oversubscription}});
+    tiers.push_back({{"name", t.name},
+                     {"switches", t.switches},
+                     {"ports", t.ports},
+                     {"ports_used", t.ports_used},
+                     {"downlinks", t.downlinks},
+                     {"uplinks", t.uplinks},
+                     {"oversubscription", t.oversubscription}});
   return {
       {"scenario", s.name},
       {"topology", std::string(models::to_string(s.cluster.fabric.topology))},
@@ -161,8 +167,8 @@ nlohmann::json to_json(const models::Scenario& s, const ClusterGraph& g, const F
       {"transceivers", m.transceivers},
       {"injection_Bps", m.injection_Bps},
       {"bisection_Bps", m.bisection_Bps},
-      {"bisection_closed_form_Bps",
-       m.bisection_closed_form_Bps >= 0 ? nlohmann::json(m.bisection_closed_form_Bps)
+      {"bisection_closed_form_Bps", m.bisection_closed_form_Bps >= 0
+                                        ? nlohmann::json(m.bisection_closed_form_Bps)
                                         : nlohmann::json(nullptr)},
       {"diameter_hops", m.diameter_hops},
       {"latency_s",
@@ -198,8 +204,9 @@ std::string render_svg(const std::string& dot_text, const std::string& svg_path)
     pid_t pid = 0;
     const int rc = posix_spawnp(&pid, "dot", nullptr, nullptr, const_cast<char**>(argv), environ);
     if (rc == ENOENT) {
-      problem = "Graphviz is not installed ('dot' is not on PATH): install graphviz, or write "
-                "--dot FILE and render it with `dot -Tsvg FILE -o OUT.svg` elsewhere";
+      problem =
+          "Graphviz is not installed ('dot' is not on PATH): install graphviz, or write "
+          "--dot FILE and render it with `dot -Tsvg FILE -o OUT.svg` elsewhere";
     } else if (rc != 0) {
       problem = std::string("cannot run dot: ") + std::strerror(rc);
     } else {
@@ -217,20 +224,41 @@ int run_topo(const TopoArgs& a) {
   auto scenario = load_scenario_or_default(a.scenario);
   if (!scenario.ok()) return fail_bad_input("topo", scenario.message());
   auto graph = ClusterGraph::build(scenario->cluster, &scenario.value());
+  std::string drawn_instead;  // --nearest: the alternative drawn
   if (!graph.ok()) {
     std::string msg = graph.message();
     const auto alternatives = topology::design_alternatives(scenario->cluster);
-    if (!alternatives.empty()) {
-      msg += "\n  what the same parts can do instead:";
-      for (const auto& alt : alternatives) msg += "\n    - " + alt;
+    const bool nearest_exists = !alternatives.empty() && alternatives.back().keeps_every_nic;
+    if (a.nearest && nearest_exists) {
+      // Draw the fabric sized for every NIC instead, and say so first.
+      std::fprintf(stderr, "clustersim topo: %s\n  --nearest: %s\n", msg.c_str(),
+                   alternatives.back().text.c_str());
+      scenario->cluster = alternatives.back().cluster;
+      drawn_instead = alternatives.back().text;
+      graph = ClusterGraph::build(scenario->cluster, &scenario.value());
+      if (!graph.ok()) return fail_bad_input("topo", graph.message());
+    } else {
+      if (!alternatives.empty()) {
+        msg += "\n  what the same parts can do instead:";
+        for (const auto& alt : alternatives) msg += "\n    - " + alt.text;
+        if (nearest_exists) msg += "\n  --nearest draws the last one (summary and picture)";
+      }
+      return fail_bad_input("topo", msg);
     }
-    return fail_bad_input("topo", msg);
+  } else if (a.nearest) {
+    std::fprintf(stderr, "clustersim topo: --nearest: the design as given can be built\n");
   }
   const FabricMetrics metrics = topology::compute_metrics(graph.value());
-  if (a.json)
-    std::printf("%s\n", to_json(scenario.value(), graph.value(), metrics).dump(2).c_str());
-  else
+  if (a.json) {
+    nlohmann::json j = to_json(scenario.value(), graph.value(), metrics);
+    if (!drawn_instead.empty()) j["drawn_instead_of_the_given_design"] = drawn_instead;
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    if (!drawn_instead.empty())
+      std::printf("The design as given cannot be built; drawn instead: %s\n\n",
+                  drawn_instead.c_str());
     print_summary(scenario.value(), graph.value(), metrics);
+  }
 
   if (a.dot_path.empty() && a.svg_path.empty()) return kExitOk;
   const std::string dot = topology::to_dot(
@@ -255,6 +283,9 @@ const bool kRegistered = register_command(
        sub.add_flag("--json", a->json, "one JSON object with the same figures, SI units");
        sub.add_option("--dot", a->dot_path, "write the picture as Graphviz DOT to FILE");
        sub.add_option("--svg", a->svg_path, "render the picture to FILE with Graphviz `dot`");
+       sub.add_flag("--nearest", a->nearest,
+                    "when the design cannot be built: the summary and picture of a fabric of the "
+                    "same switches sized for every NIC instead");
        sub.add_flag("--full", a->full,
                     "draw every GPU, NIC and link (default: nodes collapsed per leaf; very large "
                     "fabrics one box per tier); slow to render beyond a few hundred GPUs");

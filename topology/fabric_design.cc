@@ -38,8 +38,8 @@ std::string where(const models::Scenario* scenario, const std::string& key) {
 // The inputs every builder shares, checked once.
 struct Inputs {
   int nodes = 0;
-  int nics = 0;    // per node
-  int links = 0;   // per NIC
+  int nics = 0;   // per node
+  int links = 0;  // per NIC
   int radix = 0;
   double oversubscription = 1;
   double nic_link_Bps = 0;
@@ -91,7 +91,8 @@ ClosAttempt size_clos_plane(const Inputs& in, int tiers, int rails, bool rail_al
   // Uplinks: enough bandwidth for the leaf's NICs at the requested oversubscription.
   const double down_Bps = p.downlinks_per_leaf * in.nic_link_Bps;
   const int uplinks = std::max(
-      1, static_cast<int>(std::ceil(down_Bps / in.port_Bps / in.oversubscription - kRatioTolerance)));
+      1,
+      static_cast<int>(std::ceil(down_Bps / in.port_Bps / in.oversubscription - kRatioTolerance)));
 
   // 2. Two tiers, or the part of three tiers inside a pod.
   auto size_two_tier = [&](int leaves) {
@@ -154,7 +155,6 @@ ClosAttempt size_clos_plane(const Inputs& in, int tiers, int rails, bool rail_al
   return out;
 }
 
-
 // Divisors of n in ascending order: the plane counts to try.
 std::vector<int> divisors(int n) {
   std::vector<int> d;
@@ -184,12 +184,12 @@ models::Result<FabricDesign> design_clos(const Inputs& in, int tiers, bool rail_
     design.plane.rails = rails_of_plane(0, rails);
     for (auto& n : a.notes) design.notes.push_back(std::move(n));
     if (planes > 1)
-      design.notes.push_back(
-          "the " + std::to_string(in.nodes * in.nics) + " NICs exceed one " +
-          std::to_string(tiers) + "-tier plane of " + std::to_string(in.radix) +
-          "-port switches: split into " + plural(planes, "plane") + " of " +
-          plural(rails, "rail") + " each (NIC i of every node on plane i / " +
-          std::to_string(rails) + "); traffic between planes crosses NVLink first (PXN)");
+      design.notes.push_back("the " + std::to_string(in.nodes * in.nics) + " NICs exceed one " +
+                             std::to_string(tiers) + "-tier plane of " + std::to_string(in.radix) +
+                             "-port switches: split into " + plural(planes, "plane") + " of " +
+                             plural(rails, "rail") + " each (NIC i of every node on plane i / " +
+                             std::to_string(rails) +
+                             "); traffic between planes crosses NVLink first (PXN)");
     return design;
   }
   std::ostringstream msg;
@@ -220,16 +220,17 @@ models::Result<FabricDesign> design_single_switch(const Inputs& in, FabricDesign
       design.notes.push_back("the " + std::to_string(in.nodes * in.nics * in.links) +
                              " NIC ports exceed one " + std::to_string(in.radix) +
                              "-port switch: " + plural(planes, "switch") + " as separate planes, " +
-                             plural(rails, "rail") + " each; traffic between planes crosses "
+                             plural(rails, "rail") +
+                             " each; traffic between planes crosses "
                              "NVLink first (PXN)");
     return design;
   }
   const int ports = in.nodes * in.links;  // one NIC per plane, the smallest a plane can be
   return Error{where(scenario, "cluster.fabric.switch_radix") + "a single " +
-               std::to_string(in.radix) + "-port switch cannot host " +
-               std::to_string(in.nodes) + " nodes even with one plane per NIC (" +
-               std::to_string(ports) + " ports per plane): short by " +
-               std::to_string(ports - in.radix) + " ports; use leaf-spine or fat-tree"};
+               std::to_string(in.radix) + "-port switch cannot host " + std::to_string(in.nodes) +
+               " nodes even with one plane per NIC (" + std::to_string(ports) +
+               " ports per plane): short by " + std::to_string(ports - in.radix) +
+               " ports; use leaf-spine or fat-tree"};
 }
 
 // Explicit leaf-spine: the scenario names the leaves and spines (the seed's "8 leaf switches
@@ -238,10 +239,10 @@ models::Result<FabricDesign> design_leaf_spine(const Inputs& in, const models::F
                                                FabricDesign design,
                                                const models::Scenario* scenario) {
   if (f.leaves <= 0 || f.spines <= 0)
-    return Error{where(scenario, f.leaves <= 0 ? "cluster.fabric.leaves"
-                                               : "cluster.fabric.spines") +
-                 "leaf-spine: give both leaves and spines, or neither (then the builder sizes "
-                 "a two-tier fabric for the radix and oversubscription)"};
+    return Error{
+        where(scenario, f.leaves <= 0 ? "cluster.fabric.leaves" : "cluster.fabric.spines") +
+        "leaf-spine: give both leaves and spines, or neither (then the builder sizes "
+        "a two-tier fabric for the radix and oversubscription)"};
   PlaneDesign& p = design.plane;
   p.tiers = 2;
   p.rails = rails_of_plane(0, in.nics);
@@ -257,8 +258,8 @@ models::Result<FabricDesign> design_leaf_spine(const Inputs& in, const models::F
     p.leaves_per_node = std::min(f.leaves / in.nodes, in.nics);
     p.nics_per_leaf = ceil_div(in.nics, p.leaves_per_node);
     if (in.nodes * p.leaves_per_node < f.leaves)
-      design.notes.push_back(std::to_string(f.leaves - in.nodes * p.leaves_per_node) +
-                             " of the " + std::to_string(f.leaves) + " leaves stay empty");
+      design.notes.push_back(std::to_string(f.leaves - in.nodes * p.leaves_per_node) + " of the " +
+                             std::to_string(f.leaves) + " leaves stay empty");
   }
   p.leaves = f.leaves;
   p.downlinks_per_leaf = p.nics_per_leaf * in.links;
@@ -270,18 +271,18 @@ models::Result<FabricDesign> design_leaf_spine(const Inputs& in, const models::F
   const int down = p.downlinks_per_leaf;
   const double down_Bps = down * in.nic_link_Bps;
   // Uplinks a leaf needs for the requested oversubscription (a multiple of the spine count).
-  const int up_needed = std::max(1, static_cast<int>(std::ceil(
-                                        down_Bps / in.port_Bps / in.oversubscription -
-                                        kRatioTolerance)));
+  const int up_needed = std::max(
+      1,
+      static_cast<int>(std::ceil(down_Bps / in.port_Bps / in.oversubscription - kRatioTolerance)));
   const int m_needed = ceil_div(up_needed, S);
-  const std::string host_text = std::to_string(in.nodes) + " nodes x " +
-                                std::to_string(in.nics) + " NICs x " + plural(in.links, "link");
+  const std::string host_text = std::to_string(in.nodes) + " nodes x " + std::to_string(in.nics) +
+                                " NICs x " + plural(in.links, "link");
   // What a design at the requested ratio would take, for the messages.
   auto needs_text = [&]() {
     const int up = m_needed * S;
     std::ostringstream s;
-    s << "at " << ratio(in.oversubscription) << " each leaf needs " << down << " NIC ports + "
-      << up << " uplinks = " << down + up << " ports (has " << in.radix << ") and the spines "
+    s << "at " << ratio(in.oversubscription) << " each leaf needs " << down << " NIC ports + " << up
+      << " uplinks = " << down + up << " ports (has " << in.radix << ") and the spines "
       << f.leaves * up << " ports (" << S << " x " << in.radix << " = " << S * in.radix << ")";
     return s.str();
   };
@@ -292,43 +293,38 @@ models::Result<FabricDesign> design_leaf_spine(const Inputs& in, const models::F
       const int lo = f.uplinks_per_leaf / S * S;
       return Error{where(scenario, "cluster.fabric.uplinks_per_leaf") +
                    std::to_string(f.uplinks_per_leaf) + " uplinks do not divide evenly over " +
-                   std::to_string(S) + " spines: " +
-                   std::to_string(f.uplinks_per_leaf - lo) + " port(s) over a multiple (use " +
-                   (lo > 0 ? std::to_string(lo) + " or " : "") + std::to_string(lo + S) + ")"};
+                   std::to_string(S) + " spines: " + std::to_string(f.uplinks_per_leaf - lo) +
+                   " port(s) over a multiple (use " + (lo > 0 ? std::to_string(lo) + " or " : "") +
+                   std::to_string(lo + S) + ")"};
     }
     m = f.uplinks_per_leaf / S;
     if (down + f.uplinks_per_leaf > in.radix)
       return Error{where(scenario, "cluster.fabric.uplinks_per_leaf") + "each leaf needs " +
                    std::to_string(down) + " NIC ports (" + host_text + " over " +
-                   std::to_string(f.leaves) + " leaves) + " +
-                   std::to_string(f.uplinks_per_leaf) + " uplinks = " +
-                   std::to_string(down + f.uplinks_per_leaf) + " ports, has " +
+                   std::to_string(f.leaves) + " leaves) + " + std::to_string(f.uplinks_per_leaf) +
+                   " uplinks = " + std::to_string(down + f.uplinks_per_leaf) + " ports, has " +
                    std::to_string(in.radix) + ": short by " +
                    std::to_string(down + f.uplinks_per_leaf - in.radix) + " ports per leaf"};
     if (f.leaves * m > in.radix)
       return Error{where(scenario, "cluster.fabric.spines") + "each spine needs " +
                    std::to_string(f.leaves) + " leaves x " + std::to_string(m) + " links = " +
                    std::to_string(f.leaves * m) + " ports, has " + std::to_string(in.radix) +
-                   ": short by " + std::to_string(f.leaves * m - in.radix) +
-                   " ports per spine (" + std::to_string((f.leaves * m - in.radix) * S) +
-                   " in all)"};
+                   ": short by " + std::to_string(f.leaves * m - in.radix) + " ports per spine (" +
+                   std::to_string((f.leaves * m - in.radix) * S) + " in all)"};
   } else {
     if (down + S > in.radix)
       return Error{where(scenario, "cluster.fabric.leaves") + std::to_string(f.leaves) +
                    " leaves x " + std::to_string(in.radix) + " ports cannot host " + host_text +
-                   " = " + std::to_string(in.nodes * in.nics * in.links) +
-                   " NIC ports and reach " + std::to_string(S) + " spines: each leaf needs " +
-                   std::to_string(down) + " NIC ports + at least " + std::to_string(S) +
-                   " uplinks = " + std::to_string(down + S) + " ports, has " +
-                   std::to_string(in.radix) + ": short by " +
-                   std::to_string(down + S - in.radix) + " ports per leaf (" +
-                   std::to_string((down + S - in.radix) * f.leaves) + " in all); " +
-                   needs_text()};
+                   " = " + std::to_string(in.nodes * in.nics * in.links) + " NIC ports and reach " +
+                   std::to_string(S) + " spines: each leaf needs " + std::to_string(down) +
+                   " NIC ports + at least " + std::to_string(S) + " uplinks = " +
+                   std::to_string(down + S) + " ports, has " + std::to_string(in.radix) +
+                   ": short by " + std::to_string(down + S - in.radix) + " ports per leaf (" +
+                   std::to_string((down + S - in.radix) * f.leaves) + " in all); " + needs_text()};
     if (f.leaves > in.radix)
       return Error{where(scenario, "cluster.fabric.spines") + "a " + std::to_string(in.radix) +
-                   "-port spine cannot reach " + std::to_string(f.leaves) +
-                   " leaves: short by " + std::to_string(f.leaves - in.radix) +
-                   " ports per spine"};
+                   "-port spine cannot reach " + std::to_string(f.leaves) + " leaves: short by " +
+                   std::to_string(f.leaves - in.radix) + " ports per spine"};
     const int m_available = std::min((in.radix - down) / S, in.radix / f.leaves);
     m = std::min(m_available, m_needed);
   }
@@ -342,8 +338,8 @@ models::Result<FabricDesign> design_leaf_spine(const Inputs& in, const models::F
       << " NIC ports, " << p.uplinks_per_leaf << " uplinks per leaf); "
       << (scenario ? scenario->where("cluster.fabric.oversubscription")
                    : std::string("cluster.fabric.oversubscription"))
-      << " asks " << ratio(in.oversubscription) << ": " << needs_text() << ", i.e. "
-      << extra_up << " more uplinks per leaf";
+      << " asks " << ratio(in.oversubscription) << ": " << needs_text() << ", i.e. " << extra_up
+      << " more uplinks per leaf";
     const int leaf_short = down + m_needed * S - in.radix;
     const int spine_short = f.leaves * m_needed * S - S * in.radix;
     if (leaf_short > 0) s << ", " << leaf_short << " ports short per leaf";
@@ -372,13 +368,14 @@ std::string describe(const FabricDesign& d) {
   return s.str();
 }
 
-std::vector<std::string> design_alternatives(const models::ClusterConfig& cluster) {
-  std::vector<std::string> out;
+std::vector<DesignAlternative> design_alternatives(const models::ClusterConfig& cluster) {
+  std::vector<DesignAlternative> out;
   const int nics = cluster.node.nics_per_node;
   // 1. The same switches with fewer NICs per node (an explicit leaf-spine, or a single switch).
   const models::FabricConfig& f = cluster.fabric;
-  const bool fixed_switches = f.topology == TopologyKind::kSingleSwitch ||
-                              (f.topology == TopologyKind::kLeafSpine && (f.leaves > 0 || f.spines > 0));
+  const bool fixed_switches =
+      f.topology == TopologyKind::kSingleSwitch ||
+      (f.topology == TopologyKind::kLeafSpine && (f.leaves > 0 || f.spines > 0));
   if (fixed_switches)
     for (int n = nics - 1; n >= 1; --n) {
       if (nics % n != 0) continue;
@@ -386,9 +383,10 @@ std::vector<std::string> design_alternatives(const models::ClusterConfig& cluste
       c.node.nics_per_node = n;
       auto d = design_fabric(c);
       if (!d.ok()) continue;
-      out.push_back("with " + plural(n, "NIC") + " per node (" +
-                    std::to_string(cluster.node.gpus_per_node / n) +
-                    " GPUs per NIC) the same switches give " + describe(d.value()));
+      out.push_back({"with " + plural(n, "NIC") + " per node (" +
+                         std::to_string(cluster.node.gpus_per_node / n) +
+                         " GPUs per NIC) the same switches give " + describe(d.value()),
+                     c, false});
     }
   // 2. A fabric sized for these nodes and NICs at the same radix and oversubscription.
   for (int tiers : {2, 3}) {
@@ -399,10 +397,11 @@ std::vector<std::string> design_alternatives(const models::ClusterConfig& cluste
     c.fabric.leaves = c.fabric.spines = c.fabric.uplinks_per_leaf = 0;
     auto d = design_fabric(c);
     if (!d.ok()) continue;
-    out.push_back("a " + std::to_string(d->plane.tiers) + "-tier " +
-                  std::string(models::to_string(c.fabric.topology)) + " of " +
-                  std::to_string(f.switch_radix) + "-port switches for " +
-                  plural(nics, "NIC") + " per node: " + describe(d.value()));
+    out.push_back({"a " + std::to_string(d->plane.tiers) + "-tier " +
+                       std::string(models::to_string(c.fabric.topology)) + " of " +
+                       std::to_string(f.switch_radix) + "-port switches for " +
+                       plural(nics, "NIC") + " per node: " + describe(d.value()),
+                   c, true});
     break;
   }
   return out;
@@ -481,22 +480,21 @@ models::Result<FabricDesign> design_fabric(const models::ClusterConfig& cluster,
   design.port_Bps = in.port_Bps;
   design.nic_link_Bps = in.nic_link_Bps;
   if (node.nic.line_rate_Bps > in.port_Bps * (1 + kRatioTolerance))
-    design.notes.push_back("NIC line rate " + models::format_bandwidth_bits(node.nic.line_rate_Bps) +
-                           " exceeds the switch ports' " +
-                           models::format_bandwidth_bits(in.port_Bps) + ": links run at " +
-                           models::format_bandwidth_bits(in.port_Bps));
+    design.notes.push_back(
+        "NIC line rate " + models::format_bandwidth_bits(node.nic.line_rate_Bps) +
+        " exceeds the switch ports' " + models::format_bandwidth_bits(in.port_Bps) +
+        ": links run at " + models::format_bandwidth_bits(in.port_Bps));
   if (f.switch_spec.radix > 0 && f.switch_radix > f.switch_spec.radix)
     design.notes.push_back("switch_radix " + std::to_string(f.switch_radix) + " exceeds the " +
                            std::to_string(f.switch_spec.radix) + " ports of " + f.switch_spec.id);
   if (in.links > leaf_port_split(in.radix, in.oversubscription).down &&
       f.topology != TopologyKind::kSingleSwitch && f.leaves == 0)
-    return Error{where(scenario, "cluster.node.links_per_nic") + std::to_string(in.links) +
-                 " bonded links of one NIC exceed the " +
-                 std::to_string(leaf_port_split(in.radix, in.oversubscription).down) +
-                 " NIC ports of a " + std::to_string(in.radix) + "-port leaf at " +
-                 ratio(in.oversubscription) + ": short by " +
-                 std::to_string(in.links - leaf_port_split(in.radix, in.oversubscription).down) +
-                 " ports"};
+    return Error{
+        where(scenario, "cluster.node.links_per_nic") + std::to_string(in.links) +
+        " bonded links of one NIC exceed the " +
+        std::to_string(leaf_port_split(in.radix, in.oversubscription).down) + " NIC ports of a " +
+        std::to_string(in.radix) + "-port leaf at " + ratio(in.oversubscription) + ": short by " +
+        std::to_string(in.links - leaf_port_split(in.radix, in.oversubscription).down) + " ports"};
 
   models::Result<FabricDesign> out = Error{""};
   switch (f.topology) {
@@ -515,15 +513,15 @@ models::Result<FabricDesign> design_fabric(const models::ClusterConfig& cluster,
       if (f.tiers != 2 && f.tiers != 3)
         return Error{where(scenario, "cluster.fabric.tiers") + std::to_string(f.tiers) +
                      " tiers: 2 or 3 are supported"};
-      out = design_clos(in, f.tiers, f.topology == TopologyKind::kRailOptimized,
-                        std::move(design), scenario);
+      out = design_clos(in, f.tiers, f.topology == TopologyKind::kRailOptimized, std::move(design),
+                        scenario);
       break;
   }
   if (!out.ok()) return out;
   FabricDesign& d = out.value();
   if (d.plane.tiers >= 2)
-    d.leaf_oversubscription = d.plane.downlinks_per_leaf * d.nic_link_Bps /
-                              (d.plane.uplinks_per_leaf * d.port_Bps);
+    d.leaf_oversubscription =
+        d.plane.downlinks_per_leaf * d.nic_link_Bps / (d.plane.uplinks_per_leaf * d.port_Bps);
   return out;
 }
 

@@ -29,20 +29,20 @@ struct PlaneDesign {
   // of them), or, when one node's NICs need more ports than a leaf has, each node gets
   // leaves_per_node leaves of its own.
   int leaves = 0;
-  int nodes_per_leaf = 0;     // 0 when nodes straddle leaves (leaves_per_node > 0)
-  int leaves_per_node = 0;    // 0 unless node-aligned NICs straddle leaves
-  int nics_per_leaf = 0;      // capacity; the last leaf may hold fewer
-  int downlinks_per_leaf = 0; // ports for NICs = nics_per_leaf * links_per_nic
-  int uplinks_per_leaf = 0;   // = spines_per_pod * links_per_leaf_spine (0 with 1 tier)
+  int nodes_per_leaf = 0;      // 0 when nodes straddle leaves (leaves_per_node > 0)
+  int leaves_per_node = 0;     // 0 unless node-aligned NICs straddle leaves
+  int nics_per_leaf = 0;       // capacity; the last leaf may hold fewer
+  int downlinks_per_leaf = 0;  // ports for NICs = nics_per_leaf * links_per_nic
+  int uplinks_per_leaf = 0;    // = spines_per_pod * links_per_leaf_spine (0 with 1 tier)
 
   // Tier 2 (spines; "aggregation" switches in a three-tier fat-tree).
-  int pods = 1;               // 3 tiers: groups of leaves with their own spines; else 1
-  int leaves_per_pod = 0;     // capacity of a pod; the last pod may hold fewer
-  int spines_per_pod = 0;     // 2 tiers: all spines of the plane
+  int pods = 1;                  // 3 tiers: groups of leaves with their own spines; else 1
+  int leaves_per_pod = 0;        // capacity of a pod; the last pod may hold fewer
+  int spines_per_pod = 0;        // 2 tiers: all spines of the plane
   int links_per_leaf_spine = 0;  // parallel cables between one leaf and one spine of its pod
 
   // Tier 3 (core), three tiers only: spine j of every pod is cabled to each core of group j.
-  int uplinks_per_spine = 0;   // = cores_per_group * links_per_spine_core
+  int uplinks_per_spine = 0;  // = cores_per_group * links_per_spine_core
   int cores_per_group = 0;
   int links_per_spine_core = 0;
 
@@ -53,11 +53,11 @@ struct PlaneDesign {
 
 struct FabricDesign {
   models::TopologyKind kind = models::TopologyKind::kFatTree;
-  int radix = 0;               // ports per switch (cluster.fabric.switch_radix)
-  double port_Bps = 0;         // switch port rate, per direction
-  double nic_link_Bps = 0;     // one NIC link as cabled: min(NIC line rate, port rate)
-  int planes = 0;              // 0: a single node without a fabric
-  PlaneDesign plane;           // the shape every plane shares
+  int radix = 0;            // ports per switch (cluster.fabric.switch_radix)
+  double port_Bps = 0;      // switch port rate, per direction
+  double nic_link_Bps = 0;  // one NIC link as cabled: min(NIC line rate, port rate)
+  int planes = 0;           // 0: a single node without a fabric
+  PlaneDesign plane;        // the shape every plane shares
   double requested_oversubscription = 1.0;
   // Leaf downlink : uplink bandwidth as built (1 = non-blocking; 0 with one tier).
   double leaf_oversubscription = 0;
@@ -89,7 +89,14 @@ models::Result<FabricDesign> design_fabric(const models::ClusterConfig& cluster,
 // one sentence each (the seed's 8 leaves x 32 ports + 2 spines with 8 NICs per node: "with 2
 // NICs per node: 1:1 ...", "with 4 NICs per node: 2:1 ...", "a two-tier fat-tree of 32-port
 // switches for 8 NICs per node: 16 leaves + 16 spines, 1:1"). Empty when nothing close fits.
-std::vector<std::string> design_alternatives(const models::ClusterConfig& cluster);
+// Each carries the cluster it describes; the last one, when keeps_every_nic, is a fabric sized for
+// every NIC of the nodes (what `topo --nearest` draws).
+struct DesignAlternative {
+  std::string text;
+  models::ClusterConfig cluster;
+  bool keeps_every_nic = false;
+};
+std::vector<DesignAlternative> design_alternatives(const models::ClusterConfig& cluster);
 
 // One line for a design: "2 planes x (16 leaves + 8 spines), 32 NICs and 32 uplinks per leaf
 // (1:1)"; "no fabric" for a single node.

@@ -29,6 +29,19 @@ while IFS= read -r f; do
                 "with 2 NICs per node"; do
       grep -qF -- "$want" "$tmp/err.txt" || fail "$name error lacks '$want'"
     done
+    # --nearest: the summary and picture of the fabric sized for every NIC, said to be that.
+    "$bin" topo "$f" --nearest --svg "$tmp/nearest.svg" >"$tmp/out.txt" 2>"$tmp/err.txt" \
+      || fail "$name --nearest exited $?"
+    for want in "cannot be built; drawn instead: a 2-tier fat-tree" "16 leaves + 8 spines" \
+                "bisection, max-flow"; do
+      grep -qF -- "$want" "$tmp/out.txt" || fail "$name --nearest lacks '$want'"
+    done
+    grep -qF "short by 2 ports per leaf" "$tmp/err.txt" || fail "$name --nearest hides the error"
+    if command -v dot >/dev/null; then
+      grep -q "<svg" "$tmp/nearest.svg" || fail "$name --nearest wrote no SVG"
+    fi
+    "$bin" topo "$f" --nearest --json >"$tmp/near.json" 2>/dev/null || fail "$name --nearest --json"
+    grep -qF '"drawn_instead_of_the_given_design"' "$tmp/near.json" || fail "$name --nearest JSON"
     continue
   fi
   [ "$rc" -eq 0 ] || { fail "$name exited $rc ($(head -c 400 "$tmp/err.txt"))"; continue; }
