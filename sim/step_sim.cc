@@ -766,7 +766,10 @@ models::Result<DesStepResult> simulate_step(const models::Scenario& scenario,
   layout.pp = par.pp;
   layout.gpn = scenario.cluster.node.gpus_per_node;
   layout.placement = *placement;
-  auto background = interference_flows(fabric, *placement, interference, layout.gpn);
+  std::vector<SimFlow> background;
+  if (options.interference_traffic) {
+    background = interference_flows(fabric, *placement, interference, layout.gpn);
+  }
   // 3. Patterns, the op graph, the run.
   DesStepResult out;
   out.analytic = *analytic;

@@ -38,6 +38,10 @@ struct StepSimOptions {
   SimParams sim;
   // Other traffic on the fabric; none given (any() false) means the scenario's `interference:`.
   Interference interference;
+  // false: the interference's nodes are placed (the enlarged fabric, our nodes where they sit
+  // beside the neighbour's) but nothing of it sends: the job alone on the shared cluster, the
+  // baseline against which the interference's slowdown is measured (plan reports it).
+  bool interference_traffic = true;
   bool trace = false;      // keep every op's timing for a Chrome trace (chrome_trace.h)
   int max_tasks = 20000;   // bound on the op graph; layers are grouped above it
 };

@@ -2,6 +2,8 @@
 // workload on its cluster with the analytic models (step time, tokens/s, TFLOP/s, MFU, memory
 // per GPU against capacity, time and communication breakdown), then the cost, run time and
 // goodput, and states the assumptions behind the numbers. --json prints SCENARIO.md's keys.
+// With an `interference:` section the simulator runs the step twice, with the neighbour and
+// background traffic and without, and reports the slowdown ("interference" in JSON).
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +19,7 @@
 #include "sim/step_sim.h"
 #include "tools/calibration_option.h"
 #include "tools/command_registry.h"
+#include "tools/layout_report.h"
 #include "tools/scenario_input.h"
 #include "tools/text_table.h"
 
@@ -40,7 +43,7 @@ struct PlanArgs {
   // "auto" (default): des, or analytic with a stated reason when the simulation cannot run
   // (a fabric that cannot be cabled still gets a plan, and the reason why the fabric fails).
   std::string engine = "auto";
-  std::string trace;                // des: Chrome trace JSON of the simulated step
+  std::string trace;  // des: Chrome trace JSON of the simulated step
 };
 
 std::string percent(double part, double whole) {
@@ -50,6 +53,64 @@ std::string percent(double part, double whole) {
 // A number, or JSON null where the input needed for it was not given.
 nlohmann::json or_null(bool known, double value) {
   return known && std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
+}
+
+// The scenario's `interference:` section in words: "neighbour job of 32 nodes (interleaved with
+// ours), alltoall at 80% of its NICs; background 20 GB/s per node (seed 7)".
+std::string interference_what(const models::InterferenceConfig& in) {
+  std::string s;
+  if (in.neighbour_nodes > 0) {
+    s = "neighbour job of " + std::to_string(in.neighbour_nodes) + " nodes (" +
+        (in.placement == models::NeighbourPlacement::kAfter ? "after ours"
+                                                            : "interleaved with ours") +
+        "), " + std::string(models::to_string(in.pattern)) + " at " +
+        percent(in.neighbour_load, 1) + " of its NICs";
+  }
+  if (in.background_per_node_Bps > 0) {
+    if (!s.empty()) s += "; ";
+    s += "background " + format_bandwidth(in.background_per_node_Bps) + " per node (seed " +
+         std::to_string(in.seed) + ")";
+  }
+  return s;
+}
+
+// What the interference costs the simulated step: the same step simulated twice on the same
+// fabric with our nodes in the same places, once with the neighbour and background traffic
+// sending and once with them silent.
+struct InterferenceEffect {
+  std::string what;  // interference_what()
+  models::StepResult alone;
+  double step_s_with = 0;
+  double slowdown() const { return step_s_with / alone.step_time_s; }
+  double added_s() const { return step_s_with - alone.step_time_s; }
+};
+constexpr const char* kInterferenceBaseline =
+    "alone: the same fabric and node placement with the neighbour idle and no background traffic";
+constexpr const char* kInterferenceIgnored =
+    "the analytic model has no contention and ignores the scenario's interference: section; "
+    "--engine des simulates it";
+
+void print_interference(const InterferenceEffect& e) {
+  const auto& a = e.alone.breakdown;
+  std::printf("Interference: %s\n", e.what.c_str());
+  std::printf("  step alone %s, with it %s: %sx slower (+%s)\n",
+              format_time(e.alone.step_time_s).c_str(), format_time(e.step_s_with).c_str(),
+              format_significant(e.slowdown(), 4).c_str(), format_time(e.added_s()).c_str());
+  std::printf("  exposed communication alone: tp %s, dp %s, pp %s, cp %s\n",
+              format_time(a.tp.exposed_s).c_str(), format_time(a.dp.exposed_s).c_str(),
+              format_time(a.pp.exposed_s).c_str(), format_time(a.cp.exposed_s).c_str());
+  std::printf("  (%s)\n\n", kInterferenceBaseline);
+}
+
+nlohmann::json interference_json(const InterferenceEffect& e) {
+  return {{"what", e.what},
+          {"simulated", true},
+          {"step_s_alone", e.alone.step_time_s},
+          {"step_s_with", e.step_s_with},
+          {"slowdown", e.slowdown()},
+          {"added_s", e.added_s()},
+          {"breakdown_s_alone", breakdown_json(e.alone.breakdown)},
+          {"baseline", kInterferenceBaseline}};
 }
 
 std::string parallelism_line(const models::WorkloadConfig& w, int micro_batches) {
@@ -299,16 +360,7 @@ nlohmann::json plan_json(const models::Scenario& s, const models::StepResult& r,
       {"memory_advice", advice},
       {"forward_s", r.forward_s},
       {"backward_s", r.backward_s},
-      {"breakdown_s",
-       {{"compute", b.compute_s},
-        {"exposed_comm",
-         {{"dp", b.dp.exposed_s},
-          {"tp", b.tp.exposed_s},
-          {"pp", b.pp.exposed_s},
-          {"cp", b.cp.exposed_s}}},
-        {"hidden_comm", b.hidden_comm_s()},
-        {"bubble", b.bubble_s},
-        {"optimizer", b.optimizer_s}}},
+      {"breakdown_s", breakdown_json(b)},
       {"comm", {{"tp", dim(b.tp)}, {"dp", dim(b.dp)}, {"pp", dim(b.pp)}, {"cp", dim(b.cp)}}},
       {"collectives", comms},
       {"cost",
@@ -352,6 +404,8 @@ int run_plan(const PlanArgs& a) {
   if (!a.trace.empty() && !des) return fail_bad_input("plan", "--trace needs --engine des");
   std::string engine_note;  // why auto fell back to the analytic model
   double analytic_step_s = step->step_time_s;
+  const bool interfered = scenario->interference.any();
+  InterferenceEffect interference{interference_what(scenario->interference)};
   if (des) {
     sim::StepSimOptions options;
     options.trace = !a.trace.empty();
@@ -359,7 +413,8 @@ int run_plan(const PlanArgs& a) {
     if (!simulated && a.engine == "des") {
       // Messages from the scenario's own keys already start with its path.
       const std::string& m = simulated.message();
-      return fail_bad_input("plan", m.rfind(scenario->path, 0) == 0 ? m : scenario->path + ": " + m);
+      return fail_bad_input("plan",
+                            m.rfind(scenario->path, 0) == 0 ? m : scenario->path + ": " + m);
     }
     if (!simulated) {
       des = false;
@@ -374,6 +429,17 @@ int run_plan(const PlanArgs& a) {
       *step = simulated->step;
     }
   }
+  if (des && interfered) {
+    // The same step again with the interference silent: the baseline of its slowdown.
+    sim::StepSimOptions options;
+    options.interference_traffic = false;
+    auto alone = sim::simulate_step(*scenario, params, options);
+    if (!alone) {
+      return fail_bad_input("plan", scenario->path + ": without interference: " + alone.message());
+    }
+    interference.alone = alone->step;
+    interference.step_s_with = step->step_time_s;
+  }
   const models::CostParams cost_params;
   const models::RunCost cost = models::estimate_run_cost(*scenario, *step, cost_params);
 
@@ -381,6 +447,11 @@ int run_plan(const PlanArgs& a) {
     nlohmann::json j = plan_json(*scenario, *step, cost, params, des ? "des" : "analytic");
     if (des) j["analytic_step_time_s"] = analytic_step_s;
     if (!engine_note.empty()) j["engine_note"] = engine_note;
+    if (interfered && des) j["interference"] = interference_json(interference);
+    if (interfered && !des) {
+      j["interference"] = {
+          {"what", interference.what}, {"simulated", false}, {"note", kInterferenceIgnored}};
+    }
     std::printf("%s\n", j.dump(2).c_str());
     return kExitOk;
   }
@@ -393,7 +464,11 @@ int run_plan(const PlanArgs& a) {
                 format_time(analytic_step_s).c_str(),
                 format_significant(step->step_time_s / analytic_step_s, 4).c_str());
   }
-  if (!a.trace.empty()) std::printf("Timeline of the step (Chrome trace, Perfetto): %s\n\n", a.trace.c_str());
+  if (interfered && des) print_interference(interference);
+  if (interfered && !des)
+    std::printf("Interference: %s: %s\n\n", interference.what.c_str(), kInterferenceIgnored);
+  if (!a.trace.empty())
+    std::printf("Timeline of the step (Chrome trace, Perfetto): %s\n\n", a.trace.c_str());
   print_memory(*scenario, *step, params);
   print_breakdown(*step);
   const auto advice = models::step_advice(*scenario, *step);

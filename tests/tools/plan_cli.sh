@@ -80,6 +80,36 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['engine']=
 grep -q "fat-tree-256gpu.yaml:[0-9]*:[0-9]*: cluster.fabric" "$tmp/fb.err" || fail "no file:line:col in: $(cat "$tmp/fb.err")"
 grep -q "yaml: .*fat-tree-256gpu.yaml" "$tmp/fb.err" && fail "the path is printed twice: $(cat "$tmp/fb.err")"
 
+# Interference (the scenario's interference: section): the simulator reports the step alone (the
+# neighbour idle, no background) and with it, and the slowdown; the analytic model says plainly
+# that it ignores it. Without the section there is no such report.
+grep -q "^Interference" "$tmp/plan.txt" && fail "interference reported for a scenario without it"
+grep -q '"interference"' "$tmp/des.json" && fail "interference key for a scenario without it"
+f="$src/scenarios/ib-256gpu-neighbour-job.yaml"
+"$bin" plan "$f" >"$tmp/nb.txt" 2>"$tmp/err.txt" || fail "plan $f exited $? ($(cat "$tmp/err.txt"))"
+grep -q "^Interference: neighbour job of 32 nodes" "$tmp/nb.txt" || fail "no interference report"
+grep -qE "step alone .*, with it .*: [0-9.]+x slower" "$tmp/nb.txt" || fail "no slowdown line"
+"$bin" plan "$f" --json >"$tmp/nb.json" || fail "plan $f --json exited $?"
+python3 - "$tmp/nb.json" <<'PY' || fail "interference JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+i = d["interference"]
+assert d["engine"] == "des" and i["simulated"] is True, (d["engine"], i)
+for k in ("step_s_alone", "step_s_with", "slowdown", "added_s", "what", "baseline"):
+    assert k in i, k
+assert i["step_s_with"] == d["step_time_s"], (i["step_s_with"], d["step_time_s"])
+assert i["slowdown"] > 1.05, i["slowdown"]
+assert abs(i["slowdown"] - i["step_s_with"] / i["step_s_alone"]) < 1e-9 * i["slowdown"]
+assert abs(i["added_s"] - (i["step_s_with"] - i["step_s_alone"])) < 1e-9 * i["step_s_with"]
+assert "neighbour job of 32 nodes" in i["what"] and "background" in i["what"], i["what"]
+PY
+"$bin" plan "$f" --engine analytic >"$tmp/nba.txt" || fail "plan $f --engine analytic exited $?"
+[ "$(grep -c "ignores the scenario's interference" "$tmp/nba.txt")" -eq 1 ] ||
+  fail "analytic plan does not say (once) that it ignores the interference"
+"$bin" plan "$f" --engine analytic --json >"$tmp/nba.json" || fail "analytic --json exited $?"
+python3 -c 'import json,sys; i=json.load(open(sys.argv[1]))["interference"]; assert i["simulated"] is False and "ignores" in i["note"] and "slowdown" not in i, i' \
+  "$tmp/nba.json" || fail "analytic interference note in JSON"
+
 # Every shipped scenario plans (exit 0, valid JSON); other YAML there (claims) is skipped.
 for f in "$src"/scenarios/*.yaml "$src"/scenarios/seed/*.yaml; do
   grep -q '^cluster:' "$f" || continue
