@@ -501,22 +501,17 @@ std::string describe_cluster(const ClusterConfig& c) {
 
 Result<double> size_arg(std::string_view t) { return parse_size_bytes(t); }
 
-}  // namespace
-
-Result<std::vector<Claim>> load_claims_file(const std::string& path) {
-  auto text = read_text_file(path);
-  if (!text) return text.error();
-  YamlReader in(path);
-  YAML::Node root, list;
+// The entries of a `claims:` list read by `in` (errors cite in.origin()). Each claim's hardware
+// is its own `scenario:` (relative to the list's file), its inline keys, or, for a list inside a
+// scenario (`own`), that scenario; the override keys apply to either scenario.
+Result<std::vector<Claim>> read_claims_list(YamlReader& in, const YAML::Node& list,
+                                            const Scenario* own) {
+  const std::string& path = in.origin();
   auto failed = [&]() -> Result<std::vector<Claim>> { return in.error(); };
   auto bad = [&](const YAML::Node& n, const std::string& at, const std::string& what) {
     in.fail(n, at, what);
     return failed();
   };
-  if (!in.parse(*text, &root) || !in.open_map(root, "", {"name", "claims"}) ||
-      !in.list(root, "", "claims", &list, true)) {
-    return failed();
-  }
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   std::vector<Claim> out;
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -634,12 +629,23 @@ Result<std::vector<Claim>> load_claims_file(const std::string& path) {
       return bad(e["precision"], p + ".precision", "unknown precision");
     }
     // The hardware: a scenario with overrides, or a sketch from the inline keys.
+    const Scenario* base = own;
+    std::string label = own != nullptr ? own->path : "";
+    Result<Scenario> named = Error{};
     if (!scenario.empty()) {
-      const std::string sp = (dir / scenario).lexically_normal().string();
-      auto sc = load_scenario_file(sp);
-      if (!sc) return bad(e["scenario"], p + ".scenario", sc.message());
-      c.cluster = sc->cluster;
-      c.workload = sc->workload;
+      if (own != nullptr) {
+        return bad(e["scenario"], p + ".scenario",
+                   "a claim inside a scenario is held to that scenario's hardware (override "
+                   "only nodes, nic, nics_per_node, links_per_nic, in_network_reduction)");
+      }
+      named = load_scenario_file((dir / scenario).lexically_normal().string());
+      if (!named) return bad(e["scenario"], p + ".scenario", named.message());
+      base = &*named;
+      label = scenario;
+    }
+    if (base != nullptr) {
+      c.cluster = base->cluster;
+      c.workload = base->workload;
       c.has_workload = true;
       if (!gpu.empty() || !scale_up.empty() || gpus_per_node > 0) {
         return bad(e, p, "with a scenario, override only nodes, nic, nics_per_node, "
@@ -654,7 +660,7 @@ Result<std::vector<Claim>> load_claims_file(const std::string& path) {
       if (nics >= 0) c.cluster.node.nics_per_node = nics;
       if (links > 0) c.cluster.node.links_per_nic = links;
       if (sharp >= 0) c.cluster.fabric.in_network_reduction = sharp == 1;
-      c.hardware = describe_cluster(c.cluster) + " (" + scenario + ")";
+      c.hardware = describe_cluster(c.cluster) + " (" + label + ")";
     } else if (!gpu.empty()) {
       ClusterSketch s;
       s.gpu = gpu;
@@ -701,6 +707,30 @@ Result<std::vector<Claim>> load_claims_file(const std::string& path) {
     out.push_back(std::move(c));
   }
   return out;
+}
+
+}  // namespace
+
+Result<std::vector<Claim>> load_claims_file(const std::string& path) {
+  auto text = read_text_file(path);
+  if (!text) return text.error();
+  YamlReader in(path);
+  YAML::Node root, list;
+  if (!in.parse(*text, &root) || !in.open_map(root, "", {"name", "claims"}) ||
+      !in.list(root, "", "claims", &list, true)) {
+    return in.error();
+  }
+  return read_claims_list(in, list, nullptr);
+}
+
+Result<std::vector<Claim>> read_scenario_claims(std::string_view yaml_text,
+                                                const Scenario& scenario) {
+  YamlReader in(scenario.path);
+  YAML::Node root, list;
+  if (!in.parse(yaml_text, &root) || !root.IsMap() || !in.list(root, "", "claims", &list)) {
+    return in.ok() ? Result<std::vector<Claim>>(std::vector<Claim>{}) : in.error();
+  }
+  return read_claims_list(in, list, &scenario);
 }
 
 Result<Claim> parse_claim_line(const std::string& line, const ClusterConfig& cluster,

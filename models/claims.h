@@ -116,6 +116,15 @@ ClaimResult evaluate_claim(const Claim& claim);
 // to the file. Fails with "file:line:col: claims[i].key: what is wrong".
 Result<std::vector<Claim>> load_claims_file(const std::string& path);
 
+// Reads the top-level `claims:` list of a scenario document (`yaml_text`, loaded as `scenario`;
+// errors cite scenario.path). Entries take the claims file's form, except that the hardware is
+// the scenario's own (cluster and workload): no `scenario:`, `gpu:`, `gpus_per_node:` or
+// `scale_up:`; nodes, nic, nics_per_node, links_per_nic and in_network_reduction may override it.
+// No `claims:` key: an empty list. The scenario loader calls it (Scenario::claims); other
+// callers read scenario.claims instead.
+Result<std::vector<Claim>> read_scenario_claims(std::string_view yaml_text,
+                                                const Scenario& scenario);
+
 // A one-line collective claim on a cluster: "all_reduce 2GB 18ms", "all_gather 1GiB 300GB/s
 // busbw" (metric word optional: unstated then), "ring all_reduce 2GB 300GB/s". NICs per node and
 // in-network reduction are left open (the verdict says what it would take). Fails naming the

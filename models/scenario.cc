@@ -16,6 +16,7 @@
 #include <sstream>
 #include <utility>
 
+#include "models/claims.h"
 #include "models/units.h"
 
 namespace clustersim::models {
@@ -85,8 +86,10 @@ namespace {
 
 using Keys = std::span<const std::string_view>;
 
-constexpr std::string_view kTopKeys[] = {"name",        "cluster",     "workload",    "cost",
-                                         "reliability", "calibration", "interference"};
+// `claims` comes last: it is read from the file only, not a --set key (keys_under leaves it out).
+constexpr std::string_view kTopKeys[] = {"name",        "cluster",     "workload",     "cost",
+                                         "reliability", "calibration", "interference", "claims"};
+constexpr Keys kSettableTopKeys = Keys(kTopKeys).first(std::size(kTopKeys) - 1);
 constexpr std::string_view kClusterKeys[] = {"nodes", "node", "fabric", "storage"};
 constexpr std::string_view kNodeKeys[] = {"gpu", "gpus_per_node", "scale_up",
                                           "nics_per_node", "nic", "links_per_nic"};
@@ -270,7 +273,7 @@ const std::vector<OverrideField<SwitchSpec>>& switch_fields() {
 // Catalog entries (gpu, scale_up, nic, switch, model) take `base:` and their override fields.
 std::vector<std::string_view> keys_under(std::string_view path) {
   static constexpr std::pair<std::string_view, Keys> kMaps[] = {
-      {"", kTopKeys},
+      {"", kSettableTopKeys},
       {"cluster", kClusterKeys},
       {"cluster.node", kNodeKeys},
       {"cluster.fabric", kFabricKeys},
@@ -1040,6 +1043,14 @@ Result<Scenario> Loader::load(std::string_view text) {
       }
     }
     if (!check_combinations()) return *error_;
+    if (root["claims"].IsDefined()) {
+      auto claims = read_scenario_claims(text, sc_);
+      if (!claims) {
+        error_ = claims.error();
+        return *error_;
+      }
+      sc_.claims = std::make_shared<const std::vector<Claim>>(std::move(*claims));
+    }
   } catch (const YAML::Exception& e) {
     fail_at(e.mark, "", "cannot read the YAML: " + e.msg);
     return *error_;
@@ -1160,6 +1171,9 @@ Status check_parallelism(const Scenario& scenario) {
 
 Status check_scenario_key(std::string_view key_path) {
   const std::vector<std::string> parts = split_key_path(key_path);
+  if (parts.front() == "claims") {
+    return Error{std::string(key_path) + ": a scenario's claims are read from its file only"};
+  }
   std::string path;
   for (const std::string& part : parts) {
     if (part.empty()) {

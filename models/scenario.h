@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -146,6 +147,8 @@ struct InterferenceConfig {
   bool any() const { return neighbour_nodes > 0 || background_per_node_Bps > 0; }
 };
 
+struct Claim;  // models/claims.h
+
 struct Scenario {
   std::string name;
   std::string path;  // file it came from ("<embedded>" for the default)
@@ -155,6 +158,22 @@ struct Scenario {
   ReliabilityConfig reliability;
   std::string calibration_path;  // resolved relative to the scenario file; "" = none
   InterferenceConfig interference;
+  // Top-level `claims:` (optional): figures a seller or a blog gives for this cluster, which
+  // `clustersim verify --scenario FILE` holds to the scenario's hardware (models/claims.h). Each
+  // entry takes the claims file's form (scenarios/seed/claims.yaml's header) without its
+  // hardware keys: the cluster is this one, overridden per claim by nodes, nic, nics_per_node,
+  // links_per_nic, in_network_reduction. E.g.
+  //   claims:
+  //     - id: allreduce-2gb-18ms
+  //       says: "2 GB all_reduce in 18 ms"
+  //       kind: collective_time
+  //       op: all_reduce
+  //       size: 2GB
+  //       time: 18ms
+  //       free: [nics_per_node]
+  // Parsed and checked on load (errors cite file:line:col: claims[i].key); shared and
+  // immutable; null when the file has no `claims:`. Not a `--set` key.
+  std::shared_ptr<const std::vector<Claim>> claims;
 
   // Where each key was given in the file (the key's own line:col), by dotted path
   // ("cluster.fabric.switch_radix", "cluster.node.gpu.bf16"), so that later stages (topology

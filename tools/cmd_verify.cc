@@ -4,8 +4,9 @@
 //          (validate/acceptance.h); exit 0 when nothing failed, 1 when a check failed.
 //   verify --check-report REPORT [--sign-key KEY] [MEASUREMENTS.json]: is the report's HMAC
 //          right, and does it judge these measurement bytes? exit 0 yes, 1 no.
-//   verify --claim "all_reduce 2GB 18ms" [--scenario FILE] | --claims FILE: is a figure
-//          physically possible (models/claims.h)? exit 1 when one is IMPOSSIBLE.
+//   verify --claim "all_reduce 2GB 18ms" [--scenario FILE] | --claims FILE | --scenario FILE
+//          (its own `claims:`): is a figure physically possible (models/claims.h)? exit 1 when
+//          one is IMPOSSIBLE.
 // A key file's bytes are the key (one trailing newline dropped).
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -97,6 +98,15 @@ int run_claims(const VerifyArgs& a) {
       if (!c) return fail_bad_input(kCmd, c.message());
       claims.push_back(std::move(*c));
     }
+  } else if (a.claims_file.empty()) {  // --scenario alone: the claims it carries
+    auto scenario = models::load_scenario_file(a.scenario);
+    if (!scenario) return fail_bad_input(kCmd, scenario.message());
+    if (!scenario->claims || scenario->claims->empty()) {
+      return fail_bad_input(kCmd, a.scenario +
+                                      " has no claims: list (add one, or give --claim "
+                                      "\"all_reduce 2GB 18ms\")");
+    }
+    claims = *scenario->claims;
   }
   std::vector<models::ClaimResult> results;
   bool impossible = false;
@@ -238,7 +248,9 @@ int run_acceptance(const VerifyArgs& a) {
 }
 
 int run_verify(const VerifyArgs& a) {
-  const bool claims = !a.claims.empty() || !a.claims_file.empty();
+  // --scenario without a measurement file judges the scenario's own claims.
+  const bool claims =
+      !a.claims.empty() || !a.claims_file.empty() || (!a.scenario.empty() && a.file.empty());
   if (!a.check_report.empty()) return run_check_report(a);
   if (claims) {
     if (!a.file.empty()) return fail_bad_input(kCmd, "judge claims or a measurement file, not both");
@@ -266,7 +278,8 @@ const bool kRegistered = register_command(
        sub.add_option("--claim", a->claims,
                       "a figure to hold to physics: \"all_reduce 2GB 18ms\" (repeatable)");
        sub.add_option("--claims", a->claims_file, "a claims file (scenarios/seed/claims.yaml)");
-       sub.add_option("--scenario", a->scenario, "the hardware of --claim (default: embedded)");
+       sub.add_option("--scenario", a->scenario,
+                      "the hardware of --claim (default: embedded); alone: judge its claims:");
        sub.add_flag("--json", a->json, "machine output");
        return [a] { return run_verify(*a); };
      }});

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <string>
 
+#include "models/claims.h"
+
 namespace clustersim::models {
 namespace {
 
@@ -341,6 +343,68 @@ TEST_SUITE("models") {
     one_node.replace(one_node.find("  nodes: 2"), 10, "  nodes: 1");
     one_node.replace(one_node.find("    dp: 2"), 9, "    dp: 1");
     CHECK(load(one_node).ok());
+  }
+
+  TEST_CASE("a claims: list is held to the scenario's own hardware") {
+    const std::string claims =
+        "claims:\n"                    // 17
+        "  - id: ar\n"                 // 18
+        "    says: 2 GB in 18 ms\n"    // 19
+        "    kind: collective_time\n"  // 20
+        "    op: all_reduce\n"         // 21
+        "    size: 2GB\n"              // 22
+        "    time: 18ms\n"             // 23
+        "  - id: ar-one-nic\n"         // 24
+        "    says: 2 GB in 18 ms on one NIC per node\n"
+        "    kind: collective_time\n"
+        "    nics_per_node: 1\n"
+        "    free: [nics_per_node]\n"
+        "    op: all_reduce\n"
+        "    size: 2GB\n"
+        "    time: 18ms\n";
+    CHECK(load(kBase)->claims == nullptr);
+    auto r = load(std::string(kBase) + claims);
+    REQUIRE_MESSAGE(r.ok(), (r.ok() ? std::string() : r.message()));
+    REQUIRE(r->claims != nullptr);
+    REQUIRE(r->claims->size() == 2);
+    const Claim& all = (*r->claims)[0];
+    CHECK(all.id == "ar");
+    CHECK(all.cluster.nodes == 2);
+    CHECK(all.cluster.node.nics_per_node == 8);
+    CHECK(all.has_workload);
+    CHECK(all.hardware.find("(t.yaml)") != std::string::npos);
+    // 2 nodes x 8 x 400G: each node sends S = 2 GB at 400 GB/s: 5 ms.
+    CHECK(evaluate_claim(all).verdict == ClaimVerdict::kPossible);
+    const Claim& one = (*r->claims)[1];
+    CHECK(one.cluster.node.nics_per_node == 1);  // the claim's override; the scenario keeps 8
+    CHECK(r->cluster.node.nics_per_node == 8);
+    // One NIC: 2 GB at 50 GB/s = 40 ms; 3 NICs at IB's 0.94: 2 GB / (0.94 x 150 GB/s) = 14.2 ms.
+    const ClaimResult v = evaluate_claim(one);
+    CHECK(v.verdict == ClaimVerdict::kPossibleOnlyIf);
+    CHECK(v.conditions == std::vector<std::string>{">= 3 x ib-ndr (400 Gb/s) per node"});
+
+    SUBCASE("a bad claim cites file:line:col and the claim's key") {
+      std::string no_time = std::string(kBase) + claims;
+      no_time.erase(no_time.find("    time: 18ms\n"), 15);
+      CHECK_PREFIX(error_of(no_time), "t.yaml:18:5: claims[0].time: missing");
+      std::string bad_op = std::string(kBase) + claims;
+      bad_op.replace(bad_op.find("op: all_reduce"), 14, "op: reduce_all");
+      CHECK_PREFIX(error_of(bad_op), "t.yaml:21:9: claims[0].op: unknown op 'reduce_all'");
+    }
+    SUBCASE("the hardware is the scenario's: no scenario: or inline gpu") {
+      std::string other = std::string(kBase) + claims;
+      other.replace(other.find("    kind: collective_time"), 25,
+                    "    kind: collective_time\n    scenario: default.yaml");
+      CHECK_PREFIX(error_of(other), "t.yaml:21:15: claims[0].scenario: a claim inside a scenario");
+      std::string gpu = std::string(kBase) + claims;
+      gpu.replace(gpu.find("    kind: collective_time"), 25,
+                  "    kind: collective_time\n    gpu: b200");
+      CHECK_PREFIX(error_of(gpu), "t.yaml:18:5: claims[0]: with a scenario, override only");
+    }
+    SUBCASE("not a --set key") {
+      CHECK_FALSE(check_scenario_key("claims").ok());
+      CHECK(check_scenario_key("interference").ok());
+    }
   }
 
   TEST_CASE("zero stage, schedules and virtual stages") {

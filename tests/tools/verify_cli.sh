@@ -69,6 +69,40 @@ PY
   || fail "a possible-only-if claim exits 0"
 grep -q "POSSIBLE_ONLY_IF" "$tmp/c.txt" && grep -q "only if:  >= 3 x ib-ndr" "$tmp/c.txt" \
   || fail "the claim names what it would take"
+# A scenario's own claims: list, judged on its hardware by --scenario alone.
+rail="$src/scenarios/llama3-70b-64xh100-ndr-rail.yaml"
+"$bin" verify --scenario "$rail" --json >"$tmp/sc.json" || fail "the rail scenario's claims exit 0"
+python3 - "$tmp/sc.json" <<'PY' || fail "the rail scenario's claims"
+import json, sys
+got = {c["id"]: c for c in json.load(open(sys.argv[1]))["claims"]}
+assert {k: c["verdict"] for k, c in got.items()} == {
+    "allreduce-8gib-busbw-760": "BEYOND_PROTOCOL_RATE",      # 787.5 raw, 740 at IB's 0.94
+    "allreduce-2gb-8ms-without-sharp": "POSSIBLE_ONLY_IF",  # 8.75 ms floor without SHARP
+    "training-1100-tokens-per-gpu": "POSSIBLE"}, got
+assert all("llama3-70b-64xh100-ndr-rail.yaml" in c["hardware"] for c in got.values())
+assert "SHARP off" in got["allreduce-2gb-8ms-without-sharp"]["hardware"]
+assert got["allreduce-2gb-8ms-without-sharp"]["conditions"] == [
+    "in-network reduction (SHARP) runs the all_reduce"]
+b = got["allreduce-8gib-busbw-760"]
+assert b["floor"]["value"] > 760e9 > b["achievable_floor"]["value"], b
+PY
+# One that beats the floor exits 1; a bad claim cites file:line:col and exits 2; none exits 2.
+sed '/^claims:/,$d' "$rail" >"$tmp/s.yaml"
+cp "$tmp/s.yaml" "$tmp/bad.yaml"
+printf 'claims:\n  - id: fast\n    says: x\n    kind: collective_time\n    op: all_reduce\n    size: 2GB\n    time: 1ms\n' >>"$tmp/s.yaml"
+"$bin" verify --scenario "$tmp/s.yaml" >"$tmp/s.txt"
+[ $? -eq 1 ] || fail "an impossible scenario claim should exit 1"
+grep -q "^IMPOSSIBLE  *fast" "$tmp/s.txt" || fail "the impossible claim is named: $(cat "$tmp/s.txt")"
+lines=$(wc -l <"$tmp/bad.yaml")
+printf 'claims:\n  - id: slow\n    says: x\n    kind: collective_time\n    op: all_reduce\n    size: 2GB\n' >>"$tmp/bad.yaml"
+"$bin" verify --scenario "$tmp/bad.yaml" >/dev/null 2>"$tmp/bad.err"
+[ $? -eq 2 ] || fail "a claim without its time should exit 2"
+grep -q "bad.yaml:$((lines + 2)):5: claims\[0\].time: missing" "$tmp/bad.err" \
+  || fail "the bad claim's file:line:col: $(cat "$tmp/bad.err")"
+"$bin" plan "$tmp/bad.yaml" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "plan rejects the scenario with a bad claim too"
+"$bin" verify --scenario "$src/scenarios/h200-8gpu.yaml" >/dev/null 2>"$tmp/none.err"
+[ $? -eq 2 ] && grep -q "has no claims" "$tmp/none.err" || fail "a scenario without claims: exit 2"
 "$bin" verify --claim "all_reduce 2GB fast" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "an unreadable claim should exit 2"
 "$bin" verify >/dev/null 2>&1
