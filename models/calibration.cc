@@ -52,9 +52,9 @@ std::string to_yaml_text(const Calibration& c) {
        "# latency-bound regime can exceed the link; 100000 GB/s marks one that does not grow.\n"
        "# GEMM / attention: efficiency = max_efficiency x w / (w + half), w = FLOPs (GEMM) or "
        "tokens.\n"
-       "# Attention is what validate's own kernel reached: recorded, not applied (the planner "
-       "keeps\n"
-       "# its production flash-attention assumption).\n";
+       "# Attention: source clustersim-flash is validate's own kernel (recorded, not applied);\n"
+       "# torch-sdpa is PyTorch's production kernel on the same GPU (calibrate\n"
+       "# --attention-reference), causal rows, applied to the planner's attention term.\n";
   y << "schema: " << kCalibrationSchema << "\n";
   y << "gpu: " << c.gpu << "\n";
   y << "sources:\n";
@@ -106,7 +106,8 @@ std::string to_yaml_text(const Calibration& c) {
   }
   y << "attention:" << (c.attention.empty() ? " []" : "") << "\n";
   for (const auto& a : c.attention) {
-    y << "  - {direction: " << (a.backward ? "backward" : "forward")
+    y << "  - {direction: " << (a.backward ? "backward" : "forward") << ", source: " << a.source
+      << ", applied: " << (a.applied ? "true" : "false")
       << ", max_efficiency: " << sig(a.max_efficiency)
       << ", half_kv_tokens: " << sig(a.half_kv_tokens) << ", points: " << a.points
       << ", max_residual: " << sig(a.max_rel_residual) << "}\n";
@@ -285,7 +286,9 @@ Result<Calibration> load_calibration_text(std::string_view yaml_text, const std:
     AttentionCalibration a;
     std::string direction;
     if (!in.open_map(e, path,
-                     {"direction", "max_efficiency", "half_kv_tokens", "points", "max_residual"}) ||
+                     {"direction", "source", "applied", "max_efficiency", "half_kv_tokens",
+                      "points", "max_residual"}) ||
+        !in.text(e, path, "source", &a.source) || !in.flag(e, path, "applied", &a.applied) ||
         !in.text(e, path, "direction", &direction, true) ||
         !in.number(e, path, "max_efficiency", &a.max_efficiency, true) ||
         !in.number(e, path, "half_kv_tokens", &a.half_kv_tokens, true) ||
@@ -368,6 +371,15 @@ void apply_calibration(const Calibration& c, Precision precision, ComputeParams*
     params->gemm_half_efficiency_flops = g.half_efficiency_flops;
   }
   if (c.hbm_efficiency > 0) params->hbm_efficiency = c.hbm_efficiency;
+  for (const auto& a : c.attention) {
+    if (!a.applied) continue;
+    if (a.backward) {
+      params->attention_bwd_max_efficiency = a.max_efficiency;
+    } else {
+      params->attention_fwd_max_efficiency = a.max_efficiency;
+      params->attention_half_efficiency_kv_tokens = a.half_kv_tokens;
+    }
+  }
 }
 
 Status check_calibration_gpu(const Calibration& c, const ClusterConfig& cluster) {

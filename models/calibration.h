@@ -81,6 +81,10 @@ struct AttentionCalibration {
   double half_kv_tokens = 0;
   int points = 0;
   double max_rel_residual = 0;
+  // "clustersim-flash" (validate's kernel: recorded, not applied) or "torch-sdpa" (a production
+  // kernel measured on the same GPU, causal rows: applied to the planner's attention term).
+  std::string source = "clustersim-flash";
+  bool applied = false;
 };
 
 struct Calibration {
@@ -122,8 +126,8 @@ void apply_calibration(const Calibration& c, CollectiveParams* params);
 // were measured on that shape), "transfer" (the op's correction of that scope), or "model" (the
 // uncalibrated model).
 std::string_view calibration_basis(const Calibration& c, CollectiveOp op, int ranks, int nodes);
-// GEMM (the given precision's curve) and HBM efficiency; fields the overlay did not measure keep
-// their value (attention: see AttentionCalibration).
+// GEMM (the given precision's curve), HBM efficiency and the applied attention curves (forward
+// sets the half-efficiency length); fields the overlay did not measure keep their value.
 void apply_calibration(const Calibration& c, Precision precision, ComputeParams* params);
 // Both of the above for a training step on `cluster`, after check_calibration_gpu.
 Status apply_calibration(const Calibration& c, const ClusterConfig& cluster, Precision precision,

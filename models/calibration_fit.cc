@@ -484,17 +484,23 @@ void fit_gemm(const CalibrationInput& input, const GpuSpec& gpu, Calibration* ou
 void fit_attention(const CalibrationInput& input, const GpuSpec& gpu, Calibration* out) {
   const double peak = gpu.peak_flops(Precision::kBf16);  // the flash kernels run in bf16
   if (peak <= 0) return;
-  for (bool backward : {false, true}) {
-    std::vector<WeightedPoint> pts;
-    for (const auto& a : input.attention) {
-      if (a.backward == backward && a.flops_per_s > 0 && a.kv_tokens > 0) {
-        pts.push_back({a.kv_tokens, a.flops_per_s / peak, 1});
+  // Validate's own kernel over every row; a production kernel over its causal rows (what a
+  // decoder's training runs), applied to the planner.
+  for (bool production : {false, true}) {
+    for (bool backward : {false, true}) {
+      std::vector<WeightedPoint> pts;
+      for (const auto& a : input.attention) {
+        if (a.production == production && (!production || a.causal) && a.backward == backward &&
+            a.flops_per_s > 0 && a.kv_tokens > 0) {
+          pts.push_back({a.kv_tokens, a.flops_per_s / peak, 1});
+        }
       }
+      if (pts.empty()) continue;
+      const SaturatingFit f =
+          fit_saturating(pts, ComputeParams{}.attention_half_efficiency_kv_tokens);
+      out->attention.push_back({backward, f.max, f.half, f.points, f.max_rel_residual,
+                                production ? "torch-sdpa" : "clustersim-flash", production});
     }
-    if (pts.empty()) continue;
-    const SaturatingFit f =
-        fit_saturating(pts, ComputeParams{}.attention_half_efficiency_kv_tokens);
-    out->attention.push_back({backward, f.max, f.half, f.points, f.max_rel_residual});
   }
 }
 

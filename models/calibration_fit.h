@@ -130,6 +130,10 @@ struct AttentionSample {
   bool backward = false;
   double kv_tokens = 0;  // the sequence length (self-attention)
   double flops_per_s = 0;
+  // A production kernel (PyTorch's scaled_dot_product_attention: FlashAttention-2 / cuDNN), whose
+  // curve the planner applies, rather than validate's own teaching kernel (recorded only).
+  bool production = false;
+  bool causal = false;
 };
 
 // Plain samples gathered from one or more measurement files (validate/ converts them).

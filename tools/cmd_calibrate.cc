@@ -25,6 +25,7 @@ struct CalibrateArgs {
   std::vector<std::string> files;
   std::string out;
   bool json = false;
+  std::vector<std::string> attention_references;
   int max_regimes = models::PiecewiseOptions{}.max_segments;
 };
 
@@ -85,6 +86,8 @@ nlohmann::json calibration_json(const models::Calibration& c, const std::string&
   json att = json::array();
   for (const auto& a : c.attention) {
     att.push_back({{"direction", a.backward ? "backward" : "forward"},
+                   {"source", a.source},
+                   {"applied", a.applied},
                    {"max_efficiency", a.max_efficiency},
                    {"half_kv_tokens", a.half_kv_tokens},
                    {"points", a.points},
@@ -161,8 +164,11 @@ void print_calibration(const models::Calibration& c, const std::string& out) {
   }
   for (const auto& a : c.attention) {
     std::printf(
-        "\nAttention %s: max efficiency %s, half at %s tokens (%d rows, max residual %s)\n",
-        a.backward ? "backward" : "forward", format_significant(a.max_efficiency, 4).c_str(),
+        "\nAttention %s (%s, %s): max efficiency %s, half at %s tokens (%d rows, max residual "
+        "%s)\n",
+        a.backward ? "backward" : "forward", a.source.c_str(),
+        a.applied ? "applied to the planner" : "recorded, not applied",
+        format_significant(a.max_efficiency, 4).c_str(),
         format_significant(a.half_kv_tokens, 4).c_str(), a.points, pct(a.max_rel_residual).c_str());
   }
   std::printf("\n");
@@ -187,6 +193,12 @@ int run_calibrate(const CalibrateArgs& a) {
   }
   auto input = validate::calibration_input(files);
   if (!input) return fail_bad_input(cmd, input.message());
+  for (const auto& path : a.attention_references) {
+    auto ref = validate::load_attention_reference(path);
+    if (!ref) return fail_bad_input(cmd, "--attention-reference: " + ref.message());
+    input->attention.insert(input->attention.end(), ref->samples.begin(), ref->samples.end());
+    input->sources.push_back(ref->source);
+  }
   models::CalibrationOptions options;
   options.piecewise.max_segments = a.max_regimes;
   auto cal = models::fit_calibration(*input, options);
@@ -209,6 +221,9 @@ const bool kRegistered = register_command(
        sub.add_option("measurements", a->files, "measurement files (one GPU model)")->required();
        sub.add_option("-o,--out", a->out, "the overlay to write (YAML)")->required();
        sub.add_flag("--json", a->json, "print the fits as JSON");
+       sub.add_option("--attention-reference", a->attention_references,
+                      "PyTorch SDPA rates on the same GPU (validate/device/torch_reference.py "
+                      "JSON): the production attention curve the planner applies");
        sub.add_option("--max-regimes", a->max_regimes,
                       "size regimes per collective at most (piecewise alpha-beta)")
            ->capture_default_str()

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
@@ -30,8 +31,8 @@ models::Result<std::string> measured_gpu_id(const Measurement& m) {
     if (spec == nullptr) {
       char hex[32];
       std::snprintf(hex, sizeof hex, "%04x:%04x", g.pci.vendor_id, g.pci.device_id);
-      return models::Error{"GPU of rank " + std::to_string(g.rank) + " (" + g.name +
-                           ", PCI id " + hex + ") is not in the catalog"};
+      return models::Error{"GPU of rank " + std::to_string(g.rank) + " (" + g.name + ", PCI id " +
+                           hex + ") is not in the catalog"};
     }
     if (!id.empty() && spec->id != id) {
       return models::Error{"the GPUs are of different models (" + id + " and " + spec->id + ")"};
@@ -83,7 +84,8 @@ std::vector<std::string> nccl_disabled_algorithms(const Measurement& m) {
     std::set<std::string> listed;
     std::stringstream items(algo);
     for (std::string a; std::getline(items, a, ',');) {
-      std::transform(a.begin(), a.end(), a.begin(), [](unsigned char ch) { return std::tolower(ch); });
+      std::transform(a.begin(), a.end(), a.begin(),
+                     [](unsigned char ch) { return std::tolower(ch); });
       // NCCL's names: Ring, Tree, NVLS, NVLSTree, CollnetDirect, CollnetChain, PAT.
       if (a == "nvlstree") a = "nvls";
       if (a.rfind("collnet", 0) == 0) a = "collnet";
@@ -120,8 +122,8 @@ models::Result<models::CalibrationInput> calibration_input(
     auto gpu = measured_gpu_id(m);
     if (!gpu) return models::Error{files[f].path + ": " + gpu.message()};
     if (!in.gpu_id.empty() && in.gpu_id != *gpu) {
-      return models::Error{files[f].path + ": measured " + *gpu + ", the other files " +
-                           in.gpu_id + ": one calibration is for one GPU model"};
+      return models::Error{files[f].path + ": measured " + *gpu + ", the other files " + in.gpu_id +
+                           ": one calibration is for one GPU model"};
     }
     in.gpu_id = *gpu;
     in.sources.push_back(files[f].path + " sha256:" + files[f].sha256_hex);
@@ -132,8 +134,8 @@ models::Result<models::CalibrationInput> calibration_input(
       if (r.out_of_place.wrong > 0 || r.in_place.wrong > 0) continue;  // wrong results: no data
       models::CollectiveOp op;
       if (!models::parse_collective_op(r.op, &op) || row_time_s(r) <= 0) continue;
-      in.collectives.push_back({op, r.ranks, nodes_of(m, r.ranks),
-                                static_cast<double>(r.size_bytes), row_time_s(r)});
+      in.collectives.push_back(
+          {op, r.ranks, nodes_of(m, r.ranks), static_cast<double>(r.size_bytes), row_time_s(r)});
     }
     for (const GemmRate& g : m.gemm) {
       models::Precision p;
@@ -142,19 +144,64 @@ models::Result<models::CalibrationInput> calibration_input(
     }
     for (const AttentionRate& a : m.attention) {
       if (a.tflops <= 0 || a.seq_len <= 0) continue;
-      in.attention.push_back({a.direction == "backward", double(a.seq_len), a.tflops * 1e12});
+      in.attention.push_back({a.direction == "backward", double(a.seq_len), a.tflops * 1e12,
+                              a.implementation == "torch-sdpa", a.causal});
     }
     for (const BandwidthRate& b : m.bandwidth) {
       const double Bps = b.GBps * 1e9;
       if (Bps <= 0) continue;
-      if (b.kind == "hbm_copy") in.hbm_copy_Bps.push_back(Bps);
-      else if (b.kind == "h2d") in.h2d_Bps.push_back(Bps);
-      else if (b.kind == "d2h") in.d2h_Bps.push_back(Bps);
-      else if (b.kind == "p2p") in.p2p_Bps.push_back(Bps);
+      if (b.kind == "hbm_copy")
+        in.hbm_copy_Bps.push_back(Bps);
+      else if (b.kind == "h2d")
+        in.h2d_Bps.push_back(Bps);
+      else if (b.kind == "d2h")
+        in.d2h_Bps.push_back(Bps);
+      else if (b.kind == "p2p")
+        in.p2p_Bps.push_back(Bps);
     }
   }
   in.nccl_disabled_algorithms.assign(disabled.begin(), disabled.end());
   return in;
+}
+
+models::Result<AttentionReference> load_attention_reference(const std::string& path) {
+  auto text = models::read_text_file(path);
+  if (!text) return text.error();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(*text);
+  } catch (const nlohmann::json::exception& e) {
+    return models::Error{path + ": not JSON (" + e.what() + ")"};
+  }
+  if (!j.is_object() || !j.contains("sdpa") || !j["sdpa"].is_array() || j["sdpa"].empty()) {
+    return models::Error{path + ": no \"sdpa\" rows (a validate/device/torch_reference.py file)"};
+  }
+  AttentionReference out;
+  for (std::size_t i = 0; i < j["sdpa"].size(); ++i) {
+    const auto& r = j["sdpa"][i];
+    const std::string at = path + ": sdpa[" + std::to_string(i) + "]";
+    if (!r.is_object() || !r.contains("seq_len") || !r.contains("direction") ||
+        !r.contains("tflops") || !r["seq_len"].is_number() || !r["tflops"].is_number() ||
+        !r["direction"].is_string()) {
+      return models::Error{at + ": needs seq_len, direction and tflops"};
+    }
+    const std::string dir = r["direction"].get<std::string>();
+    if (dir != "forward" && dir != "backward") {
+      return models::Error{at + ": direction must be forward or backward, got '" + dir + "'"};
+    }
+    const double seq = r["seq_len"].get<double>(), tflops = r["tflops"].get<double>();
+    if (!(seq > 0) || !(tflops > 0)) return models::Error{at + ": seq_len and tflops must be > 0"};
+    models::AttentionSample a;
+    a.backward = dir == "backward";
+    a.kv_tokens = seq;
+    a.flops_per_s = tflops * 1e12;
+    a.production = true;
+    a.causal = r.value("causal", false);
+    out.samples.push_back(a);
+  }
+  out.source = path + " sha256:" + sha256_hex(*text) + " (torch " + j.value("torch", "?") +
+               " scaled_dot_product_attention on " + j.value("device", "?") + ")";
+  return out;
 }
 
 }  // namespace clustersim::validate

@@ -57,4 +57,15 @@ std::vector<bool> held_out_rows(const Measurement& m, Holdout holdout);
 models::Result<models::CalibrationInput> calibration_input(
     const std::vector<MeasurementFile>& files, const std::vector<std::vector<bool>>& skip = {});
 
+// PyTorch's scaled_dot_product_attention rows of a reference file written on the same GPU by
+// validate/device/torch_reference.py ({"device": ..., "sdpa": [{seq_len, causal, direction,
+// tflops}]}: bf16, batch 1, 16 heads, head dim 128; backward counted as 2.5 x forward) as
+// production attention samples, and the source line for the overlay ("path sha256:... (torch
+// T on DEVICE)"). Fails naming the path: unreadable, not JSON, no sdpa rows, a bad row.
+struct AttentionReference {
+  std::vector<models::AttentionSample> samples;
+  std::string source;
+};
+models::Result<AttentionReference> load_attention_reference(const std::string& path);
+
 }  // namespace clustersim::validate

@@ -37,6 +37,21 @@ for t in tr.values():
     assert 0.1 < t["bandwidth_scale"] < 3 and t["points"] == 31, t
 PY
 
+# --attention-reference: PyTorch's SDPA on the same GPU (call 8) gives the applied attention
+# curve; validate's own kernel is recorded only; a file without sdpa rows exits 2.
+m="$src/scenarios/measurements"
+"$bin" calibrate "$m/call8/h200-1gpu-shapes.json" --attention-reference "$m/call8/torch-shapes.json" \
+  -o "$tmp/att.yaml" >"$tmp/att.txt" || fail "calibrate --attention-reference"
+for want in "Attention forward (torch-sdpa, applied to the planner)" \
+            "Attention forward (clustersim-flash, recorded, not applied)"; do
+  grep -qF -- "$want" "$tmp/att.txt" || fail "calibrate output lacks '$want'"
+done
+grep -qF "source: torch-sdpa, applied: true" "$tmp/att.yaml" || fail "overlay lacks the applied SDPA curve"
+"$bin" calibrate "$synthetic" --attention-reference "$synthetic" -o "$tmp/bad.yaml" >/dev/null 2>"$tmp/err.txt"
+[ $? -eq 2 ] || fail "a reference without sdpa rows should exit 2"
+grep -qF 'no "sdpa" rows' "$tmp/err.txt" || fail "the reference error says what is missing"
+[ ! -e "$tmp/bad.yaml" ] || fail "nothing written on bad input"
+
 # The overlay applies: `collective` on 2 x H200 predicts the measured 8 GiB all_reduce.
 cat >"$tmp/h200x2.yaml" <<YAML
 name: h200x2

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything one device call does, in one script (validate/NOTES.md lists each call):
-#   bash validate/device/run_on_device.sh check|full|x8 [ROUNDS]
+#   bash validate/device/run_on_device.sh check|full|x8|shapes [ROUNDS]
 # check: attention forward + backward against the references and short timings, the copy
 #        bandwidths with the warm-up, one interleaved probe / nccl-tests round, a memcheck pass.
 # full:  the 2-GPU validate run and nccl-tests (all six ops) in the same call, ROUNDS (default 4)
@@ -10,6 +10,9 @@
 #        ops, 8 B - 8 GiB) in the same call, then ROUNDS (default 2) interleaved rounds at
 #        256 MiB - 8 GiB on all 8 GPUs. About 7 min; afterwards, here without a GPU:
 #        bash validate/device/after_x8.sh (calibrate, check, transfer error, verify).
+# shapes: (1 GPU) GEMM over 8 shapes in 4 precisions with a 10 s burn, attention 4K - 256K, and
+#        PyTorch's matmul over the same shapes and SDPA 4K - 256K: the data for GEMM efficiency
+#        as a function of shape and for the attention term (calibrate --attention-reference).
 # Needs, carried in .device/: clustersim-probe (built here: cmake --build ... --target
 # clustersim-probe, copied to .device/) and nccl-tests/build/*_perf (built here, MPI=0, sm_90).
 # Writes $OUT/console.log and $OUT/results.tar.gz.
@@ -49,6 +52,18 @@ if [ "$mode" = check ]; then
     --out "$res/memcheck.json" --skip collectives,bandwidth,gemm --attention-seq 1K \
     --attention-time 0s > "$res/memcheck.txt" 2>&1
   echo "exit $?"; tail -n 25 "$res/memcheck.txt"
+elif [ "$mode" = shapes ]; then
+  shapes=512x512x512,1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192,16384x16384x16384,4096x4096x16384,16384x4096x1024
+  step "1 GPU: GEMM over shapes (4 precisions, 0.5 s each), burn 10 s, attention 4K - 256K"
+  start=$(date +%s)
+  CUDA_VISIBLE_DEVICES=0 timeout 300 $probe --out "$res/h200-1gpu-shapes.json" --skip collectives,bandwidth \
+    --gemm-shapes $shapes --gemm-time 0.5s --burn 10s --attention-seq 4K,16K,64K,128K,256K \
+    --attention-time 0.3s > "$res/probe-shapes.txt" 2>&1
+  echo "exit $? after $(( $(date +%s) - start )) s"; sed -n '/GEMM/,$p' "$res/probe-shapes.txt"
+  step "PyTorch: matmul over the same shapes, SDPA 4K - 256K"
+  CUDA_VISIBLE_DEVICES=0 PYTHONUNBUFFERED=1 timeout 200 python3 validate/device/torch_reference.py \
+    "$res/torch-shapes.json" 4096,8192,16384,32768,65536,131072,262144 0.3 $shapes
+  echo "exit $?"
 elif [ "$mode" = x8 ]; then
   all8=0,1,2,3,4,5,6,7
   step "clustersim-probe on 8 GPUs (full; attention 4K-64K, burn 20 s)"

@@ -2,7 +2,8 @@
 a plain bf16 torch.matmul loop on random data (the "what cuBLAS reaches there" of issue 5) and
 scaled_dot_product_attention forward and backward, causal and full, bf16, batch 1, 16 heads,
 head dim 128, over the probe's sequence lengths. Times are CUDA-event medians after warm-up.
-Usage: python3 torch_reference.py OUT.json [seq,...] [seconds_per_case]"""
+Usage: python3 torch_reference.py OUT.json [seq,...] [seconds_per_case] [MxNxK,...]
+(the matmul shapes default to 4096^3 and 8192^3)"""
 import json
 import sys
 import time
@@ -36,17 +37,19 @@ def main():
     dev = torch.device("cuda:0")
     result = {"torch": torch.__version__, "cuda": torch.version.cuda,
               "device": torch.cuda.get_device_name(0), "matmul": [], "sdpa": []}
-    for n in (4096, 8192):
-        a = torch.randn(n, n, dtype=torch.bfloat16, device=dev)
-        b = torch.randn(n, n, dtype=torch.bfloat16, device=dev)
+    shapes = [tuple(int(x) for x in t.split("x")) for t in
+              (sys.argv[4] if len(sys.argv) > 4 else "4096x4096x4096,8192x8192x8192").split(",")]
+    for m, n, kk in shapes:
+        a = torch.randn(m, kk, dtype=torch.bfloat16, device=dev)
+        b = torch.randn(kk, n, dtype=torch.bfloat16, device=dev)
         # 20 products per timed call so launch gaps vanish, as the probe's batches do.
         def loop():
             for _ in range(20):
                 torch.matmul(a, b)
         t, reps = bench(loop, 2.0)
-        result["matmul"].append({"m": n, "n": n, "k": n, "dtype": "bf16",
-                                 "tflops": 2.0 * n ** 3 * 20 / t / 1e12, "reps": reps})
-        print("matmul", n, result["matmul"][-1]["tflops"], flush=True)
+        result["matmul"].append({"m": m, "n": n, "k": kk, "dtype": "bf16",
+                                 "tflops": 2.0 * m * n * kk * 20 / t / 1e12, "reps": reps})
+        print("matmul", m, n, kk, result["matmul"][-1]["tflops"], flush=True)
     heads, dim = 16, 128
     for s in seqs:
         q, k, v = (torch.randn(1, heads, s, dim, dtype=torch.bfloat16, device=dev)
