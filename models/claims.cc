@@ -247,7 +247,8 @@ ClaimResult evaluate_collective(const Claim& c) {
   } else if (at_line.any()) {
     decide(&r, n, at_line.ok, at_line.conditions);
     for (auto& condition : r.conditions) {
-      condition += " (at the full line rate: beyond " + c.cluster.node.nic.id + "'s protocol)";
+      condition +=
+          " (only at the full line rate: beyond what " + c.cluster.node.nic.id + " achieves)";
     }
   } else {
     r.verdict = ClaimVerdict::kImpossible;

@@ -102,8 +102,8 @@ struct ClaimResult {
   // How much of the stated hardware's raw capability the figure needs (floor / claimed for
   // minima, claimed / floor for maxima): above 1 is beyond physics.
   double required_fraction = 0;
-  // POSSIBLE_ONLY_IF: any one of them makes it possible (suffixed "at the full line rate" where
-  // the protocol would still fall short); BEYOND_PROTOCOL_RATE: any one of them lets the
+  // POSSIBLE_ONLY_IF: any one of them makes it possible (suffixed "only at the full line rate"
+  // where the protocol would still fall short); BEYOND_PROTOCOL_RATE: any one of them lets the
   // protocol achieve it (may be empty).
   std::vector<std::string> conditions;
   std::vector<std::string> notes;       // context: other interpretations, what is typical

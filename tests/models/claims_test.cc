@@ -109,6 +109,16 @@ TEST_SUITE("models") {
       fixed->free.clear();  // NICs per node as stated
       CHECK(evaluate_claim(*fixed).verdict == ClaimVerdict::kImpossible);
     }
+    SUBCASE("an assumption that helps only at the full line rate says so") {
+      // 4 nodes x 1 NDR, SHARP open: 40 ms with it at line rate, 42.6 ms at IB's 0.94.
+      auto c = parse_claim_line("all_reduce 2GB 41ms", cluster("h100-sxm", 8, 4, "ib-ndr", 1), "");
+      c->free = {"in_network_reduction"};
+      const ClaimResult r = evaluate_claim(*c);
+      CHECK(r.verdict == ClaimVerdict::kPossibleOnlyIf);
+      CHECK(r.conditions == std::vector<std::string>{
+                                "in-network reduction (SHARP) runs the all_reduce (only at the "
+                                "full line rate: beyond what ib-ndr achieves)"});
+    }
     SUBCASE("one node: no protocol between the GPUs, the raw floor only") {
       auto node = evaluate_claim(*parse_claim_line("ring all_reduce 8GB 440GB/s busbw",
                                                    cluster("h100-sxm", 8, 1, "", 0), ""));
