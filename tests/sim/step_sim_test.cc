@@ -21,7 +21,8 @@ struct Knobs {
   int nodes = 1;
   std::string model = "llama2-7b";
   std::string nic = "ib-ndr";
-  int tp = 8, pp = 1, dp = 1;
+  int tp = 8, pp = 1, dp = 1, cp = 1;
+  int seq_len = 4096;
   int zero = 0;
   int global_batch = 8;
   int micro_batch = 1;
@@ -61,7 +62,7 @@ models::Scenario scenario(const Knobs& k) {
                    : std::string()) +
       "workload:\n"
       "  model: " + k.model + "\n"
-      "  seq_len: 4096\n"
+      "  seq_len: " + std::to_string(k.seq_len) + "\n"
       "  global_batch: " + std::to_string(k.global_batch) + "\n"
       "  micro_batch: " + std::to_string(k.micro_batch) + "\n"
       "  precision: bf16\n"
@@ -69,7 +70,7 @@ models::Scenario scenario(const Knobs& k) {
       "    tp: " + std::to_string(k.tp) + "\n"
       "    pp: " + std::to_string(k.pp) + "\n"
       "    dp: " + std::to_string(k.dp) + "\n"
-      "    cp: 1\n"
+      "    cp: " + std::to_string(k.cp) + "\n"
       "    sp: true\n"
       "    zero: " + std::to_string(k.zero) + "\n"
       "    recompute: " + k.recompute + "\n"
@@ -169,6 +170,62 @@ TEST_SUITE("sim") {
     REQUIRE(bs.dp.total_s > backward_mb);
     CHECK(bs.dp.exposed_s == doctest::Approx(bs.dp.total_s - backward_mb).epsilon(0.1));
     CHECK(bs.dp.exposed_s > 0.5 * bs.dp.total_s - 1e-9);
+  }
+
+  TEST_CASE("context parallelism: the K/V ring hides behind attention, or shows its excess") {
+    // Two nodes as two CP ranks of TP 8: each layer's ring exchange of K/V crosses the NICs (one
+    // 400G NIC per GPU, non-blocking, so no contention between CP pairs) beside that layer's
+    // attention kernels. step_model.cc counts as exposed only what the exchange takes beyond
+    // attention (forward and backward apart); the simulation runs the two side by side. The one
+    // contention left is between dimensions: the gradient all-reduce over the CP ranks shares
+    // the NIC with the last micro-batch's backward exchange, which the formula does not see (a
+    // fixed amount per step: 44 ms on NDR below, 98 ms on 100 GbE TCP).
+    Knobs k;
+    k.nodes = 2;
+    k.cp = 2;
+    SUBCASE("32K tokens on NDR: attention outlasts the exchange, nothing exposed") {
+      k.seq_len = 32768;
+      k.global_batch = 4;
+      const auto r = simulate(scenario(k));
+      const auto& a = r.analytic.breakdown;
+      const auto& b = r.step.breakdown;
+      CAPTURE(a.cp.total_s);  // 0.280 s
+      CAPTURE(b.cp.total_s);  // 0.324 s
+      CAPTURE(b.dp.total_s);  // 0.117 s
+      REQUIRE(a.cp.total_s > 0);
+      CHECK(a.cp.exposed_s == doctest::Approx(0));
+      // The exchange ran (its transfers are in the step), all of it hidden, slowed at most by
+      // the gradient all-reduce beside it.
+      CHECK(b.cp.total_s >= a.cp.total_s * (1 - 1e-6));
+      CHECK(b.cp.total_s <= a.cp.total_s + b.dp.total_s);
+      CHECK(b.cp.exposed_s < 1e-3 * b.cp.total_s);
+      // The simulated step within 1% of the formula (measured: 1.4463 s vs 1.4475 s).
+      CHECK(r.step.step_time_s == doctest::Approx(r.analytic.step_time_s).epsilon(0.01));
+    }
+    SUBCASE("8K tokens on 100 GbE TCP: the exchange outlasts attention, the excess is exposed") {
+      k.seq_len = 8192;
+      k.nic = "eth-tcp-100";
+      // The excess over the formula, in 8 and in 32 micro-batches.
+      double excess_s[2] = {0, 0};
+      for (int i : {0, 1}) {
+        k.global_batch = i == 0 ? 8 : 32;
+        const auto r = simulate(scenario(k));
+        const auto& a = r.analytic.breakdown;
+        const auto& b = r.step.breakdown;
+        CAPTURE(k.global_batch);
+        CAPTURE(a.cp.exposed_s);  // 0.689 s at 8 micro-batches, 2.757 s at 32
+        CAPTURE(b.cp.exposed_s);  // 0.788 s, 2.856 s
+        REQUIRE(a.cp.exposed_s > 0.5 * a.cp.total_s);
+        CHECK(b.cp.exposed_s > 0.5 * b.cp.total_s);
+        excess_s[i] = b.cp.exposed_s - a.cp.exposed_s;
+        CHECK(excess_s[i] >= 0);
+        CHECK(excess_s[i] <= b.dp.total_s);
+        CHECK(r.step.step_time_s == doctest::Approx(r.analytic.step_time_s).epsilon(0.03));
+      }
+      // Per step, not per micro-batch: every micro-batch but the last exposes what the formula
+      // says (within 5%: exposed 2.856 s vs 2.757 s at 32 micro-batches).
+      CHECK(excess_s[1] == doctest::Approx(excess_s[0]).epsilon(0.05));
+    }
   }
 
   TEST_CASE("the same scenario simulates to the same step, event for event") {
