@@ -20,8 +20,10 @@
 #include "models/step_model.h"
 #include "models/units.h"
 #include "sim/step_sim.h"
+#include "sim/transport_model.h"
 #include "tools/calibration_option.h"
 #include "tools/command_registry.h"
+#include "tools/layout_report.h"
 #include "tools/scenario_input.h"
 #include "tools/text_table.h"
 
@@ -94,7 +96,8 @@ std::optional<models::Scenario> scaled(const models::Scenario& base, double fact
   if (dp < 1 || (base.workload.global_batch * static_cast<long long>(dp)) % par.dp != 0) {
     return std::nullopt;
   }
-  s.workload.global_batch = static_cast<int>(base.workload.global_batch * static_cast<long long>(dp) / par.dp);
+  s.workload.global_batch =
+      static_cast<int>(base.workload.global_batch * static_cast<long long>(dp) / par.dp);
   par.dp = dp;
   return s;
 }
@@ -136,12 +139,44 @@ std::string network_line(const models::Scenario& s) {
   return out;
 }
 
+// The share of its capacity a link of this tier keeps while flows share it, as the simulator
+// models it (sim/transport_model.h, default parameters as simulate_step uses them): the NIC's
+// technology on the NIC cables and switch links (InfiniBand 100%, RoCE 90%, TCP 75%), all of it
+// inside the node. A link loaded to that share was saturated.
+double saturation_point(const Design& d, sim::ResourceTier tier) {
+  if (tier == sim::ResourceTier::kScaleUp || tier == sim::ResourceTier::kPcie) return 1.0;
+  return sim::shared_link_efficiency(d.scenario.cluster.node.nic.technology,
+                                     sim::TransportParams{});
+}
+bool saturated(const Design& d, const sim::TierLoad& t) {
+  return t.max_utilisation >= 0.98 * saturation_point(d, t.tier);
+}
+
+// ECMP collisions in one pattern: under ECMP routing, a switch-to-switch tier whose busiest link
+// was saturated while the tier's links averaged less than two thirds of that: the hash put
+// several flows on some links and left others idle (adaptive routing spreads them). The tier, or
+// nullptr.
+const sim::TierLoad* ecmp_collisions(const Design& d, const sim::PatternReport& p) {
+  if (d.scenario.cluster.fabric.routing != models::Routing::kEcmp) return nullptr;
+  const sim::TierLoad* worst = nullptr;
+  for (const auto& t : p.loads) {
+    const bool switch_tier =
+        t.tier == sim::ResourceTier::kLeafSpine || t.tier == sim::ResourceTier::kSpineCore;
+    if (switch_tier && saturated(d, t) && t.mean_utilisation < t.max_utilisation * 2 / 3 &&
+        (!worst || t.max_utilisation > worst->max_utilisation)) {
+      worst = &t;
+    }
+  }
+  return worst;
+}
+
 // The busiest resource of each tier over the step's collective patterns.
 std::vector<sim::TierLoad> busiest_tiers(const sim::DesStepResult& r) {
   std::vector<sim::TierLoad> out;
   for (const auto& p : r.patterns)
     for (const auto& t : p.loads) {
-      auto it = std::find_if(out.begin(), out.end(), [&](const auto& o) { return o.tier == t.tier; });
+      auto it =
+          std::find_if(out.begin(), out.end(), [&](const auto& o) { return o.tier == t.tier; });
       if (it == out.end()) {
         out.push_back(t);
       } else if (t.max_utilisation > it->max_utilisation) {
@@ -157,7 +192,8 @@ std::string saturation_line(const Design& d) {
   std::string out;
   for (const auto& t : busiest_tiers(*d.des)) {
     if (!out.empty()) out += ", ";
-    out += std::string(sim::to_string(t.tier)) + " " + pct(t.max_utilisation, 1);
+    out += std::string(sim::to_string(t.tier)) + " " + pct(t.max_utilisation, 1) +
+           (saturated(d, t) ? " (sat.)" : "");
   }
   return out.empty() ? "-" : out;
 }
@@ -184,7 +220,8 @@ std::vector<std::string> reasons(const Design& a, const Design& b) {
   consider("exposed CP communication", x.cp.exposed_s, y.cp.exposed_s);
   consider("pipeline bubble", x.bubble_s, y.bubble_s);
   consider("optimizer", x.optimizer_s, y.optimizer_s);
-  std::sort(moved.begin(), moved.end(), [](const auto& p, const auto& q) { return p.first > q.first; });
+  std::sort(moved.begin(), moved.end(),
+            [](const auto& p, const auto& q) { return p.first > q.first; });
   std::vector<std::string> out;
   for (auto& m : moved) out.push_back(std::move(m.second));
 
@@ -241,8 +278,18 @@ std::vector<std::string> reasons(const Design& a, const Design& b) {
             u = t.max_utilisation;
             busiest = std::string(sim::to_string(t.tier)) + " " + t.busiest;
           }
-        out.push_back(p.what + " ran " + format_significant(p.slowdown(), 3) +
-                      "x its uncontended time (busiest: " + busiest + " at " + pct(u, 1) + ")");
+        std::string line =
+            p.what + " ran " + format_significant(p.slowdown(), 3) + "x its uncontended time";
+        if (const sim::TierLoad* c = ecmp_collisions(b, p)) {
+          line += ": ECMP collisions: the hash put several flows on some " +
+                  std::string(sim::to_string(c->tier)) +
+                  " links while others carried little (busiest " + c->busiest + " saturated at " +
+                  pct(c->max_utilisation, 1) + ", mean " + pct(c->mean_utilisation, 1) +
+                  " over the " + std::to_string(c->resources) + " links that carried traffic)";
+        } else {
+          line += " (busiest: " + busiest + " at " + pct(u, 1) + ")";
+        }
+        out.push_back(std::move(line));
       }
     }
   }
@@ -306,8 +353,12 @@ void print_table(const std::vector<Design>& ds, bool des) {
   });
   std::printf("%s", t.render(2).c_str());
   if (des) {
-    std::printf("  * utilisation of the busiest link of each tier while the step's collectives run "
-                "(100%%: saturated)\n");
+    std::printf(
+        "  * utilisation of the busiest link of each tier while the step's collectives run; "
+        "sat.: saturated (100%%, or on a shared RoCE / TCP link what congestion control leaves "
+        "of it: %s / %s)\n",
+        pct(sim::shared_link_efficiency(models::LinkTechnology::kRoce, {}), 1).c_str(),
+        pct(sim::shared_link_efficiency(models::LinkTechnology::kEthernetTcp, {}), 1).c_str());
   }
   std::printf("\n");
 }
@@ -358,18 +409,13 @@ nlohmann::json design_json(const Design& d) {
       {"mfu", d.step.mfu},
       {"memory_per_gpu_bytes", d.step.memory.total()},
       {"fits", d.step.fits},
-      {"breakdown_s",
-       {{"compute", b.compute_s},
-        {"exposed_comm",
-         {{"dp", b.dp.exposed_s}, {"tp", b.tp.exposed_s}, {"pp", b.pp.exposed_s}, {"cp", b.cp.exposed_s}}},
-        {"hidden_comm", b.hidden_comm_s()},
-        {"bubble", b.bubble_s},
-        {"optimizer", b.optimizer_s}}},
+      {"breakdown_s", breakdown_json(b)},
       {"cost",
        {{"usd_per_step", d.cost.priced ? nlohmann::json(d.cost.usd_per_step) : nlohmann::json()},
         {"usd_per_million_tokens",
          d.cost.priced ? nlohmann::json(d.cost.usd_per_million_tokens) : nlohmann::json()},
-        {"run_usd", d.cost.priced && d.cost.has_run ? nlohmann::json(d.cost.run_usd) : nlohmann::json()}}},
+        {"run_usd",
+         d.cost.priced && d.cost.has_run ? nlohmann::json(d.cost.run_usd) : nlohmann::json()}}},
   };
   if (d.des) {
     nlohmann::json patterns = nlohmann::json::array();
@@ -379,12 +425,15 @@ nlohmann::json design_json(const Design& d) {
         tiers.push_back({{"tier", sim::to_string(t.tier)},
                          {"max_utilisation", t.max_utilisation},
                          {"mean_utilisation", t.mean_utilisation},
+                         {"links", t.resources},
+                         {"saturated", saturated(d, t)},
                          {"busiest", t.busiest}});
       }
       patterns.push_back({{"what", p.what},
                           {"uncontended_s", p.uncontended_s},
                           {"simulated_s", p.simulated_s},
                           {"slowdown", p.slowdown()},
+                          {"ecmp_collisions", ecmp_collisions(d, p) != nullptr},
                           {"tiers", tiers}});
     }
     j["fabric"] = {{"patterns", patterns}, {"critical_stage", d.des->critical_stage}};
@@ -425,17 +474,20 @@ int run_compare(const CompareArgs& a) {
   if (!a.plot.empty()) plot_error = draw_plot(ds, a.plot);
 
   if (a.json) {
-    nlohmann::json out = {{"engine", a.engine}, {"designs", nlohmann::json::array()},
+    nlohmann::json out = {{"engine", a.engine},
+                          {"designs", nlohmann::json::array()},
                           {"differences", nlohmann::json::array()}};
     for (const auto& d : ds) out["designs"].push_back(design_json(d));
     for (size_t i = 1; i < ds.size(); ++i) {
-      out["differences"].push_back({{"design", ds[i].scenario.name},
-                                    {"baseline", ds[0].scenario.name},
-                                    {"step_time_ratio", ds[i].step.step_time_s / ds[0].step.step_time_s},
-                                    {"tokens_per_s_ratio", ds[i].step.tokens_per_s / ds[0].step.tokens_per_s},
-                                    {"reasons", reasons(ds[0], ds[i])}});
+      out["differences"].push_back(
+          {{"design", ds[i].scenario.name},
+           {"baseline", ds[0].scenario.name},
+           {"step_time_ratio", ds[i].step.step_time_s / ds[0].step.step_time_s},
+           {"tokens_per_s_ratio", ds[i].step.tokens_per_s / ds[0].step.tokens_per_s},
+           {"reasons", reasons(ds[0], ds[i])}});
     }
-    if (!a.plot.empty()) out["plot"] = plot_error.empty() ? nlohmann::json(a.plot) : nlohmann::json();
+    if (!a.plot.empty())
+      out["plot"] = plot_error.empty() ? nlohmann::json(a.plot) : nlohmann::json();
     std::printf("%s\n", out.dump(2).c_str());
   } else {
     std::printf("Comparison (%s)\n", des ? "discrete-event simulation on SimGrid: contention, "
@@ -467,8 +519,9 @@ const bool kRegistered = register_command(
        auto a = std::make_shared<CompareArgs>();
        sub.add_option("scenarios", a->scenarios, "two or more scenario YAML files")->required();
        sub.add_option("--engine", a->engine, "des (simulated, default) or analytic");
-       sub.add_option("--plot", a->plot,
-                      "write a scaling plot (tokens/s vs GPUs) with gnuplot to FILE.png or FILE.svg");
+       sub.add_option(
+           "--plot", a->plot,
+           "write a scaling plot (tokens/s vs GPUs) with gnuplot to FILE.png or FILE.svg");
        sub.add_flag("--json", a->json, "one JSON object instead of the table");
        return [a] { return run_compare(*a); };
      }});

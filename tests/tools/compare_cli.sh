@@ -39,6 +39,30 @@ else
   fail "compare --json exited $? ($(cat "$tmp/err.txt"))"
 fi
 
+# RoCE routed by ECMP hash (as most RoCE fabrics are): the DP rings' flows collide on spine
+# uplinks. compare names the collisions, the saturated links and the slowdown they cause; the
+# InfiniBand design (adaptive routing) has none.
+roce_ecmp="$src/scenarios/roce-256gpu-ecmp.yaml"
+"$bin" compare "$ib" "$roce_ecmp" >"$tmp/ecmp.txt" 2>"$tmp/err.txt" ||
+  fail "compare with ECMP exited $? ($(cat "$tmp/err.txt"))"
+grep -qE "ran [0-9.]+x its uncontended time: ECMP collisions" "$tmp/ecmp.txt" ||
+  fail "compare does not report ECMP collisions: $(cat "$tmp/ecmp.txt")"
+grep -qE "leaf-spine [0-9.]+% \(sat\.\)" "$tmp/ecmp.txt" || fail "no saturated leaf-spine link shown"
+"$bin" compare "$ib" "$roce_ecmp" --json >"$tmp/ecmp.json" 2>"$tmp/err.txt" ||
+  fail "compare --json with ECMP exited $?"
+python3 - "$tmp/ecmp.json" <<'PY' || fail "compare --json ECMP collisions"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ib, roce = d["designs"]
+assert not any(p["ecmp_collisions"] for p in ib["fabric"]["patterns"])
+hit = [p for p in roce["fabric"]["patterns"] if p["ecmp_collisions"]]
+assert hit and all(p["slowdown"] > 1.5 for p in hit), [(p["what"], p["slowdown"]) for p in hit]
+ls = [t for p in hit for t in p["tiers"] if t["tier"] == "leaf-spine"]
+assert ls and all(t["saturated"] and t["mean_utilisation"] < t["max_utilisation"] for t in ls), ls
+assert roce["step_time_s"] > 1.5 * ib["step_time_s"]
+assert any("ECMP collisions" in r for r in d["differences"][0]["reasons"]), d["differences"]
+PY
+
 # Analytic engine: the same designs, no fabric section.
 if "$bin" compare "$ib" "$roce" --engine analytic --json >"$tmp/an.json" 2>"$tmp/err.txt"; then
   python3 -c "
