@@ -158,7 +158,7 @@ SplineFit fit_spline(const std::vector<WeightedPoint>& pts, const std::vector<Kn
     while (piece < knots.size() && p.x >= knots[piece].x) ++piece;
     ++count[piece];
   }
-  for (int c : count) f.feasible = f.feasible && c >= min_points;
+  for (int n_piece : count) f.feasible = f.feasible && n_piece >= min_points;
   return f;
 }
 
