@@ -175,27 +175,27 @@ PiecewiseFit fit_piecewise(const std::vector<WeightedPoint>& points, const LineB
       candidates.push_back(points[i].x);
   }
   const double floor_sse = n * options.noise_floor * options.noise_floor;
-  // A kink costs one parameter, a step options.jump_parameters (its height, and a position the
-  // data must place between two sizes).
-  auto parameters = [&](const std::vector<Knot>& ks) {
-    double p = 0;
-    for (const Knot& k : ks) p += k.jump ? options.jump_parameters : 1.0;
-    return p;
-  };
-  auto bic = [&](double sse, double params) {
-    return n * std::log(std::max(sse, floor_sse) / n) +
+  // The BIC of a spline, n ln(SSE/n) + penalty x parameters x ln(n): a kink is one parameter, a
+  // step options.jump_parameters (its height, and a position the data must place between two
+  // sizes). SSE is floored at `floor`: floor_sse for the count kept (interpolating the noise must
+  // not win), none while choosing the next knot.
+  auto bic = [&](double sse, const std::vector<Knot>& ks, double floor) {
+    double params = 0;
+    for (const Knot& k : ks) params += k.jump ? options.jump_parameters : 1.0;
+    return n * std::log(std::max(sse, floor) / n) +
            options.penalty_per_knot * params * std::log(double(n));
   };
   // No knot: the bounded line.
   const LineFit line = fit_line(points, bounds);
   SplineFit best{true, line.weighted_sse, {}, {line.intercept}, {line.slope}};
-  double best_bic = bic(line.weighted_sse, 0);
+  double best_bic = bic(line.weighted_sse, {}, floor_sse);
   std::vector<Knot> knots;
-  // Knots go in by least SSE whether or not the spline keeps the bounds yet (a knee may need two
-  // knots before it does); the kept count is the feasible one of least BIC. Each candidate size
-  // is tried as a kink and as a step (a step only with options.allow_jumps).
+  // Knots go in by least unfloored BIC whether or not the spline keeps the bounds yet (a knee
+  // may need two knots before it does); the kept count is the feasible one of least BIC. Each
+  // candidate size is tried as a kink and as a step (a step only with options.allow_jumps).
   for (int m = 1; m < options.max_segments && !candidates.empty(); ++m) {
     SplineFit step;
+    double step_score = 0;
     std::size_t step_at = 0;
     bool any = false;
     for (std::size_t c = 0; c < candidates.size(); ++c) {
@@ -207,13 +207,11 @@ PiecewiseFit fit_piecewise(const std::vector<WeightedPoint>& points, const LineB
         SplineFit f =
             fit_spline(points, trial, bounds, options.min_points_per_piece, options.min_jump);
         if (f.slopes.empty()) continue;  // rank-deficient
-        // Feasible splines first, then the least SSE with the step's extra cost.
-        auto score = [&](const SplineFit& g) {
-          return n * std::log(std::max(g.sse, 1e-300) / n) +
-                 options.penalty_per_knot * parameters(g.knots) * std::log(double(n));
-        };
+        // Feasible splines first, then the least SSE with the knots' cost.
+        const double score = bic(f.sse, f.knots, 1e-300);
         if (!any || (f.feasible && !step.feasible) ||
-            (f.feasible == step.feasible && score(f) < score(step))) {
+            (f.feasible == step.feasible && score < step_score)) {
+          step_score = score;
           step = std::move(f);
           step_at = c;
           any = true;
@@ -223,7 +221,7 @@ PiecewiseFit fit_piecewise(const std::vector<WeightedPoint>& points, const LineB
     if (!any) break;
     knots = step.knots;
     candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(step_at));
-    const double b = bic(step.sse, parameters(step.knots));
+    const double b = bic(step.sse, step.knots, floor_sse);
     if (step.feasible && b < best_bic) {
       best_bic = b;
       best = step;
