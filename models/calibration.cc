@@ -285,10 +285,11 @@ Result<Calibration> load_calibration_text(std::string_view yaml_text, const std:
     const std::string path = "attention[" + std::to_string(i) + "]";
     AttentionCalibration a;
     std::string direction;
+    bool applied = false;
     if (!in.open_map(e, path,
                      {"direction", "source", "applied", "max_efficiency", "half_kv_tokens",
                       "points", "max_residual"}) ||
-        !in.text(e, path, "source", &a.source) || !in.flag(e, path, "applied", &a.applied) ||
+        !in.text(e, path, "source", &a.source) || !in.flag(e, path, "applied", &applied) ||
         !in.text(e, path, "direction", &direction, true) ||
         !in.number(e, path, "max_efficiency", &a.max_efficiency, true) ||
         !in.number(e, path, "half_kv_tokens", &a.half_kv_tokens, true) ||
@@ -300,6 +301,17 @@ Result<Calibration> load_calibration_text(std::string_view yaml_text, const std:
       return bad(e["direction"], path + ".direction", "forward or backward");
     }
     a.backward = direction == "backward";
+    if (a.source != kAttentionOwnKernel && a.source != kAttentionProductionKernel) {
+      return bad(e["source"], path + ".source",
+                 "'" + std::string(kAttentionOwnKernel) + "' or '" +
+                     std::string(kAttentionProductionKernel) + "', got '" + a.source + "'");
+    }
+    a.applied = a.source == kAttentionProductionKernel;
+    if (e["applied"] && applied != a.applied) {
+      return bad(
+          e["applied"], path + ".applied",
+          std::string("only the ") + std::string(kAttentionProductionKernel) + " curve is applied");
+    }
     if (a.max_efficiency <= 0 || a.max_efficiency > 1) {
       return bad(e, path + ".max_efficiency", "must be in (0, 1]");
     }
@@ -364,10 +376,11 @@ std::string_view calibration_basis(const Calibration& c, CollectiveOp op, int ra
   return "model";
 }
 
-void apply_calibration(const Calibration& c, Precision precision, ComputeParams* params) {
+void apply_calibration(const Calibration& c, Precision precision, ComputeParams* params,
+                       bool short_runs) {
   for (const auto& g : c.gemm) {
     if (g.precision != precision) continue;
-    params->gemm_max_efficiency = g.max_efficiency;
+    params->gemm_max_efficiency = short_runs ? g.short_max_efficiency : g.max_efficiency;
     params->gemm_half_efficiency_flops = g.half_efficiency_flops;
   }
   if (c.hbm_efficiency > 0) params->hbm_efficiency = c.hbm_efficiency;

@@ -71,20 +71,22 @@ struct GemmCalibration {
   double max_rel_residual = 0;
 };
 
+// The kernels an attention curve is fitted on: validate's own teaching kernel (mma.sync, ~27% of
+// the H200 bf16 peak: recorded, not applied) and PyTorch's scaled_dot_product_attention, a
+// production kernel measured on the same GPU (its causal rows: applied to the planner).
+inline constexpr std::string_view kAttentionOwnKernel = "clustersim-flash";
+inline constexpr std::string_view kAttentionProductionKernel = "torch-sdpa";
+
 // Flash attention efficiency over sequence length: max * kv / (kv + half_kv_tokens), as the
-// measured kernel reached it. validate measures its own teaching kernel (mma.sync, ~27% of the
-// H200 bf16 peak), not the production FlashAttention-3 / cuDNN kernels a training run uses, so
-// the overlay records it but apply_calibration leaves ComputeParams' attention terms alone.
+// measured kernel reached it. apply_calibration applies the production kernel's curves only.
 struct AttentionCalibration {
   bool backward = false;
   double max_efficiency = 0;
   double half_kv_tokens = 0;
   int points = 0;
   double max_rel_residual = 0;
-  // "clustersim-flash" (validate's kernel: recorded, not applied) or "torch-sdpa" (a production
-  // kernel measured on the same GPU, causal rows: applied to the planner's attention term).
-  std::string source = "clustersim-flash";
-  bool applied = false;
+  std::string source = std::string(kAttentionOwnKernel);  // one of the two above
+  bool applied = false;  // source == kAttentionProductionKernel; the loader checks it
 };
 
 struct Calibration {
@@ -126,9 +128,11 @@ void apply_calibration(const Calibration& c, CollectiveParams* params);
 // were measured on that shape), "transfer" (the op's correction of that scope), or "model" (the
 // uncalibrated model).
 std::string_view calibration_basis(const Calibration& c, CollectiveOp op, int ranks, int nodes);
-// GEMM (the given precision's curve), HBM efficiency and the applied attention curves (forward
+// GEMM (the given precision's curve: the sustained one, or with short_runs the short-run one a
+// few-second measurement is held to), HBM efficiency and the applied attention curves (forward
 // sets the half-efficiency length); fields the overlay did not measure keep their value.
-void apply_calibration(const Calibration& c, Precision precision, ComputeParams* params);
+void apply_calibration(const Calibration& c, Precision precision, ComputeParams* params,
+                       bool short_runs = false);
 // Both of the above for a training step on `cluster`, after check_calibration_gpu.
 Status apply_calibration(const Calibration& c, const ClusterConfig& cluster, Precision precision,
                          StepParams* params);

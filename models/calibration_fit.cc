@@ -344,22 +344,30 @@ void fit_collectives(const CalibrationInput& input, const CalibrationOptions& op
 // charge (latency, bandwidth term) before any correction.
 struct TransferRow {
   double time_s = 0;
-  std::vector<std::pair<double, double>> candidates;
+  struct Candidate {
+    CollectiveAlgorithm algorithm;
+    double latency_s, bandwidth_s;
+  };
+  std::vector<Candidate> candidates;
 };
 
-double corrected_time(const TransferRow& row, double extra_latency_s, double bandwidth_scale) {
+// The cheapest candidate under the correction, as estimate_collective would choose it.
+double corrected_time(const TransferRow& row, const CollectiveCorrection& c) {
   double best = kInf;
-  for (const auto& [lat, bw] : row.candidates) {
-    best = std::min(best, std::max(0.0, lat + extra_latency_s) + bw / bandwidth_scale);
+  for (const auto& k : row.candidates) {
+    double latency = k.latency_s, bandwidth = k.bandwidth_s;
+    apply_correction(c, k.algorithm, &latency, &bandwidth);
+    best = std::min(best, latency + bandwidth);
   }
   return best;
 }
 
-// Sum over rows of ln(predicted / measured)^2: relative, symmetric in over and under.
-double transfer_cost(const std::vector<TransferRow>& rows, double a, double b) {
+// Sum over rows of ln(predicted / measured)^2: relative, symmetric in over and under. The
+// 1e-12 s floor only keeps the logarithm finite (a latency floored at 0 with no bytes).
+double transfer_cost(const std::vector<TransferRow>& rows, const CollectiveCorrection& c) {
   double sum = 0;
   for (const auto& r : rows) {
-    const double l = std::log(std::max(corrected_time(r, a, b), 1e-12) / r.time_s);
+    const double l = std::log(std::max(corrected_time(r, c), 1e-12) / r.time_s);
     sum += l * l;
   }
   return sum;
@@ -394,7 +402,7 @@ void fit_transfer(const CalibrationInput& input, const CalibrationOptions& optio
     TransferRow row{s.time_s, {}};
     for (const auto& e : enabled_collective_candidates(*topo, s.op, s.size_bytes, model,
                                                        input.nccl_disabled_algorithms)) {
-      row.candidates.emplace_back(e.latency_s, e.bandwidth_s);
+      row.candidates.push_back({e.algorithm, e.latency_s, e.bandwidth_s});
     }
     if (row.candidates.empty()) continue;
     rows_by_op[static_cast<int>(s.op)].push_back(std::move(row));
@@ -405,18 +413,26 @@ void fit_transfer(const CalibrationInput& input, const CalibrationOptions& optio
     double min_time = kInf, min_latency = kInf;
     for (const auto& r : rows) {
       min_time = std::min(min_time, r.time_s);
-      for (const auto& c : r.candidates) min_latency = std::min(min_latency, c.first);
+      for (const auto& c : r.candidates) min_latency = std::min(min_latency, c.latency_s);
     }
+    // The search box, an assumption wide of anything measured: the bandwidth scale from 0.1 to 3
+    // of the model's rate (logarithmic); the extra latency from minus the model's least latency
+    // (none negative at the fitted sizes) to twice the fastest measured call. 61 x 61 cells, then
+    // three zooms of 21 x 21 over +-1.5 cells around the best: each zoom shrinks the cell 7x, to
+    // ~1e-4 of the box, far below the rows' ~1% run-to-run noise.
     double a_lo = -min_latency, a_hi = 2 * min_time;
     double lb_lo = std::log(0.1), lb_hi = std::log(3.0);
     double best_a = 0, best_lb = 0, best = kInf;
     int steps = 60;
+    CollectiveCorrection trial{static_cast<CollectiveOp>(op), false, 0, 1, {}};
     for (int round = 0; round < 4; ++round) {
       const double da = (a_hi - a_lo) / steps, db = (lb_hi - lb_lo) / steps;
       for (int i = 0; i <= steps; ++i) {
         for (int j = 0; j <= steps; ++j) {
           const double a = a_lo + i * da, lb = lb_lo + j * db;
-          const double cost = transfer_cost(rows, a, std::exp(lb));
+          trial.extra_latency_s = a;
+          trial.bandwidth_scale = std::exp(lb);
+          const double cost = transfer_cost(rows, trial);
           if (cost < best) best = cost, best_a = a, best_lb = lb;
         }
       }
@@ -431,9 +447,11 @@ void fit_transfer(const CalibrationInput& input, const CalibrationOptions& optio
     t.fitted_ranks = ranks_by_op[op];
     std::sort(t.fitted_ranks.begin(), t.fitted_ranks.end());
     t.points = static_cast<int>(rows.size());
+    trial.extra_latency_s = t.extra_latency_s;
+    trial.bandwidth_scale = t.bandwidth_scale;
     double sq = 0;
     for (const auto& r : rows) {
-      const double rel = corrected_time(r, t.extra_latency_s, t.bandwidth_scale) / r.time_s - 1;
+      const double rel = corrected_time(r, trial) / r.time_s - 1;
       sq += rel * rel;
       t.max_rel_residual = std::max(t.max_rel_residual, std::fabs(rel));
     }
@@ -496,8 +514,9 @@ void fit_attention(const CalibrationInput& input, const GpuSpec& gpu, Calibratio
       if (pts.empty()) continue;
       const SaturatingFit f =
           fit_saturating(pts, ComputeParams{}.attention_half_efficiency_kv_tokens);
-      out->attention.push_back({backward, f.max, f.half, f.points, f.max_rel_residual,
-                                production ? "torch-sdpa" : "clustersim-flash", production});
+      out->attention.push_back(
+          {backward, f.max, f.half, f.points, f.max_rel_residual,
+           std::string(production ? kAttentionProductionKernel : kAttentionOwnKernel), production});
     }
   }
 }

@@ -437,11 +437,7 @@ CollectiveEstimate finish(const CollectiveTopology& topo, const CollectiveParams
   if (!matched && topo.ranks > 1) {
     for (const auto& c : params.corrections) {
       if (c.op != op || c.multi_node != (topo.nodes > 1)) continue;
-      CS_ASSERT(c.bandwidth_scale > 0, "a calibration correction needs a positive bandwidth scale");
-      e.latency_s = std::max(0.0, e.latency_s + c.extra_latency_s);
-      if (std::find(c.excluded.begin(), c.excluded.end(), algo) == c.excluded.end()) {
-        e.bandwidth_s /= c.bandwidth_scale;
-      }
+      apply_correction(c, algo, &e.latency_s, &e.bandwidth_s);
       break;
     }
   }
@@ -610,6 +606,15 @@ Result<CollectiveEstimate> estimate_collective(const CollectiveTopology& topolog
   if (all.empty()) return Error{first_error};
   return *std::min_element(all.begin(), all.end(),
                            [](const auto& a, const auto& b) { return a.time_s < b.time_s; });
+}
+
+void apply_correction(const CollectiveCorrection& c, CollectiveAlgorithm algorithm,
+                      double* latency_s, double* bandwidth_s) {
+  CS_ASSERT(c.bandwidth_scale > 0, "a calibration correction needs a positive bandwidth scale");
+  *latency_s = std::max(0.0, *latency_s + c.extra_latency_s);
+  if (std::find(c.excluded.begin(), c.excluded.end(), algorithm) == c.excluded.end()) {
+    *bandwidth_s /= c.bandwidth_scale;
+  }
 }
 
 CollectiveParams uncalibrated(CollectiveParams params) {

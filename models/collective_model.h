@@ -127,6 +127,12 @@ struct CollectiveCorrection {
   std::vector<CollectiveAlgorithm> excluded;
 };
 
+// `c` applied to one candidate's terms, in place: the latency plus the extra, floored at 0; the
+// bandwidth term over the scale unless `algorithm` is one the correction excludes. The one
+// formula both the estimate and calibrate's fit of the correction use.
+void apply_correction(const CollectiveCorrection& c, CollectiveAlgorithm algorithm,
+                      double* latency_s, double* bandwidth_s);
+
 // The NCCL algorithms this model runs, in the order of NCCL's tuning tables (CollNet-Chain and
 // PAT left out); the rows of the latency tables below.
 enum class NcclAlgo { kTree, kRing, kCollNetDirect, kNvls, kNvlsTree };

@@ -145,7 +145,7 @@ models::Result<models::CalibrationInput> calibration_input(
     for (const AttentionRate& a : m.attention) {
       if (a.tflops <= 0 || a.seq_len <= 0) continue;
       in.attention.push_back({a.direction == "backward", double(a.seq_len), a.tflops * 1e12,
-                              a.implementation == "torch-sdpa", a.causal});
+                              a.implementation == models::kAttentionProductionKernel, a.causal});
     }
     for (const BandwidthRate& b : m.bandwidth) {
       const double Bps = b.GBps * 1e9;
@@ -189,6 +189,9 @@ models::Result<AttentionReference> load_attention_reference(const std::string& p
     if (dir != "forward" && dir != "backward") {
       return models::Error{at + ": direction must be forward or backward, got '" + dir + "'"};
     }
+    if (r.contains("causal") && !r["causal"].is_boolean()) {
+      return models::Error{at + ": causal must be true or false"};
+    }
     const double seq = r["seq_len"].get<double>(), tflops = r["tflops"].get<double>();
     if (!(seq > 0) || !(tflops > 0)) return models::Error{at + ": seq_len and tflops must be > 0"};
     models::AttentionSample a;
@@ -199,8 +202,11 @@ models::Result<AttentionReference> load_attention_reference(const std::string& p
     a.causal = r.value("causal", false);
     out.samples.push_back(a);
   }
-  out.source = path + " sha256:" + sha256_hex(*text) + " (torch " + j.value("torch", "?") +
-               " scaled_dot_product_attention on " + j.value("device", "?") + ")";
+  auto text_of = [&](const char* key) {
+    return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string("?");
+  };
+  out.source = path + " sha256:" + sha256_hex(*text) + " (torch " + text_of("torch") +
+               " scaled_dot_product_attention on " + text_of("device") + ")";
   return out;
 }
 

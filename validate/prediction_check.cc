@@ -55,8 +55,8 @@ void compare_collectives(const Measurement& m, const ComparisonInputs& in, Compa
     }
     set_error(&r);
     if (in.calibration != nullptr) {
-      auto topo = models::collective_topology(in.cluster, row.ranks);
-      if (topo) r.basis = models::calibration_basis(*in.calibration, op, row.ranks, topo->nodes);
+      // The key the fit used (validate::calibration_input): the file's hosts.
+      r.basis = models::calibration_basis(*in.calibration, op, row.ranks, nodes_of(m, row.ranks));
     }
     const models::CollectiveFloor f =
         models::collective_floor(models::floor_hardware(in.cluster, row.ranks), op, r.size_bytes);
@@ -85,14 +85,8 @@ void compare_gemm(const Measurement& m, const ComparisonInputs& in, Comparison* 
     r.measured = g.tflops * 1e12;
     // The calibrated curve of this precision, where the overlay has one.
     models::ComputeParams compute = in.compute;
-    if (in.calibration) {
-      models::apply_calibration(*in.calibration, p, &compute);
-      // A short run is held to the short-run curve, a burn to the sustained one.
-      for (const auto& gc : in.calibration->gemm) {
-        if (gc.precision == p && !g.sustained)
-          compute.gemm_max_efficiency = gc.short_max_efficiency;
-      }
-    }
+    // A short run is held to the short-run curve, a burn to the sustained one.
+    if (in.calibration) models::apply_calibration(*in.calibration, p, &compute, !g.sustained);
     const models::KernelTime k =
         models::gemm_time(gpu, p, {double(g.m), double(g.n), double(g.k)}, compute);
     r.predicted = k.time_s > 0 ? k.flops / k.time_s : 0;

@@ -126,6 +126,20 @@ TEST_SUITE("models") {
         "c.yaml");
     REQUIRE_FALSE(unitless.ok());
     CHECK(unitless.message().find("extra_latency") != std::string::npos);
+    auto source = load_calibration_text(
+        "schema: clustersim.calibration/1\ngpu: h200-sxm\nattention:\n"
+        "  - {direction: forward, source: cudnn, max_efficiency: 0.5, half_kv_tokens: 512}\n",
+        "c.yaml");
+    REQUIRE_FALSE(source.ok());
+    CHECK(source.message().find("c.yaml:4:") == 0);
+    CHECK(source.message().find("'clustersim-flash' or 'torch-sdpa'") != std::string::npos);
+    auto applied = load_calibration_text(
+        "schema: clustersim.calibration/1\ngpu: h200-sxm\nattention:\n"
+        "  - {direction: forward, source: clustersim-flash, applied: true, max_efficiency: 0.3,"
+        " half_kv_tokens: 512}\n",
+        "c.yaml");
+    REQUIRE_FALSE(applied.ok());
+    CHECK(applied.message().find("only the torch-sdpa curve is applied") != std::string::npos);
     CHECK_FALSE(load_calibration_file("/no/such/file.yaml").ok());
   }
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "validate/measurement_samples.h"
 #include "validate/measurement_writer.h"
 
 using namespace clustersim::validate;
@@ -72,8 +73,8 @@ Measurement sample() {
 }
 
 std::string temp_dir() {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("clustersim_measure_" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("clustersim_measure_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return dir.string();
 }
@@ -186,5 +187,44 @@ TEST_SUITE("validate") {
     CHECK(into.hosts[0].ranks == std::vector<int>{0, 1, 2, 3});
     CHECK(into.gpus.size() == 2);
     CHECK(into.collectives.empty());  // rows belong to rank 0 only
+  }
+
+  TEST_CASE("an attention reference file: rows read, bad input named, never a throw") {
+    const std::string path = temp_dir() + "/ref.json";
+    auto load = [&](const std::string& text) {
+      std::ofstream(path) << text;
+      return load_attention_reference(path);
+    };
+    auto good = load(R"({"torch": "2.11", "device": "NVIDIA H200", "sdpa": [
+        {"seq_len": 4096, "causal": true, "direction": "forward", "tflops": 400},
+        {"seq_len": 4096, "direction": "backward", "tflops": 350}]})");
+    REQUIRE_MESSAGE(good.ok(), good.message());
+    REQUIRE(good->samples.size() == 2);
+    CHECK(good->samples[0].causal);
+    CHECK(good->samples[0].production);
+    CHECK(good->samples[0].flops_per_s == doctest::Approx(400e12));
+    CHECK_FALSE(good->samples[1].causal);  // absent: full attention
+    CHECK(good->samples[1].backward);
+    CHECK(good->source.find("(torch 2.11 scaled_dot_product_attention on NVIDIA H200)") !=
+          std::string::npos);
+    // Metadata of the wrong type reads as unknown, not as a crash.
+    auto odd = load(R"({"torch": null, "device": 7, "sdpa": [
+        {"seq_len": 4096, "direction": "forward", "tflops": 400}]})");
+    REQUIRE(odd.ok());
+    CHECK(odd->source.find("(torch ? scaled_dot_product_attention on ?)") != std::string::npos);
+    const std::pair<const char*, const char*> bad[] = {
+        {"not json", "not JSON"},
+        {R"({"sdpa": []})", "no \"sdpa\" rows"},
+        {R"({"sdpa": [{"seq_len": 4096, "direction": "forward"}]})", "sdpa[0]: needs"},
+        {R"({"sdpa": [{"seq_len": 4096, "direction": "up", "tflops": 1}]})", "forward or backward"},
+        {R"({"sdpa": [{"seq_len": 0, "direction": "forward", "tflops": 1}]})", "must be > 0"},
+        {R"({"sdpa": [{"seq_len": 8, "causal": 1, "direction": "forward", "tflops": 1}]})",
+         "sdpa[0]: causal must be true or false"}};
+    for (const auto& [text, want] : bad) {
+      auto r = load(text);
+      REQUIRE_FALSE(r.ok());
+      CHECK_MESSAGE(r.message().find(path) == 0, r.message());
+      CHECK_MESSAGE(r.message().find(want) != std::string::npos, r.message());
+    }
   }
 }
