@@ -67,13 +67,13 @@ struct PiecewiseOptions {
   // slope change).
   double penalty_per_knot = 1;
   // Knots may also be steps (the time jumps at a size): NCCL picks protocol and algorithm by its
-  // own model, so the measured time can jump where the choice changes (call 7's 2 x H200
-  // all_reduce: 15 us at 1 MiB, 29 us at 2 MiB).
+  // own model, so the measured time can jump where the choice changes (2 x H200 all_reduce in
+  // scenarios/measurements/call7/h200-2gpu.json: 15 us at 1 MiB, 29 us at 2 MiB).
   bool allow_jumps = true;
   double jump_parameters = 2;    // what a step counts in the BIC (a kink: 1)
   int min_points_per_piece = 2;  // distinct-or-repeated rows each piece must rest on
   // A step must change the time by at least this fraction: NCCL's switches move it by tens of
-  // percent (call 7: +90% from 1 to 2 MiB), noise by a few.
+  // percent (call7/h200-2gpu.json: +90% from 1 to 2 MiB), noise by a few.
   double min_jump = 0.15;
 };
 

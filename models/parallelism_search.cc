@@ -7,17 +7,10 @@
 #include <thread>
 
 #include "models/cost_model.h"
+#include "models/integer_math.h"
 #include "models/transformer_model.h"
 
 namespace clustersim::models {
-
-bool operator==(const Layout& a, const Layout& b) {
-  const ParallelismConfig& p = a.parallelism;
-  const ParallelismConfig& q = b.parallelism;
-  return p.tp == q.tp && p.pp == q.pp && p.dp == q.dp && p.cp == q.cp && p.sp == q.sp &&
-         p.zero == q.zero && p.recompute == q.recompute && p.pp_schedule == q.pp_schedule &&
-         p.virtual_stages == q.virtual_stages && a.micro_batch == b.micro_batch;
-}
 
 std::string to_string(const Layout& layout) {
   const ParallelismConfig& p = layout.parallelism;
@@ -85,14 +78,6 @@ Result<Scenario> with_nodes(const Scenario& base, int nodes) {
 
 namespace {
 
-std::vector<int> divisors(int n) {
-  std::vector<int> out;
-  for (int d = 1; d <= n; ++d) {
-    if (n % d == 0) out.push_back(d);
-  }
-  return out;
-}
-
 // Calls visit(layout) for every accepted layout, in enumeration order, until visit returns
 // false. Validity is checked once per shape (zero and recompute are not part of the rules).
 template <class Visit>
@@ -108,8 +93,7 @@ void for_each_layout(const Scenario& base, const SearchSpace& space, Visit&& vis
     int virtual_stages;
   };
   Scenario probe = base;  // the shape under test; check_parallelism cites its keys
-  for (int tp : divisors(base.cluster.node.gpus_per_node)) {
-    if (gpus % tp != 0) continue;
+  for (int tp : divisors(base.cluster.node.gpus_per_node)) {  // divides gpus too
     const int rest = gpus / tp;
     for (int cp : divisors(rest)) {
       if (cp > 1 && w.seq_len / cp < space.min_tokens_per_cp_rank) continue;

@@ -45,11 +45,11 @@ struct SearchSpace {
 struct Layout {
   ParallelismConfig parallelism;
   int micro_batch = 1;
+  bool operator==(const Layout&) const = default;  // every field, as they are added
 };
 
-bool operator==(const Layout& a, const Layout& b);
-
-// "tp 8+sp, pp 2 1f1b, dp 4, cp 1, zero 1, recompute selective, mb 1" (interleaved: "pp 4 x2 il").
+// "tp 8+sp, pp 2 1f1b, dp 4, cp 1, zero 1, recompute selective, mb 1" (interleaved: "pp 4 x2
+// interleaved").
 std::string to_string(const Layout& layout);
 
 // What the ranking maximises. At one GPU count and a fixed global batch all three order layouts

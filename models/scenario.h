@@ -30,8 +30,8 @@ std::string_view to_string(PipelineSchedule s);
 
 struct SourceLocation {
   std::string file;
-  int line = 0;    // 1-based; 0 when unknown
-  int column = 0;  // 1-based
+  int line = 0;                   // 1-based; 0 when unknown
+  int column = 0;                 // 1-based
   std::string to_string() const;  // "file:line:col" (or "file" when line is unknown)
 };
 
@@ -53,7 +53,7 @@ struct NodeConfig {
   // (an H800's 8 NVLinks give 200 GB/s on an nvlink4 switch; a gen-4 card on pcie5 gets gen 4).
   ScaleUpSpec scale_up;
   int nics_per_node = 0;
-  NicSpec nic;  // empty (id "") for a one-node cluster that names no NIC
+  NicSpec nic;            // empty (id "") for a one-node cluster that names no NIC
   int links_per_nic = 1;  // bonded links per NIC
   // Per-direction bandwidth leaving one node through all its NICs and links.
   double injection_Bps() const { return nics_per_node * links_per_nic * nic.line_rate_Bps; }
@@ -61,11 +61,11 @@ struct NodeConfig {
 
 struct FabricConfig {
   TopologyKind topology = TopologyKind::kFatTree;
-  int tiers = 2;            // fat-tree: 2 or 3
-  int switch_radix = 64;    // ports per switch; not given: the switch's own radix
-  int leaves = 0;           // leaf-spine only; 0 = not given
-  int spines = 0;           // leaf-spine only; 0 = not given
-  int uplinks_per_leaf = 0; // leaf-spine only; 0 = spread the leaf's remaining ports evenly
+  int tiers = 2;                  // fat-tree: 2 or 3
+  int switch_radix = 64;          // ports per switch; not given: the switch's own radix
+  int leaves = 0;                 // leaf-spine only; 0 = not given
+  int spines = 0;                 // leaf-spine only; 0 = not given
+  int uplinks_per_leaf = 0;       // leaf-spine only; 0 = spread the leaf's remaining ports evenly
   double oversubscription = 1.0;  // leaf downlink : uplink bandwidth
   Routing routing = Routing::kAdaptive;
   bool in_network_reduction = false;  // SHARP-style reduction in the switches
@@ -95,10 +95,11 @@ struct ParallelismConfig {
   PipelineSchedule pp_schedule = PipelineSchedule::k1F1B;
   int virtual_stages = 1;  // interleaved schedule: model chunks per pipeline stage
   int gpus() const { return tp * pp * dp * cp; }
+  bool operator==(const ParallelismConfig&) const = default;
 };
 
 struct WorkloadConfig {
-  ModelSpec model;      // a preset copied from the catalog, or the given dimensions
+  ModelSpec model;  // a preset copied from the catalog, or the given dimensions
   int seq_len = 4096;
   int global_batch = 1024;  // sequences per optimizer step
   int micro_batch = 1;
@@ -115,9 +116,9 @@ struct CostConfig {
 };
 
 struct ReliabilityConfig {
-  double gpu_mtbf_s = 0;               // 0 = not given
-  double checkpoint_interval_s = 0;    // 0 = derive (Young/Daly optimum)
-  double restart_s = 0;                // 0 = default
+  double gpu_mtbf_s = 0;             // 0 = not given
+  double checkpoint_interval_s = 0;  // 0 = derive (Young/Daly optimum)
+  double restart_s = 0;              // 0 = default
 };
 
 // Section `interference:` (read by the simulator, sim/; the analytic model has no contention and
@@ -140,7 +141,7 @@ std::string_view to_string(NeighbourPattern p);
 struct InterferenceConfig {
   int neighbour_nodes = 0;  // neighbour.nodes: a second job's nodes, added to the cluster
   NeighbourPlacement placement = NeighbourPlacement::kAfter;  // neighbour.placement
-  NeighbourPattern pattern = NeighbourPattern::kRing;          // neighbour.pattern
+  NeighbourPattern pattern = NeighbourPattern::kRing;         // neighbour.pattern
   double neighbour_load = 1.0;  // neighbour.load: fraction of its NICs' rate it offers, (0, 1]
   double background_per_node_Bps = 0;  // background.per_node: our nodes to random others
   std::uint64_t seed = 1;              // seed: destinations of background traffic

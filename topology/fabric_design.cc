@@ -4,11 +4,13 @@
 #include <cmath>
 #include <sstream>
 
+#include "models/integer_math.h"
 #include "models/units.h"
 
 namespace clustersim::topology {
 namespace {
 
+using models::divisors;
 using models::Error;
 using models::TopologyKind;
 
@@ -156,12 +158,6 @@ ClosAttempt size_clos_plane(const Inputs& in, int tiers, int rails, bool rail_al
 }
 
 // Divisors of n in ascending order: the plane counts to try.
-std::vector<int> divisors(int n) {
-  std::vector<int> d;
-  for (int i = 1; i <= n; ++i)
-    if (n % i == 0) d.push_back(i);
-  return d;
-}
 
 std::vector<int> rails_of_plane(int plane, int rails) {
   std::vector<int> r(rails);
