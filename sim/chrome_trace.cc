@@ -1,7 +1,11 @@
 #include "sim/chrome_trace.h"
 
-#include <nlohmann/json.hpp>
+// clang-format off
+#include <xbt/base.h>  // SG_BEGIN_DECL, which simgrid/version.h needs first
+#include <simgrid/version.h>
+// clang-format on
 
+#include <nlohmann/json.hpp>
 #include <set>
 
 namespace clustersim::sim {
@@ -21,12 +25,17 @@ std::string chrome_trace_json(const DesStepResult& result, const std::string& sc
                       {"tid", e.lane}});
   }
   for (int s : stages) {
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", s},
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", s},
                       {"args", {{"name", "stage " + std::to_string(s)}}}});
-    events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", s},
-                      {"args", {{"sort_index", s}}}});
+    events.push_back(
+        {{"name", "process_sort_index"}, {"ph", "M"}, {"pid", s}, {"args", {{"sort_index", s}}}});
     for (int lane = 0; lane < 5; ++lane) {
-      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", s}, {"tid", lane},
+      events.push_back({{"name", "thread_name"},
+                        {"ph", "M"},
+                        {"pid", s},
+                        {"tid", lane},
                         {"args", {{"name", kLanes[lane]}}}});
     }
   }
@@ -36,7 +45,7 @@ std::string chrome_trace_json(const DesStepResult& result, const std::string& sc
                          {{"scenario", scenario_name},
                           {"step_time_s", result.step.step_time_s},
                           {"critical_stage", result.critical_stage},
-                          {"engine", "clustersim des (SimGrid 3.32)"}}}};
+                          {"engine", "clustersim des (" SIMGRID_VERSION_STRING ")"}}}};
   return doc.dump();
 }
 

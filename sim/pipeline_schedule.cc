@@ -10,6 +10,8 @@ std::vector<PipelineOp> stage_schedule(models::PipelineSchedule schedule, int st
                                        int micro_batches, int chunks) {
   CS_ASSERT(stages >= 1 && stage >= 0 && stage < stages && micro_batches >= 1 && chunks >= 1,
             "pipeline schedule out of range");
+  CS_ASSERT(schedule != models::PipelineSchedule::kInterleaved || micro_batches % stages == 0,
+            "the interleaved schedule needs micro-batches divisible by the stages");
   std::vector<PipelineOp> ops;
   const int m = micro_batches;
   if (schedule == models::PipelineSchedule::kGpipe) {
@@ -38,10 +40,10 @@ std::vector<PipelineOp> stage_schedule(models::PipelineSchedule schedule, int st
     int chunk = (k % group) / stages;
     if (!forward) chunk = chunks - 1 - chunk;
     const int mb = (k / group) * stages + k % stages;
-    return PipelineOp{forward, std::min(mb, m - 1), chunk};
+    return PipelineOp{forward, mb, chunk};
   };
-  const int warmup = m == stages ? total
-                                 : std::min(total, (stages - stage - 1) * 2 + (chunks - 1) * stages);
+  const int warmup =
+      m == stages ? total : std::min(total, (stages - stage - 1) * 2 + (chunks - 1) * stages);
   int f = 0, b = 0;
   for (; f < warmup; ++f) ops.push_back(unit(f, true));
   while (f < total) {

@@ -18,9 +18,9 @@ struct PipelineOp {
 };
 
 // The ops of stage `stage` (0 .. stages-1) in execution order: every (micro-batch, chunk) once
-// forward and once backward. For the interleaved schedule, micro_batches should be a multiple of
-// stages (Megatron requires it); otherwise the unit order below still covers every op once.
-// REQUIRES: stages >= 1, micro_batches >= 1, chunks >= 1.
+// forward and once backward.
+// REQUIRES: stages >= 1, micro_batches >= 1, chunks >= 1; for the interleaved schedule,
+// micro_batches a multiple of stages (Megatron requires it; the scenario loader checks it).
 std::vector<PipelineOp> stage_schedule(models::PipelineSchedule schedule, int stages, int stage,
                                        int micro_batches, int chunks);
 

@@ -102,7 +102,8 @@ NcclLogReport analyze_nccl_log(std::string_view text) {
       const auto slash = m.find('/'), colon = m.find(" :");
       if (slash != std::string::npos && colon != std::string::npos && slash < colon) {
         try {
-          r.ring_channels = std::max(r.ring_channels, std::stoi(m.substr(slash + 1, colon - slash - 1)));
+          r.ring_channels =
+              std::max(r.ring_channels, std::stoi(m.substr(slash + 1, colon - slash - 1)));
         } catch (const std::exception&) {
         }
         add_distinct(r.algorithms, "ring");
@@ -114,13 +115,11 @@ NcclLogReport analyze_nccl_log(std::string_view text) {
   }
   // "24 coll channels, 24 collnet channels, 16 nvls channels, ...": NVLS when it has channels.
   // (NCCL prints the collnet count as the coll count whether or not CollNet runs: not evidence.)
-  for (const char* algo : {"nvls"}) {
-    const auto at = r.channel_line.find(std::string(" ") + algo + " channels");
-    if (at == std::string::npos) continue;
+  if (const auto at = r.channel_line.find(" nvls channels"); at != std::string::npos) {
     const auto start = r.channel_line.find_last_of(", ", at - 1);
     const std::string n = r.channel_line.substr(start == std::string::npos ? 0 : start + 1,
                                                 at - (start == std::string::npos ? 0 : start + 1));
-    if (!n.empty() && n != "0") add_distinct(r.algorithms, algo);
+    if (!n.empty() && n != "0") add_distinct(r.algorithms, "nvls");
   }
   for (const auto& c : r.summary.connections) {
     if (c.detail.find("GDRDMA") != std::string::npos) r.gdr_enabled = true;
@@ -169,22 +168,26 @@ NcclLogReport analyze_nccl_log(std::string_view text) {
                       " (fine while data goes over IB/RoCE).");
     }
   } else if (!socket_iface.empty() && management_like(socket_iface) && data_over_sockets) {
-    add("error", "NCCL chose " + socket_iface + " for its sockets (no NCCL_SOCKET_IFNAME): a "
-                 "management or container interface.");
+    add("error", "NCCL chose " + socket_iface +
+                     " for its sockets (no NCCL_SOCKET_IFNAME): a "
+                     "management or container interface.");
   }
   if (socket_net && !data_over_sockets) {
-    add("info", "one node: NCCL's network is Socket but carries no data; the GPUs connect "
-                "directly (P2P/SHM).");
+    add("info",
+        "one node: NCCL's network is Socket but carries no data; the GPUs connect "
+        "directly (P2P/SHM).");
   }
   if (r.gdr_disabled && !r.gdr_enabled) {
-    add("warning", "GPUDirect RDMA is off: network traffic bounces through host memory "
-                   "(load nvidia-peermem / dmabuf support, check NCCL_NET_GDR_LEVEL).");
+    add("warning",
+        "GPUDirect RDMA is off: network traffic bounces through host memory "
+        "(load nvidia-peermem / dmabuf support, check NCCL_NET_GDR_LEVEL).");
   }
   const bool shm = std::any_of(r.summary.connections.begin(), r.summary.connections.end(),
                                [](const NcclConnection& c) { return c.transport == "SHM"; });
   if (shm) {
-    add("warning", "SHM transport between GPUs of one node: peer-to-peer (NVLink/PCIe P2P) is "
-                   "unavailable or disabled (NCCL_P2P_DISABLE, ACS, a VM without P2P).");
+    add("warning",
+        "SHM transport between GPUs of one node: peer-to-peer (NVLink/PCIe P2P) is "
+        "unavailable or disabled (NCCL_P2P_DISABLE, ACS, a VM without P2P).");
   }
   int timeouts = 0, errors = 0;
   for (const auto& p : r.problems) {
@@ -192,17 +195,22 @@ NcclLogReport analyze_nccl_log(std::string_view text) {
     if (p.kind == "error") ++errors;
   }
   if (timeouts > 0) {
-    add("error", std::to_string(timeouts) + " timeout / watchdog line(s): a rank stopped "
-                 "participating (a hang, a dead node, mismatched collectives); the first is at "
-                 "line " + std::to_string(std::find_if(r.problems.begin(), r.problems.end(),
-                                                         [](const auto& p) { return p.kind == "timeout"; })
-                                            ->line_number) + ".");
+    add("error", std::to_string(timeouts) +
+                     " timeout / watchdog line(s): a rank stopped "
+                     "participating (a hang, a dead node, mismatched collectives); the first is at "
+                     "line " +
+                     std::to_string(std::find_if(r.problems.begin(), r.problems.end(),
+                                                 [](const auto& p) { return p.kind == "timeout"; })
+                                        ->line_number) +
+                     ".");
   }
   if (errors > 0) {
-    add("error", std::to_string(errors) + " NCCL error line(s) (e.g. ncclInternalError: often "
-                 "tensors of different sizes across ranks, or a peer that died).");
+    add("error", std::to_string(errors) +
+                     " NCCL error line(s) (e.g. ncclInternalError: often "
+                     "tensors of different sizes across ranks, or a peer that died).");
   }
-  if (r.summary.nccl_lines == 0) add("warning", "no NCCL_DEBUG output found (set NCCL_DEBUG=INFO).");
+  if (r.summary.nccl_lines == 0)
+    add("warning", "no NCCL_DEBUG output found (set NCCL_DEBUG=INFO).");
   if (std::none_of(r.findings.begin(), r.findings.end(),
                    [](const NcclLogFinding& f) { return f.severity != "info"; })) {
     add("info", "no problem found.");

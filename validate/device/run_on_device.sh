@@ -18,7 +18,7 @@
 # Writes $OUT/console.log and $OUT/results.tar.gz.
 set -u
 mode=${1:-check}
-rounds=${2:-4}
+rounds=${2:-$([ "$mode" = x8 ] && echo 2 || echo 4)}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 res=$OUT/res
 mkdir -p "$res"
@@ -79,7 +79,7 @@ elif [ "$mode" = x8 ]; then
     echo "$op exit $?"
   done
   step "$rounds interleaved rounds on 8 GPUs, 256 MiB - 8 GiB, -n 20 -w 1 both"
-  GPUS=8 bash "$here/compare_rounds.sh" "${2:-2}" "$res/rounds"
+  GPUS=8 bash "$here/compare_rounds.sh" "$rounds" "$res/rounds"
 else
   step "clustersim-probe on 2 GPUs (full)"
   rm -f /tmp/clustersim-nccl-debug.*.log
