@@ -41,7 +41,6 @@ struct VerifyArgs {
 };
 
 constexpr const char* kCmd = "verify";
-constexpr const char* kToolVersion = "clustersim 0.1.0";
 
 models::Result<std::string> read_key(const std::string& path) {
   auto k = models::read_text_file(path);

@@ -18,6 +18,9 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitCheckFailed = 1;
 inline constexpr int kExitBadInput = 2;
 
+// What `clustersim --version` prints, and what `verify` records as the tool that judged.
+inline constexpr const char* kToolVersion = "clustersim 0.1.0";
+
 using CommandAction = std::function<int()>;
 
 struct CommandRegistration {

@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
       "clustersim: predict how fast a training job runs on a GPU cluster, what it costs, and "
       "check a real cluster against the prediction"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "clustersim 0.1.0");
+  app.set_version_flag("--version", kToolVersion);
 
   auto commands = registered_commands();
   std::stable_sort(commands.begin(), commands.end(),
