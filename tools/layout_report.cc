@@ -120,9 +120,9 @@ void ProgressLine::update(std::size_t done, std::size_t total, const char* unit)
   const double since_s = std::chrono::duration<double>(now - last_).count();
   if (elapsed_s < 1 || since_s < (tty ? 0.2 : 5.0)) return;
   last_ = now;
-  const std::string text = "clustersim " + command_ + ": " + (label_.empty() ? "" : label_ + ": ") +
-                           std::to_string(done) + " / " + std::to_string(total) + " " + unit +
-                           ", " + models::format_time(elapsed_s);
+  const std::string text = "clustersim " + command_ + ": " + std::to_string(done) + " / " +
+                           std::to_string(total) + " " + unit + ", " +
+                           models::format_time(elapsed_s);
   std::fprintf(stderr, tty ? "\r%s\033[K" : "%s\n", text.c_str());
   drawn_ = tty;
 }

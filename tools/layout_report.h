@@ -44,20 +44,18 @@ nlohmann::json ranked_json(const models::RankedLayout& r);
 // Where the step goes: (what, seconds) for compute, exposed TP/DP/PP/CP, bubble, optimizer.
 std::vector<std::pair<std::string, double>> step_parts(const models::StepResult& step);
 
-// "\r<label>: 1,024 / 31,104 layouts, 3 s" on stderr once a run has taken a second: redrawn in
-// place on a terminal (at most 5 times a second), a line every 5 s otherwise. Calls arrive one
-// at a time (SearchOptions::progress); done() ends the line.
+// "\rclustersim <command>: 1,024 / 31,104 layouts, 3 s" on stderr once a run has taken a
+// second: redrawn in place on a terminal (at most 5 times a second), a line every 5 s otherwise.
+// Calls arrive one at a time (SearchOptions::progress); done() ends the line.
 class ProgressLine {
  public:
   explicit ProgressLine(std::string command) : command_(std::move(command)) {}
-  void set_label(std::string label) { label_ = std::move(label); }
   void update(std::size_t done, std::size_t total, const char* unit);
   void done();
 
  private:
   using Clock = std::chrono::steady_clock;
   std::string command_;
-  std::string label_;
   Clock::time_point start_ = Clock::now();
   Clock::time_point last_ = start_;
   bool drawn_ = false;
