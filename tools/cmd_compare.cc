@@ -66,14 +66,9 @@ models::Result<Design> load_design(const std::string& path, bool des) {
   if (!s) return models::Error{s.message()};
   Design d;
   d.scenario = std::move(s).value();
-  d.params = models::default_step_params(d.scenario.cluster);
-  auto cal = calibration_for("", d.scenario.calibration_path, d.scenario.cluster);
-  if (!cal) return models::Error{cal.message()};
-  if (*cal) {
-    auto applied = models::apply_calibration(**cal, d.scenario.cluster,
-                                             d.scenario.workload.precision, &d.params);
-    if (!applied) return models::Error{applied.message()};
-  }
+  auto params = step_params_for(d.scenario, /*calibration_flag=*/"");
+  if (!params) return models::Error{params.message()};
+  d.params = std::move(params).value();
   auto step = evaluate(d.scenario, d.params, des, &d.des);
   if (!step) return models::Error{d.scenario.path + ": " + step.message()};
   d.step = std::move(step).value();

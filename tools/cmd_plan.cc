@@ -386,14 +386,9 @@ nlohmann::json plan_json(const models::Scenario& s, const models::StepResult& r,
 int run_plan(const PlanArgs& a) {
   auto scenario = load_scenario_or_default(a.scenario);
   if (!scenario) return fail_bad_input("plan", scenario.message());
-  models::StepParams params = models::default_step_params(scenario->cluster);
-  auto calibration = calibration_for(a.calibration, scenario->calibration_path, scenario->cluster);
-  if (!calibration) return fail_bad_input("plan", calibration.message());
-  if (*calibration) {
-    auto applied = models::apply_calibration(**calibration, scenario->cluster,
-                                             scenario->workload.precision, &params);
-    if (!applied) return fail_bad_input("plan", applied.message());
-  }
+  auto step_params = step_params_for(*scenario, a.calibration);
+  if (!step_params) return fail_bad_input("plan", step_params.message());
+  const models::StepParams& params = *step_params;
   auto step = models::predict_step(*scenario, params);
   if (!step) return fail_bad_input("plan", scenario->path + ": " + step.message());
   // --engine des (or auto): the same report from the discrete-event simulator.

@@ -18,6 +18,7 @@
 #include "models/step_model.h"
 #include "models/units.h"
 #include "sim/step_sim.h"
+#include "tools/calibration_option.h"
 #include "tools/command_registry.h"
 #include "tools/layout_report.h"
 #include "tools/scenario_input.h"

@@ -7,22 +7,8 @@
 
 #include "models/cost_model.h"
 #include "models/units.h"
-#include "tools/calibration_option.h"
 
 namespace clustersim::tools {
-
-models::Result<models::StepParams> step_params_for(const models::Scenario& scenario,
-                                                   const std::string& calibration_flag) {
-  models::StepParams params = models::default_step_params(scenario.cluster);
-  auto calibration = calibration_for(calibration_flag, scenario.calibration_path, scenario.cluster);
-  if (!calibration) return models::Error{calibration.message()};
-  if (*calibration) {
-    auto applied = models::apply_calibration(**calibration, scenario.cluster,
-                                             scenario.workload.precision, &params);
-    if (!applied) return models::Error{applied.message()};
-  }
-  return params;
-}
 
 std::vector<std::string> layout_header() {
   return {"tp", "pp", "dp", "cp", "zero", "recompute", "mb"};

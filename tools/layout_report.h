@@ -1,6 +1,5 @@
-// What `search` and `sweep` share: the step parameters of a scenario with its calibration overlay,
-// a parallel layout and its prediction as table cells and JSON, and a progress line on stderr
-// for long runs. Formats only; the commands print.
+// What `search` and `sweep` share: a parallel layout and its prediction as table cells and JSON,
+// and a progress line on stderr for long runs. Formats only; the commands print.
 #pragma once
 
 #include <chrono>
@@ -15,11 +14,6 @@
 #include "models/step_model.h"
 
 namespace clustersim::tools {
-
-// The analytic model's defaults for the scenario's GPU with the calibration overlay applied
-// (--calibration FILE, else the scenario's calibration: key, else none), as `plan` uses them.
-models::Result<models::StepParams> step_params_for(const models::Scenario& scenario,
-                                                   const std::string& calibration_flag);
 
 // Table cells of a layout: tp ("8+sp"), pp ("2 1f1b", "4 x2 il", "1"), dp, cp, zero, recompute,
 // micro-batch; layout_header() names them.
