@@ -397,6 +397,8 @@ int run_plan(const PlanArgs& a) {
   }
   bool des = a.engine != "analytic";
   if (!a.trace.empty() && !des) return fail_bad_input("plan", "--trace needs --engine des");
+  // A trace is the simulator's: with --trace, auto does not fall back to the analytic model.
+  const bool must_simulate = a.engine == "des" || !a.trace.empty();
   std::string engine_note;  // why auto fell back to the analytic model
   double analytic_step_s = step->step_time_s;
   const bool interfered = scenario->interference.any();
@@ -405,11 +407,13 @@ int run_plan(const PlanArgs& a) {
     sim::StepSimOptions options;
     options.trace = !a.trace.empty();
     auto simulated = sim::simulate_step(*scenario, params, options);
-    if (!simulated && a.engine == "des") {
+    if (!simulated && must_simulate) {
       // Messages from the scenario's own keys already start with its path.
       const std::string& m = simulated.message();
+      const std::string why = m.rfind(scenario->path, 0) == 0 ? m : scenario->path + ": " + m;
+      if (a.engine == "des") return fail_bad_input("plan", why);
       return fail_bad_input("plan",
-                            m.rfind(scenario->path, 0) == 0 ? m : scenario->path + ": " + m);
+                            "--trace " + a.trace + ": the step cannot be simulated: " + why);
     }
     if (!simulated) {
       des = false;
@@ -488,7 +492,8 @@ const bool kRegistered = register_command(
                       "auto (default: des, or analytic where the fabric cannot be simulated), des "
                       "(the SimGrid simulation: contention, overlap) or analytic (the formulas)");
        sub.add_option("--trace", a->trace,
-                      "with --engine des: write the step's timeline as Chrome trace JSON to FILE");
+                      "write the simulated step's timeline as Chrome trace JSON to FILE (needs "
+                      "the simulation: exit 2 where it cannot run)");
        return [a] { return run_plan(*a); };
      }});
 

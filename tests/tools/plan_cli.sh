@@ -79,6 +79,14 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['engine']=
 [ "$rc" -eq 2 ] || fail "plan --engine des on an infeasible fabric exited $rc, want 2"
 grep -q "fat-tree-256gpu.yaml:[0-9]*:[0-9]*: cluster.fabric" "$tmp/fb.err" || fail "no file:line:col in: $(cat "$tmp/fb.err")"
 grep -q "yaml: .*fat-tree-256gpu.yaml" "$tmp/fb.err" && fail "the path is printed twice: $(cat "$tmp/fb.err")"
+# --trace needs the simulation: with the default engine it does not fall back to the analytic
+# model (that would claim a timeline it never wrote) but exits 2 with the reason, writing nothing.
+"$bin" plan "$f" --trace "$tmp/fb-trace.json" >"$tmp/fb.out" 2>"$tmp/fb.err"; rc=$?
+[ "$rc" -eq 2 ] || fail "plan --trace on an infeasible fabric exited $rc, want 2"
+grep -q -- "--trace .*fb-trace.json: the step cannot be simulated: .*fat-tree-256gpu.yaml:[0-9]*:[0-9]*: cluster.fabric" "$tmp/fb.err" ||
+  fail "plan --trace on an infeasible fabric: no reason in: $(cat "$tmp/fb.err")"
+[ -e "$tmp/fb-trace.json" ] && fail "plan --trace wrote a trace of a step it could not simulate"
+grep -q "Timeline" "$tmp/fb.out" && fail "plan --trace names a timeline it did not write"
 
 # Interference (the scenario's interference: section): the simulator reports the step alone (the
 # neighbour idle, no background) and with it, and the slowdown; the analytic model says plainly
