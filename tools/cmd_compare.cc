@@ -444,9 +444,6 @@ nlohmann::json design_json(const Design& d) {
 
 int run_compare(const CompareArgs& a) {
   const std::string cmd = "compare";
-  if (a.engine != "des" && a.engine != "analytic") {
-    return fail_bad_input(cmd, "--engine: '" + a.engine + "' (des or analytic)");
-  }
   if (a.scenarios.size() < 2) return fail_bad_input(cmd, "give at least two scenarios to compare");
   if (!a.plot.empty()) {
     const auto dot = a.plot.rfind('.');
@@ -513,7 +510,8 @@ const bool kRegistered = register_command(
      [](CLI::App& sub) -> CommandAction {
        auto a = std::make_shared<CompareArgs>();
        sub.add_option("scenarios", a->scenarios, "two or more scenario YAML files")->required();
-       sub.add_option("--engine", a->engine, "des (simulated, default) or analytic");
+       sub.add_option("--engine", a->engine, "des (simulated, default) or analytic")
+           ->check(CLI::IsMember({"des", "analytic"}));
        sub.add_option(
            "--plot", a->plot,
            "write a scaling plot (tokens/s vs GPUs) with gnuplot to FILE.png or FILE.svg");

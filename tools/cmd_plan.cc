@@ -392,9 +392,6 @@ int run_plan(const PlanArgs& a) {
   auto step = models::predict_step(*scenario, params);
   if (!step) return fail_bad_input("plan", scenario->path + ": " + step.message());
   // --engine des (or auto): the same report from the discrete-event simulator.
-  if (a.engine != "des" && a.engine != "analytic" && a.engine != "auto") {
-    return fail_bad_input("plan", "--engine: '" + a.engine + "' (auto, des or analytic)");
-  }
   bool des = a.engine != "analytic";
   if (!a.trace.empty() && !des) return fail_bad_input("plan", "--trace needs --engine des");
   // A trace is the simulator's: with --trace, auto does not fall back to the analytic model.
@@ -490,7 +487,8 @@ const bool kRegistered = register_command(
                       "calibration overlay (clustersim calibrate); default: the scenario's");
        sub.add_option("--engine", a->engine,
                       "auto (default: des, or analytic where the fabric cannot be simulated), des "
-                      "(the SimGrid simulation: contention, overlap) or analytic (the formulas)");
+                      "(the SimGrid simulation: contention, overlap) or analytic (the formulas)")
+           ->check(CLI::IsMember({"auto", "des", "analytic"}));
        sub.add_option("--trace", a->trace,
                       "write the simulated step's timeline as Chrome trace JSON to FILE (needs "
                       "the simulation: exit 2 where it cannot run)");

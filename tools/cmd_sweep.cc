@@ -441,9 +441,6 @@ nlohmann::json rows_json(const SweepArgs& a, const models::Scenario& base,
 }
 
 int run_sweep(const SweepArgs& a) {
-  if (a.engine != "analytic" && a.engine != "des") {
-    return fail_bad_input("sweep", "--engine: '" + a.engine + "' (analytic or des)");
-  }
   if (a.threads < 1) return fail_bad_input("sweep", "--threads: must be at least 1");
   auto axes = parse_axes(a.sets);
   if (!axes) return fail_bad_input("sweep", axes.message());
@@ -511,7 +508,8 @@ const bool kRegistered = register_command(
                       "roce-400+spectrum-4-sn5600-2x400g")
            ->required()
            ->take_all();
-       sub.add_option("--engine", a->engine, "analytic (default) or des (the simulator)");
+       sub.add_option("--engine", a->engine, "analytic (default) or des (the simulator)")
+           ->check(CLI::IsMember({"analytic", "des"}));
        sub.add_flag("--json", a->json, "one JSON object with a row per combination");
        sub.add_option("--csv", a->csv, "also write the rows to FILE as CSV");
        sub.add_option("--threads", a->threads,
