@@ -1,6 +1,7 @@
 # Sourced by every CLI test (tests/tools/*.sh, run as `bash test.sh <clustersim binary> <source
 # dir>`): sets bin, src and a scratch folder tmp (removed at exit), counts failures with
-# `fail "why"`, and `finish NAME` ends the test: exit 1 with the count if any check failed.
+# `fail "why"`, checks bad input with `expect_bad`, and `finish NAME` ends the test: exit 1 with
+# the count if any check failed.
 set -u
 bin="$1"
 src="${2:-}"
@@ -8,6 +9,18 @@ fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
+# expect_bad COMMAND TEXT ARGS...: `clustersim COMMAND ARGS...` exits 2 (bad input) with TEXT (a
+# fixed string) on stderr. expect_bad_match is the same with an extended regular expression.
+expect_bad() { _expect_bad -F "$@"; }
+expect_bad_match() { _expect_bad -E "$@"; }
+_expect_bad() {
+  local how="$1" command="$2" want="$3"
+  shift 3
+  "$bin" "$command" "$@" >/dev/null 2>"$tmp/bad.err"
+  local rc=$?
+  [ "$rc" -eq 2 ] || fail "$command $* exited $rc, want 2"
+  grep -q "$how" -- "$want" "$tmp/bad.err" || fail "$command $*: '$want' not in: $(cat "$tmp/bad.err")"
+}
 finish() {
   if [ "$fails" -ne 0 ]; then
     echo "$1: $fails failure(s)" >&2

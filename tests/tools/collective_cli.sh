@@ -76,23 +76,15 @@ for op in all_reduce all_gather reduce_scatter alltoall broadcast reduce sendrec
 done
 
 # Bad input exits 2 with a message that names the flag or the file:line:col.
-expect_2() {  # expect_2 <what> <pattern on stderr> <args...>
-  local what="$1" pattern="$2"
-  shift 2
-  "$bin" collective "$@" >/dev/null 2>"$tmp/err.txt"
-  local rc=$?
-  [ "$rc" -eq 2 ] || fail "$what exited $rc, expected 2"
-  grep -qE -- "$pattern" "$tmp/err.txt" || fail "$what: stderr lacks /$pattern/: $(cat "$tmp/err.txt")"
-}
-expect_2 "unknown op" "--op" --op allsum
-expect_2 "unknown algorithm" "--algo" --algo fastest
-expect_2 "unknown protocol" "--proto" --proto ll64
-expect_2 "too many GPUs" "--gpus.*32 GPUs" --gpus 33
-expect_2 "bad size" "--min" --min 8X
-expect_2 "min above max" "minimum" --min 1G --max 1M
-expect_2 "tree all_gather" "all_reduce only" --op all_gather --algo tree
-expect_2 "unknown flag" "bogus" --bogus
-expect_2 "missing scenario" "no-such.yaml" --scenario "$tmp/no-such.yaml"
+expect_bad_match collective "--op" --op allsum  # unknown op
+expect_bad_match collective "--algo" --algo fastest  # unknown algorithm
+expect_bad_match collective "--proto" --proto ll64  # unknown protocol
+expect_bad_match collective "--gpus.*32 GPUs" --gpus 33  # too many GPUs
+expect_bad_match collective "--min" --min 8X  # bad size
+expect_bad_match collective "minimum" --min 1G --max 1M  # min above max
+expect_bad_match collective "all_reduce only" --op all_gather --algo tree  # tree all_gather
+expect_bad_match collective "bogus" --bogus  # unknown flag
+expect_bad_match collective "no-such.yaml" --scenario "$tmp/no-such.yaml"  # missing scenario
 cat >"$tmp/bad.yaml" <<'EOF'
 name: bad
 cluster:
@@ -103,6 +95,6 @@ cluster:
     scale_up: nvlink4
     nic_count: 8
 EOF
-expect_2 "bad scenario" "bad.yaml:[0-9]+:[0-9]+" --scenario "$tmp/bad.yaml"
+expect_bad_match collective "bad.yaml:[0-9]+:[0-9]+" --scenario "$tmp/bad.yaml"  # bad scenario
 
 finish collective_cli

@@ -11,18 +11,14 @@
 # moves it on purpose, regenerate it with `clustersim plan --engine analytic --json > tests/golden/plan_default.json`,
 # read the diff, and say in the commit why each figure moved.
 # Usage: plan_golden.sh <clustersim binary> <source dir>
-set -u
-bin="$1"
-src="$2"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/cli_test_lib.bash"
 
-status=0
 for pair in analytic:plan_default.json des:plan_default_des.json; do
 engine="${pair%%:*}"
 golden="${pair#*:}"
-"$bin" plan --engine "$engine" --json >"$tmp/plan.json" || { echo "FAIL: plan --engine $engine --json exited $?" >&2; exit 1; }
-python3 - "$src/tests/golden/$golden" "$tmp/plan.json" <<'PY' || status=1
+"$bin" plan --engine "$engine" --json >"$tmp/plan.json" ||
+  { fail "plan --engine $engine --json exited $?"; continue; }
+python3 - "$src/tests/golden/$golden" "$tmp/plan.json" <<'PY' || fail "plan --engine $engine --json differs from $golden"
 import json, math, sys
 
 REL = 1e-4
@@ -68,4 +64,4 @@ if diffs:
 print(f"plan_golden: {sys.argv[1].split('/')[-1]} ok")
 PY
 done
-exit $status
+finish plan_golden
