@@ -167,6 +167,25 @@ std::string format_significant(double value, int digits) {
 
 namespace {
 
+// `percent` (already x100) to 3 significant digits, below 5e-5 in size "0%".
+std::string percent_text(double percent) {
+  return std::fabs(percent) < 5e-5 ? "0%" : format_significant(percent, 3) + "%";
+}
+
+}  // namespace
+
+std::string format_percent(double fraction) { return percent_text(100 * fraction); }
+
+std::string format_percent(double part, double whole) {
+  return whole > 0 ? percent_text(100 * part / whole) : "-";
+}
+
+std::string format_signed_percent(double fraction) {
+  return (fraction >= 0 ? "+" : "") + format_percent(fraction);
+}
+
+namespace {
+
 struct Prefix {
   double factor;
   const char* unit;

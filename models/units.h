@@ -57,4 +57,12 @@ std::string format_usd(double usd);                  // "$1,580,000", "$0.27"
 // A number with `digits` significant digits, no trailing zeros ("1.5", "450", "0.0123").
 std::string format_significant(double value, int digits = 4);
 
+// A fraction as a percentage to 3 significant digits: 0.123 -> "12.3%", 1 -> "100%". A fraction
+// under 5e-7 in size reads "0%" (rounding noise such as 1e-14 is not a figure).
+std::string format_percent(double fraction);
+// part / whole the same way, or "-" where whole is not positive (no share of nothing).
+std::string format_percent(double part, double whole);
+// A change with its sign: 0.05 -> "+5%", -0.012 -> "-1.2%", 0 -> "+0%".
+std::string format_signed_percent(double fraction);
+
 }  // namespace clustersim::models

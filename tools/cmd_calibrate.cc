@@ -19,6 +19,7 @@
 namespace clustersim::tools {
 namespace {
 
+using models::format_percent;
 using models::format_significant;
 
 struct CalibrateArgs {
@@ -28,10 +29,6 @@ struct CalibrateArgs {
   std::vector<std::string> attention_references;
   int max_regimes = models::PiecewiseOptions{}.max_segments;
 };
-
-std::string pct(double f) {
-  return std::fabs(f) < 5e-7 ? "0%" : format_significant(100 * f, 3) + "%";  // no 1e-14 noise
-}
 
 nlohmann::json calibration_json(const models::Calibration& c, const std::string& out) {
   using nlohmann::json;
@@ -125,7 +122,8 @@ void print_calibration(const models::Calibration& c, const std::string& out) {
                  models::format_time(r.latency_s),
                  r.busbw_Bps >= models::kFlatRegimeBusbwBps ? "(flat)"
                                                             : models::format_bandwidth(r.busbw_Bps),
-                 std::to_string(r.points), pct(r.rms_rel_residual), pct(r.max_rel_residual)});
+                 std::to_string(r.points), format_percent(r.rms_rel_residual),
+                 format_percent(r.max_rel_residual)});
     }
   }
   std::printf("%s", t.render(2).c_str());
@@ -143,7 +141,7 @@ void print_calibration(const models::Calibration& c, const std::string& out) {
           {std::string(models::to_string(e.op)), e.multi_node ? "multi-node" : "one node", ranks,
            (e.extra_latency_s < 0 ? "-" : "") + models::format_time(std::fabs(e.extra_latency_s)),
            format_significant(e.bandwidth_scale, 4), std::to_string(e.points),
-           pct(e.rms_rel_residual), pct(e.max_rel_residual)});
+           format_percent(e.rms_rel_residual), format_percent(e.max_rel_residual)});
     }
     std::printf("%s", tr.render(2).c_str());
   }
@@ -156,7 +154,7 @@ void print_calibration(const models::Calibration& c, const std::string& out) {
                  format_significant(e.max_efficiency, 4),
                  format_significant(e.short_max_efficiency, 4),
                  format_significant(e.half_efficiency_flops, 3), std::to_string(e.points),
-                 pct(e.max_rel_residual),
+                 format_percent(e.max_rel_residual),
                  std::string(e.half_identified ? "" : "one work size: half kept at its default") +
                      (e.sustained_scaled ? " scaled to the sustained burn" : "")});
     }
@@ -169,12 +167,14 @@ void print_calibration(const models::Calibration& c, const std::string& out) {
         a.backward ? "backward" : "forward", a.source.c_str(),
         a.applied ? "applied to the planner" : "recorded, not applied",
         format_significant(a.max_efficiency, 4).c_str(),
-        format_significant(a.half_kv_tokens, 4).c_str(), a.points, pct(a.max_rel_residual).c_str());
+        format_significant(a.half_kv_tokens, 4).c_str(), a.points,
+        format_percent(a.max_rel_residual).c_str());
   }
   std::printf("\n");
   if (c.hbm_efficiency > 0) {
     std::printf("HBM copy %s = %s of the datasheet\n",
-                models::format_bandwidth(c.hbm_copy_Bps).c_str(), pct(c.hbm_efficiency).c_str());
+                models::format_bandwidth(c.hbm_copy_Bps).c_str(),
+                format_percent(c.hbm_efficiency).c_str());
   }
   if (c.h2d_Bps > 0)
     std::printf("host -> device %s\n", models::format_bandwidth(c.h2d_Bps).c_str());

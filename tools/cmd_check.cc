@@ -25,6 +25,7 @@
 namespace clustersim::tools {
 namespace {
 
+using models::format_percent;
 using models::format_significant;
 
 struct CheckArgs {
@@ -38,10 +39,6 @@ struct CheckArgs {
   double max_median_error = 0;  // 0 = no gate
   double max_error = 0;
 };
-
-std::string pct(double f) {
-  return std::fabs(f) < 5e-7 ? "0%" : format_significant(100 * f, 3) + "%";  // no 1e-14 noise
-}
 
 std::string value_text(const validate::ComparedRow& r, double v) {
   if (v <= 0) return "-";
@@ -183,7 +180,7 @@ int run_check(const CheckArgs& a) {
                   {TextTable::Align::kLeft, TextTable::Align::kLeft});
       for (const auto& r : c.rows) {
         t.add_row({r.group, r.label, value_text(r, r.measured), value_text(r, r.predicted),
-                   r.predicted > 0 ? (r.error >= 0 ? "+" : "") + pct(r.error) : "-",
+                   r.predicted > 0 ? models::format_signed_percent(r.error) : "-",
                    r.held_out ? "held out" : (in.held_out.empty() ? "" : "fitted"),
                    value_text(r, r.floor), r.impossible ? "IMPOSSIBLE" : ""});
       }
@@ -197,8 +194,8 @@ int run_check(const CheckArgs& a) {
     for (const auto& g : c.stats) {
       std::string set = set_name(!in.held_out.empty(), g.held_out);
       std::replace(set.begin(), set.end(), '_', ' ');
-      s.add_row({g.group, set, std::to_string(g.rows), pct(g.median_abs_error),
-                 pct(g.max_abs_error), g.worst_label, g.basis});
+      s.add_row({g.group, set, std::to_string(g.rows), format_percent(g.median_abs_error),
+                 format_percent(g.max_abs_error), g.worst_label, g.basis});
       transferred = transferred || g.basis == "transfer";
     }
     std::printf("%s", s.render(2).c_str());

@@ -30,6 +30,7 @@
 namespace clustersim::tools {
 namespace {
 
+using models::format_percent;
 using models::format_significant;
 using models::format_time;
 using Align = TextTable::Align;
@@ -110,21 +111,13 @@ void compute_scaling(Design& d, bool des) {
   }
 }
 
-std::string pct(double part, double whole) {
-  return whole > 0 ? format_significant(100 * part / whole, 3) + "%" : "-";
-}
-std::string signed_pct(double ratio) {
-  const double p = 100 * (ratio - 1);
-  return (p >= 0 ? "+" : "") + format_significant(p, 3) + "%";
-}
-
 std::string network_line(const models::Scenario& s) {
   const auto& n = s.cluster.node;
   const auto& f = s.cluster.fabric;
   if (n.nics_per_node == 0) return "one node, no fabric";
   std::string out = std::to_string(n.nics_per_node) + " x " + n.nic.id + " (" +
                     models::format_bandwidth_bits(n.nic.line_rate_Bps * n.links_per_nic) + ", " +
-                    pct(n.nic.protocol_efficiency, 1) + ")";
+                    format_percent(n.nic.protocol_efficiency) + ")";
   out += ", " + f.switch_spec.id + " (" + std::to_string(f.switch_radix) + " ports), " +
          std::string(models::to_string(f.topology));
   if (f.topology == models::TopologyKind::kFatTree) out += " " + std::to_string(f.tiers) + "-tier";
@@ -187,7 +180,7 @@ std::string saturation_line(const Design& d) {
   std::string out;
   for (const auto& t : busiest_tiers(*d.des)) {
     if (!out.empty()) out += ", ";
-    out += std::string(sim::to_string(t.tier)) + " " + pct(t.max_utilisation, 1) +
+    out += std::string(sim::to_string(t.tier)) + " " + format_percent(t.max_utilisation) +
            (saturated(d, t) ? " (sat.)" : "");
   }
   return out.empty() ? "-" : out;
@@ -226,8 +219,8 @@ std::vector<std::string> reasons(const Design& a, const Design& b) {
       na.links_per_nic != nb.links_per_nic) {
     out.push_back("network: " + network_line(a.scenario) + " vs " + network_line(b.scenario));
     if (na.nic.protocol_efficiency != nb.nic.protocol_efficiency) {
-      out.push_back("uncontended, the NICs deliver " + pct(na.nic.protocol_efficiency, 1) + " vs " +
-                    pct(nb.nic.protocol_efficiency, 1) +
+      out.push_back("uncontended, the NICs deliver " + format_percent(na.nic.protocol_efficiency) +
+                    " vs " + format_percent(nb.nic.protocol_efficiency) +
                     " of line rate (catalog protocol efficiency)");
     }
     const bool lossy = nb.nic.technology == models::LinkTechnology::kRoce ||
@@ -261,7 +254,7 @@ std::vector<std::string> reasons(const Design& a, const Design& b) {
                   std::to_string(fb.switch_radix) +
                   " ports: fewer nodes share a leaf with smaller switches, so more traffic "
                   "crosses the leaf uplinks (busiest leaf-spine link " +
-                  pct(leaf_spine(a), 1) + " vs " + pct(leaf_spine(b), 1) + ")");
+                  format_percent(leaf_spine(a)) + " vs " + format_percent(leaf_spine(b)) + ")");
   }
   if (b.des) {
     for (const auto& p : b.des->patterns) {
@@ -279,10 +272,11 @@ std::vector<std::string> reasons(const Design& a, const Design& b) {
           line += ": ECMP collisions: the hash put several flows on some " +
                   std::string(sim::to_string(c->tier)) +
                   " links while others carried little (busiest " + c->busiest + " saturated at " +
-                  pct(c->max_utilisation, 1) + ", mean " + pct(c->mean_utilisation, 1) +
-                  " over the " + std::to_string(c->resources) + " links that carried traffic)";
+                  format_percent(c->max_utilisation) + ", mean " +
+                  format_percent(c->mean_utilisation) + " over the " +
+                  std::to_string(c->resources) + " links that carried traffic)";
         } else {
-          line += " (busiest: " + busiest + " at " + pct(u, 1) + ")";
+          line += " (busiest: " + busiest + " at " + format_percent(u) + ")";
         }
         out.push_back(std::move(line));
       }
@@ -311,7 +305,7 @@ void print_table(const std::vector<Design>& ds, bool des) {
   row("tokens/s", [](const Design& d) { return models::format_count(d.step.tokens_per_s); });
   row("tokens/s per GPU",
       [](const Design& d) { return models::format_count(d.step.tokens_per_s / d.step.gpus); });
-  row("MFU", [](const Design& d) { return pct(d.step.mfu, 1); });
+  row("MFU", [](const Design& d) { return format_percent(d.step.mfu); });
   t.add_separator();
   row("compute", [](const Design& d) { return format_time(d.step.breakdown.compute_s); });
   row("exposed TP", [](const Design& d) { return format_time(d.step.breakdown.tp.exposed_s); });
@@ -352,8 +346,9 @@ void print_table(const std::vector<Design>& ds, bool des) {
         "  * utilisation of the busiest link of each tier while the step's collectives run; "
         "sat.: saturated (100%%, or on a shared RoCE / TCP link what congestion control leaves "
         "of it: %s / %s)\n",
-        pct(sim::shared_link_efficiency(models::LinkTechnology::kRoce, {}), 1).c_str(),
-        pct(sim::shared_link_efficiency(models::LinkTechnology::kEthernetTcp, {}), 1).c_str());
+        format_percent(sim::shared_link_efficiency(models::LinkTechnology::kRoce, {})).c_str(),
+        format_percent(sim::shared_link_efficiency(models::LinkTechnology::kEthernetTcp, {}))
+            .c_str());
   }
   std::printf("\n");
 }
@@ -488,9 +483,11 @@ int run_compare(const CompareArgs& a) {
     print_table(ds, des);
     for (size_t i = 1; i < ds.size(); ++i) {
       const double r = ds[i].step.step_time_s / ds[0].step.step_time_s;
-      std::printf("%s vs %s: step %s, tokens/s %s\n", ds[i].scenario.name.c_str(),
-                  ds[0].scenario.name.c_str(), signed_pct(r).c_str(),
-                  signed_pct(ds[i].step.tokens_per_s / ds[0].step.tokens_per_s).c_str());
+      std::printf(
+          "%s vs %s: step %s, tokens/s %s\n", ds[i].scenario.name.c_str(),
+          ds[0].scenario.name.c_str(), models::format_signed_percent(r - 1).c_str(),
+          models::format_signed_percent(ds[i].step.tokens_per_s / ds[0].step.tokens_per_s - 1)
+              .c_str());
       for (const auto& why : reasons(ds[0], ds[i])) std::printf("  - %s\n", why.c_str());
       std::printf("\n");
     }

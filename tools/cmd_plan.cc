@@ -29,6 +29,7 @@ namespace {
 using models::format_bandwidth;
 using models::format_count;
 using models::format_flops;
+using models::format_percent;
 using models::format_significant;
 using models::format_size;
 using models::format_time;
@@ -46,10 +47,6 @@ struct PlanArgs {
   std::string trace;  // des: Chrome trace JSON of the simulated step
 };
 
-std::string percent(double part, double whole) {
-  return whole > 0 ? format_significant(100 * part / whole, 3) + "%" : "-";
-}
-
 // A number, or JSON null where the input needed for it was not given.
 nlohmann::json or_null(bool known, double value) {
   return known && std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
@@ -64,7 +61,7 @@ std::string interference_what(const models::InterferenceConfig& in) {
         (in.placement == models::NeighbourPlacement::kAfter ? "after ours"
                                                             : "interleaved with ours") +
         "), " + std::string(models::to_string(in.pattern)) + " at " +
-        percent(in.neighbour_load, 1) + " of its NICs";
+        format_percent(in.neighbour_load) + " of its NICs";
   }
   if (in.background_per_node_Bps > 0) {
     if (!s.empty()) s += "; ";
@@ -157,7 +154,7 @@ void print_step(const models::StepResult& r) {
               format_significant(r.model_tflops_per_gpu, 4).c_str(),
               format_significant(r.hardware_tflops_per_gpu, 4).c_str(),
               format_flops(r.peak_flops).c_str());
-  std::printf("  MFU              %s\n\n", percent(r.mfu, 1).c_str());
+  std::printf("  MFU              %s\n\n", format_percent(r.mfu).c_str());
 }
 
 void print_memory(const models::Scenario& s, const models::StepResult& r,
@@ -190,7 +187,7 @@ void print_breakdown(const models::StepResult& r) {
   TextTable t({"per step", "time", "share"}, {Align::kLeft, Align::kRight, Align::kRight});
   auto row = [&](const char* what, double s) {
     if (s > 0) {
-      t.add_row({what, format_time(s), percent(s, step)});
+      t.add_row({what, format_time(s), format_percent(s, step)});
     } else {
       t.add_row({what, "-", "-"});
     }
@@ -275,7 +272,7 @@ void print_cost(const models::Scenario& s, const models::RunCost& c) {
                 format_time(c.restart_s).c_str());
   }
   if (c.goodput > 0) {
-    std::printf("  goodput %s: effective run time %s%s\n\n", percent(c.goodput, 1).c_str(),
+    std::printf("  goodput %s: effective run time %s%s\n\n", format_percent(c.goodput).c_str(),
                 format_time(c.effective_run_time_s).c_str(),
                 c.priced ? (", cost " + format_usd(c.run_usd)).c_str() : "");
   } else {
@@ -292,13 +289,13 @@ void print_assumptions(const models::StepParams& p, const models::CostParams& co
       "dimensions; NVLS efficiency %s\n",
       format_significant(p.collective.nvls_efficiency, 3).c_str());
   std::printf("  - GEMMs at up to %s of peak, flash attention up to %s forward / %s backward\n",
-              percent(p.compute.gemm_max_efficiency, 1).c_str(),
-              percent(p.compute.attention_fwd_max_efficiency, 1).c_str(),
-              percent(p.compute.attention_bwd_max_efficiency, 1).c_str());
+              format_percent(p.compute.gemm_max_efficiency).c_str(),
+              format_percent(p.compute.attention_fwd_max_efficiency).c_str(),
+              format_percent(p.compute.attention_bwd_max_efficiency).c_str());
   std::printf(
       "  - TP communication %s hidden; DP overlaps backward (buckets of %s parameters); "
       "gradients reduced in %s-byte floats\n",
-      percent(p.tp_overlap_fraction, 1).c_str(), format_count(p.dp_bucket_params).c_str(),
+      format_percent(p.tp_overlap_fraction).c_str(), format_count(p.dp_bucket_params).c_str(),
       format_significant(p.comm.gradient_reduce_bytes, 2).c_str());
   std::printf(
       "  - memory: mixed-precision Adam (16 B/parameter before ZeRO), %s, %s framework "

@@ -28,6 +28,7 @@ namespace clustersim::tools {
 namespace {
 
 using models::format_count;
+using models::format_percent;
 using models::format_significant;
 using models::format_size;
 using models::format_time;
@@ -57,10 +58,6 @@ struct Candidate {
   const models::RankedLayout& decisive() const { return des ? *des : analytic; }
 };
 
-std::string percent(double part, double whole) {
-  return whole > 0 ? format_significant(100 * part / whole, 3) + "%" : "-";
-}
-
 // "$1.23" or "0.45 GPU-h": the cost per million tokens.
 std::string cost_cell(const models::RankedLayout& r) {
   return r.usd_per_million_tokens > 0
@@ -69,14 +66,14 @@ std::string cost_cell(const models::RankedLayout& r) {
 }
 
 std::string memory_cell(const models::StepResult& s) {
-  return format_size(s.memory.total()) + " (" + percent(s.memory.total(), s.memory_capacity_bytes) +
-         ")";
+  return format_size(s.memory.total()) + " (" +
+         format_percent(s.memory.total(), s.memory_capacity_bytes) + ")";
 }
 
 // The cells after the layout's: step, tokens/s, MFU, memory, cost.
 std::vector<std::string> figures(const models::RankedLayout& r) {
   return {format_time(r.step.step_time_s), format_count(r.step.tokens_per_s),
-          percent(r.step.mfu, 1), memory_cell(r.step), cost_cell(r)};
+          format_percent(r.step.mfu), memory_cell(r.step), cost_cell(r)};
 }
 
 std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
@@ -156,7 +153,8 @@ void print_why(const models::Scenario& scenario, const models::RankedLayout& bes
     for (const auto& c : cols) {
       const double s = step_parts(c.layout->step)[i].second;
       any = any || s > 0;
-      row.push_back(s > 0 ? format_time(s) + " " + percent(s, c.layout->step.step_time_s) : "-");
+      row.push_back(s > 0 ? format_time(s) + " " + format_percent(s, c.layout->step.step_time_s)
+                          : "-");
     }
     if (any) t.add_row(row);
   }
@@ -180,7 +178,7 @@ void print_why(const models::Scenario& scenario, const models::RankedLayout& bes
     const double gain = cols[c].layout->step.step_time_s / best.step.step_time_s - 1;
     if (gain <= 0) continue;
     std::printf("  #1 is %s faster than the %s layout, most of it in %s (%s -> %s)\n",
-                percent(gain, 1).c_str(), cols[c].name.c_str(), best_parts[k].first.c_str(),
+                format_percent(gain).c_str(), cols[c].name.c_str(), best_parts[k].first.c_str(),
                 format_time(theirs[k].second).c_str(), format_time(best_parts[k].second).c_str());
   }
   for (const auto& line : models::step_advice(with_layout(scenario, best.layout), best.step)) {

@@ -384,9 +384,9 @@ void print_table(const SweepArgs& a, const models::Scenario& base, const std::ve
       cells.push_back(std::to_string(s.gpus));
       cells.push_back(format_time(s.step_time_s));
       cells.push_back(format_count(s.tokens_per_s));
-      cells.push_back(format_significant(100 * s.mfu, 3) + "%");
+      cells.push_back(models::format_percent(s.mfu));
       cells.push_back(format_size(s.memory.total()) + (s.fits ? "" : " (does not fit)"));
-      cells.push_back(format_significant(100 * exposed / s.step_time_s, 3) + "%");
+      cells.push_back(models::format_percent(exposed, s.step_time_s));
       cells.push_back(r.result->usd_per_million_tokens > 0
                           ? models::format_usd(r.result->usd_per_million_tokens)
                           : format_significant(r.result->gpu_hours_per_million_tokens, 3) +

@@ -31,6 +31,7 @@ namespace {
 
 using models::format_bandwidth;
 using models::format_bandwidth_bits;
+using models::format_percent;
 using models::format_significant;
 using models::format_time;
 using models::format_usd;
@@ -47,10 +48,6 @@ struct TopoArgs {
 };
 
 std::string ratio_or_dash(double r) { return r > 0 ? format_significant(r, 3) + ":1" : "-"; }
-
-std::string percent(double part, double whole) {
-  return whole > 0 ? format_significant(100 * part / whole, 3) + "%" : "-";
-}
 
 // "32 nodes x 8 h100-sxm (nvlink4), 8 x ib-ndr per node, 1 link each"
 std::string cluster_line(const models::ClusterConfig& c) {
@@ -98,7 +95,8 @@ void print_summary(const models::Scenario& s, const ClusterGraph& g, const Fabri
   if (m.nodes >= 2) {
     f.add_row({"bisection, max-flow (node level)",
                format_bandwidth(m.bisection_Bps) + " = " +
-                   percent(m.bisection_Bps, m.injection_Bps / 2) + " of half the injection"});
+                   format_percent(m.bisection_Bps, m.injection_Bps / 2) +
+                   " of half the injection"});
     f.add_row({"bisection, closed form", m.bisection_closed_form_Bps >= 0
                                              ? format_bandwidth(m.bisection_closed_form_Bps)
                                              : std::string("- (cut not on a leaf boundary)")});

@@ -126,8 +126,7 @@ int run_claims(const VerifyArgs& a) {
       std::printf("    floor:    %s %s (%s of it needed): %s\n",
                   r.floor_kind == "minimum" ? "at least" : "at most",
                   claim_value(r.floor, r.unit).c_str(),
-                  (models::format_significant(100 * r.required_fraction, 3) + "%").c_str(),
-                  r.floor_why.c_str());
+                  models::format_percent(r.required_fraction).c_str(), r.floor_why.c_str());
       if (!r.achievable_why.empty()) {
         std::printf("    protocol: %s %s: %s\n", r.floor_kind == "minimum" ? "at least" : "at most",
                     claim_value(r.achievable_floor, r.unit).c_str(), r.achievable_why.c_str());

@@ -83,4 +83,25 @@ TEST_SUITE("models") {
     CHECK(format_usd(0.27) == "$0.27");
     CHECK(format_count(2e12) == "2T");
   }
+  TEST_CASE("percentages: 3 significant digits, no rounding noise, a sign for changes") {
+    CHECK(format_percent(0.123) == "12.3%");
+    CHECK(format_percent(1.0) == "100%");
+    CHECK(format_percent(0.9) == "90%");
+    CHECK(format_percent(0.00012345) == "0.0123%");
+    CHECK(format_percent(1e-14) == "0%");
+    CHECK(format_percent(-1e-14) == "0%");
+    CHECK(format_percent(-0.25) == "-25%");
+    SUBCASE("a share of a whole") {
+      CHECK(format_percent(3, 8) == "37.5%");
+      CHECK(format_percent(800e9, 800e9) == "100%");
+      CHECK(format_percent(1, 0) == "-");
+      CHECK(format_percent(0, 0) == "-");
+    }
+    SUBCASE("a change") {
+      CHECK(format_signed_percent(0.05) == "+5%");
+      CHECK(format_signed_percent(-0.012) == "-1.2%");
+      CHECK(format_signed_percent(0) == "+0%");
+      CHECK(format_signed_percent(1.2345) == "+123%");
+    }
+  }
 }
