@@ -62,6 +62,10 @@ struct StepBreakdown {
   double hidden_comm_s() const {
     return tp.hidden_s() + pp.hidden_s() + dp.hidden_s() + cp.hidden_s();
   }
+  // The communication the step waits for: the exposed parts of every dimension.
+  double exposed_comm_s() const {
+    return tp.exposed_s + pp.exposed_s + dp.exposed_s + cp.exposed_s;
+  }
 };
 
 struct StepResult {

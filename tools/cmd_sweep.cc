@@ -379,14 +379,12 @@ void print_table(const SweepArgs& a, const models::Scenario& base, const std::ve
     std::vector<std::string> cells = r.values;
     if (r.result) {
       const models::StepResult& s = r.result->step;
-      const models::StepBreakdown& b = s.breakdown;
-      const double exposed = b.tp.exposed_s + b.dp.exposed_s + b.pp.exposed_s + b.cp.exposed_s;
       cells.push_back(std::to_string(s.gpus));
       cells.push_back(format_time(s.step_time_s));
       cells.push_back(format_count(s.tokens_per_s));
       cells.push_back(models::format_percent(s.mfu));
       cells.push_back(format_size(s.memory.total()) + (s.fits ? "" : " (does not fit)"));
-      cells.push_back(models::format_percent(exposed, s.step_time_s));
+      cells.push_back(models::format_percent(s.breakdown.exposed_comm_s(), s.step_time_s));
       cells.push_back(r.result->usd_per_million_tokens > 0
                           ? models::format_usd(r.result->usd_per_million_tokens)
                           : format_significant(r.result->gpu_hours_per_million_tokens, 3) +
