@@ -9,6 +9,7 @@
 #include <atomic>
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -183,9 +184,28 @@ std::optional<int> derived_dp(const models::Scenario& base,
   return static_cast<int>(gpus / model_parallel);
 }
 
+// The calibration overlay read once for every row: --calibration FILE, else the base scenario's
+// calibration: key, else none. A row whose own calibration: key names another file reads that.
+struct SweepCalibration {
+  std::string path;  // "" = none
+  models::Result<std::optional<models::Calibration>> overlay = std::optional<models::Calibration>();
+};
+
+// The step parameters of one row's scenario, from the overlay already read where it is the
+// row's (each row still checks the GPU it was measured on against its own cluster).
+models::Result<models::StepParams> row_step_params(const SweepArgs& a,
+                                                   const SweepCalibration& calibration,
+                                                   const models::Scenario& s) {
+  const std::string& path = a.calibration.empty() ? s.calibration_path : a.calibration;
+  if (path != calibration.path) return step_params_for(s, a.calibration);
+  if (!calibration.overlay) return models::Error{calibration.overlay.message()};
+  return step_params_with(s, *calibration.overlay);
+}
+
 // Loads and plans one combination (thread-safe for the analytic engine).
 Row evaluate_row(const SweepArgs& a, const std::string& text, const models::Scenario& base,
-                 const std::vector<Axis>& axes, const std::vector<std::size_t>& pick) {
+                 const SweepCalibration& calibration, const std::vector<Axis>& axes,
+                 const std::vector<std::size_t>& pick) {
   Row row;
   std::vector<models::ScenarioOverride> overrides;
   for (std::size_t i = 0; i < axes.size(); ++i) {
@@ -207,14 +227,17 @@ Row evaluate_row(const SweepArgs& a, const std::string& text, const models::Scen
     return row;
   }
   models::Scenario s = std::move(loaded).value();
-  auto params = step_params_for(s, a.calibration);
+  auto params = row_step_params(a, calibration, s);
   if (!params) {
     row.error = params.message();
     return row;
   }
+  constexpr models::SearchObjective kObjective = models::SearchObjective::kTokensPerSecond;
+  std::optional<models::RankedLayout> analytic;  // the analytic prediction, once made
   if (a.search) {
     models::SearchOptions options;
     options.top = 1;
+    options.objective = kObjective;
     auto best = models::search_layouts(s, *params, options);
     if (!best) {
       row.error = best.message();
@@ -224,23 +247,34 @@ Row evaluate_row(const SweepArgs& a, const std::string& text, const models::Scen
       row.error = "no layout fits in memory (" + std::to_string(best->layouts) + " tried)";
       return row;
     }
-    s = with_layout(s, best->top.front().layout);
+    // The search ranked its winner with predict_step and rank_step as below: no second pass.
+    analytic = std::move(best->top.front());
+    s = with_layout(s, analytic->layout);
   }
-  auto step = models::predict_step(s, *params);
-  if (!step) {
-    row.error = s.path + ": " + step.message();
-    return row;
-  }
-  row.analytic_step_s = step->step_time_s;
   if (a.engine == "des") {
+    // The simulator runs the analytic model first and returns its answer beside its own.
     auto sim = sim::simulate_step(s, *params);
     if (!sim) {
-      row.error = "simulation: " + sim.message();
+      // Where the analytic model is what failed, say so as the analytic engine does.
+      auto step = analytic ? models::Result<models::StepResult>(analytic->step)
+                           : models::predict_step(s, *params);
+      row.error = step ? "simulation: " + sim.message() : s.path + ": " + step.message();
       return row;
     }
-    *step = sim->step;
+    row.analytic_step_s = sim->analytic.step_time_s;
+    row.result = models::rank_step(s, sim->step, kObjective);
+    return row;
   }
-  row.result = models::rank_step(s, *step, models::SearchObjective::kTokensPerSecond);
+  if (!analytic) {
+    auto step = models::predict_step(s, *params);
+    if (!step) {
+      row.error = s.path + ": " + step.message();
+      return row;
+    }
+    analytic = models::rank_step(s, *step, kObjective);
+  }
+  row.analytic_step_s = analytic->step.step_time_s;
+  row.result = std::move(analytic);
   return row;
 }
 
@@ -442,10 +476,18 @@ int run_sweep(const SweepArgs& a) {
   if (a.threads < 1) return fail_bad_input("sweep", "--threads: must be at least 1");
   auto axes = parse_axes(a.sets);
   if (!axes) return fail_bad_input("sweep", axes.message());
-  auto base = models::load_scenario_file(a.scenario, {}, /*check_layout=*/!a.search);
-  if (!base) return fail_bad_input("sweep", base.message());
+  // One read: the base scenario and every row load from the same text.
+  std::error_code ec;
+  if (std::filesystem::is_directory(a.scenario, ec)) {
+    return fail_bad_input("sweep", a.scenario + ": is a directory, not a scenario file");
+  }
   auto text = models::read_text_file(a.scenario);
   if (!text) return fail_bad_input("sweep", text.message());
+  auto base = models::load_scenario_text(*text, a.scenario, {}, /*check_layout=*/!a.search);
+  if (!base) return fail_bad_input("sweep", base.message());
+  SweepCalibration calibration;
+  calibration.path = a.calibration.empty() ? base->calibration_path : a.calibration;
+  calibration.overlay = load_calibration_or_none(calibration.path);
 
   // The grid, last --set varying fastest.
   std::vector<std::vector<std::size_t>> picks = {{}};
@@ -466,7 +508,7 @@ int run_sweep(const SweepArgs& a) {
   const auto start = std::chrono::steady_clock::now();
   // SimGrid runs one engine per process: simulated rows go one at a time.
   models::parallel_for(picks.size(), a.engine == "des" ? 1 : a.threads, [&](std::size_t i, int) {
-    rows[i] = evaluate_row(a, *text, *base, *axes, picks[i]);
+    rows[i] = evaluate_row(a, *text, *base, calibration, *axes, picks[i]);
     const std::size_t n = ++done;
     std::lock_guard lock(progress_mutex);
     progress.update(n, picks.size(), "combinations");
