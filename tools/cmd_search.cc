@@ -258,8 +258,11 @@ int run_one_count(const SearchArgs& a, const models::Scenario& scenario,
   const models::SearchResult& r = *searched;
   std::vector<Candidate> ranked;
   for (std::size_t i = 0; i < r.top.size(); ++i) ranked.push_back({r.top[i], {}, {}, i + 1});
+  std::vector<Candidate> simulated;  // the first --refine-des K, as refine_with_simulator left them
   if (a.refine_des > 0) {
     refine_with_simulator(scenario, params, options.objective, a.refine_des, &ranked);
+    simulated.assign(ranked.begin(),
+                     ranked.begin() + std::min<std::ptrdiff_t>(ranked.size(), a.refine_des));
   }
   ranked.resize(std::min<std::size_t>(ranked.size(), a.top));
 
@@ -381,22 +384,25 @@ int run_one_count(const SearchArgs& a, const models::Scenario& scenario,
   const models::RankedLayout* own = r.own ? &*r.own : nullptr;
   std::optional<models::RankedLayout> other_des;
   std::optional<models::RankedLayout> own_des;
-  const bool simulated = ranked.front().des.has_value();
-  if (simulated) {
-    std::string ignored;
-    if (other != nullptr) {
-      other_des = simulate(scenario, params, other->layout, options.objective, "best other shape",
-                           &ignored);
-    }
+  const bool refined = ranked.front().des.has_value();
+  if (refined) {
+    // A layout among the K already simulated is not simulated again (nor retried if it failed).
+    auto simulated_again = [&](const models::RankedLayout& alternative, const char* what) {
+      for (const Candidate& c : simulated) {
+        if (c.analytic.layout == alternative.layout) return c.des;
+      }
+      std::string ignored;
+      return simulate(scenario, params, alternative.layout, options.objective, what, &ignored);
+    };
+    if (other != nullptr) other_des = simulated_again(*other, "best other shape");
     if (own != nullptr && !(own->layout == ranked.front().des->layout)) {
-      own_des =
-          simulate(scenario, params, own->layout, options.objective, "scenario's own", &ignored);
+      own_des = simulated_again(*own, "scenario's own");
     }
     other = other_des ? &*other_des : nullptr;
     own = own_des ? &*own_des : nullptr;
   }
   print_why(scenario, ranked.front().decisive(), other, own,
-            simulated ? "simulated" : "analytic model");
+            refined ? "simulated" : "analytic model");
   std::printf("\nUse it (under workload:)\n  %s\n",
               [&] {
                 std::string y = layout_yaml(ranked.front().decisive().layout);
