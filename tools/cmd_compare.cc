@@ -78,23 +78,21 @@ models::Result<Design> load_design(const std::string& path, bool des) {
 }
 
 // The design grown or shrunk to `factor` x its nodes with the same TP, PP, CP and micro-batches
-// per pipeline (weak scaling: the global batch follows DP). nullopt when it does not divide.
+// per pipeline (weak scaling: the global batch follows DP). nullopt when it does not divide or
+// the nodes cannot be joined (models::with_nodes: no NIC).
 std::optional<models::Scenario> scaled(const models::Scenario& base, double factor) {
-  models::Scenario s = base;
   const double nodes = base.cluster.nodes * factor;
   if (nodes < 1 || std::abs(nodes - std::round(nodes)) > 1e-9) return std::nullopt;
-  s.cluster.nodes = static_cast<int>(std::lround(nodes));
-  auto& par = s.workload.parallelism;
-  const int model_parallel = par.tp * par.pp * par.cp;
-  const int gpus = s.cluster.total_gpus();
-  if (gpus % model_parallel != 0) return std::nullopt;
-  const int dp = gpus / model_parallel;
-  if (dp < 1 || (base.workload.global_batch * static_cast<long long>(dp)) % par.dp != 0) {
-    return std::nullopt;
-  }
-  s.workload.global_batch =
-      static_cast<int>(base.workload.global_batch * static_cast<long long>(dp) / par.dp);
-  par.dp = dp;
+  auto resized = models::with_nodes(base, static_cast<int>(std::lround(nodes)));
+  if (!resized) return std::nullopt;
+  models::Scenario s = std::move(resized).value();
+  const auto& par = s.workload.parallelism;
+  // with_nodes leaves dp as it was where the GPUs do not divide by tp x pp x cp.
+  if (s.cluster.total_gpus() != par.tp * par.pp * par.cp * par.dp) return std::nullopt;
+  const int base_dp = base.workload.parallelism.dp;
+  const long long batch = base.workload.global_batch * static_cast<long long>(par.dp);
+  if (batch % base_dp != 0) return std::nullopt;
+  s.workload.global_batch = static_cast<int>(batch / base_dp);
   return s;
 }
 
