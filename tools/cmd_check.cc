@@ -17,6 +17,7 @@
 #include "models/units.h"
 #include "tools/calibration_option.h"
 #include "tools/command_registry.h"
+#include "tools/range_option.h"
 #include "tools/scenario_input.h"
 #include "tools/text_table.h"
 #include "validate/measurement_samples.h"
@@ -147,13 +148,11 @@ int run_check(const CheckArgs& a) {
   in.collective = validate::analytic_collective_predictor(cluster, params,
                                                           validate::nccl_disabled_algorithms(m));
   if (!a.sizes.empty()) {
-    const auto colon = a.sizes.find(':');
-    auto lo = models::parse_size_bytes(a.sizes.substr(0, colon), true);
-    auto hi =
-        colon == std::string::npos ? lo : models::parse_size_bytes(a.sizes.substr(colon + 1), true);
-    if (!lo || !hi) return fail_bad_input(cmd, "--sizes: expected MIN:MAX, e.g. 64KiB:8GiB");
-    in.min_size_bytes = *lo;
-    in.max_size_bytes = *hi;
+    auto size = [](std::string_view t) { return models::parse_size_bytes(t, true); };
+    auto range = parse_min_max(a.sizes, size, /*single_value_allowed=*/true);
+    if (!range) return fail_bad_input(cmd, "--sizes: " + range.message() + ", e.g. 64KiB:8GiB");
+    in.min_size_bytes = range->min;
+    in.max_size_bytes = range->max;
   }
 
   // 2. Compare, report.

@@ -21,6 +21,7 @@
 #include "tools/calibration_option.h"
 #include "tools/command_registry.h"
 #include "tools/layout_report.h"
+#include "tools/range_option.h"
 #include "tools/scenario_input.h"
 #include "tools/text_table.h"
 
@@ -228,17 +229,19 @@ void refine_with_simulator(const models::Scenario& scenario, const models::StepP
 // Parses "MIN:MAX" into whole-node GPU counts.
 models::Status parse_range(const std::string& text, int gpus_per_node, int* min_gpus,
                            int* max_gpus) {
-  const auto colon = text.find(':');
-  auto number = [](const std::string& t, int* out) {
+  auto gpu_count = [](std::string_view t) -> models::Result<double> {
     auto v = models::parse_count(t);
-    if (!v || *v < 1 || *v != std::floor(*v) || *v > 1e7) return false;
-    *out = static_cast<int>(*v);
-    return true;
+    if (!v || *v < 1 || *v != std::floor(*v) || *v > 1e7) {
+      return models::Error{"not a GPU count"};
+    }
+    return *v;
   };
-  if (colon == std::string::npos || !number(text.substr(0, colon), min_gpus) ||
-      !number(text.substr(colon + 1), max_gpus) || *min_gpus > *max_gpus) {
+  auto range = parse_min_max(text, gpu_count);
+  if (!range) {
     return models::Error{"--gpus-range: '" + text + "': expected MIN:MAX GPUs, e.g. 64:1024"};
   }
+  *min_gpus = static_cast<int>(range->min);
+  *max_gpus = static_cast<int>(range->max);
   if (*min_gpus % gpus_per_node != 0 || *max_gpus % gpus_per_node != 0) {
     return models::Error{"--gpus-range: " + text + ": both ends must be whole nodes of " +
                          std::to_string(gpus_per_node) + " GPUs"};

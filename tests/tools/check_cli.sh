@@ -51,6 +51,9 @@ grep -q "calibrated by" "$tmp/cal.txt" || fail "check names the overlay"
 [ $? -eq 2 ] || fail "--holdout with --calibration should exit 2"
 "$bin" check /no/such.json >/dev/null 2>&1
 [ $? -eq 2 ] || fail "a missing file should exit 2"
+# --sizes MIN:MAX: reversed ends are refused, not read as an empty range.
+expect_bad check "--sizes: '8GiB:64KiB': MIN is above MAX" "$synthetic" --sizes 8GiB:64KiB
+expect_bad check "--sizes: expected MIN:MAX" "$synthetic" --sizes 64KiB:lots
 
 # Transfer: an overlay fitted on 2 GPUs predicts the 8-GPU file through its per-op corrections
 # (basis "transfer"); the 8-GPU file's own overlay through its regimes (basis "fit"). The
