@@ -35,6 +35,20 @@ using models::format_significant;
 using models::format_time;
 using Align = TextTable::Align;
 
+// Thresholds of the report (what it calls saturated, contended, a reason), and the plot's reach.
+// A link loaded to within 2% of its saturation point counts as saturated: its utilisation is its
+// bytes over capacity x the pattern's whole interval, so even the bottleneck reads a little under.
+constexpr double kSaturatedFraction = 0.98;
+// A step component that moved by under 1% of the baseline's step is not a reason.
+constexpr double kReasonShareOfStep = 0.01;
+// A pattern under 1% slower than uncontended had no collision worth naming.
+constexpr double kCollisionSlowdown = 1.01;
+// Patterns slowed by more than 5% by contention are listed with their busiest link.
+constexpr double kContendedSlowdown = 1.05;
+// The scaling plot's largest point: beyond 32,768 GPUs one simulated point costs more than a plot
+// is worth.
+constexpr int kMaxScalingGpus = 32768;
+
 struct CompareArgs {
   std::vector<std::string> scenarios;
   std::string engine = "des";
@@ -99,7 +113,7 @@ std::optional<models::Scenario> scaled(const models::Scenario& base, double fact
 void compute_scaling(Design& d, bool des) {
   for (double f : {0.125, 0.25, 0.5, 1.0, 2.0}) {
     auto s = scaled(d.scenario, f);
-    if (!s || s->cluster.total_gpus() > 32768) continue;
+    if (!s || s->cluster.total_gpus() > kMaxScalingGpus) continue;
     if (f == 1.0) {
       d.scaling.push_back({d.step.gpus, d.step.tokens_per_s});
       continue;
@@ -135,7 +149,7 @@ double saturation_point(const Design& d, sim::ResourceTier tier) {
                                      sim::TransportParams{});
 }
 bool saturated(const Design& d, const sim::TierLoad& t) {
-  return t.max_utilisation >= 0.98 * saturation_point(d, t.tier);
+  return t.max_utilisation >= kSaturatedFraction * saturation_point(d, t.tier);
 }
 
 // ECMP collisions in one pattern: under ECMP routing, a switch-to-switch tier whose busiest link
@@ -193,7 +207,7 @@ std::vector<std::string> reasons(const Design& a, const Design& b) {
   const double base = a.step.step_time_s;
   auto consider = [&](const char* what, double va, double vb) {
     const double delta = vb - va;
-    if (std::abs(delta) > 0.01 * base) {
+    if (std::abs(delta) > kReasonShareOfStep * base) {
       moved.push_back({std::abs(delta), std::string(what) + " " + (delta > 0 ? "+" : "-") +
                                             format_time(std::abs(delta)) + " (" + format_time(va) +
                                             " -> " + format_time(vb) + ")"});
@@ -227,7 +241,7 @@ std::vector<std::string> reasons(const Design& a, const Design& b) {
       double worst = 1;
       for (const auto& p : b.des->patterns) worst = std::max(worst, p.slowdown());
       out.push_back(
-          worst > 1.01
+          worst > kCollisionSlowdown
               ? std::string(models::to_string(nb.nic.technology)) +
                     " loses link capacity where flows collide (congestion control under incast "
                     "and ECMP collisions; InfiniBand's credit flow control does not): see below"
@@ -256,7 +270,7 @@ std::vector<std::string> reasons(const Design& a, const Design& b) {
   }
   if (b.des) {
     for (const auto& p : b.des->patterns) {
-      if (p.slowdown() > 1.05) {
+      if (p.slowdown() > kContendedSlowdown) {
         std::string busiest;
         double u = 0;
         for (const auto& t : p.loads)

@@ -226,12 +226,17 @@ void refine_with_simulator(const models::Scenario& scenario, const models::StepP
                    });
 }
 
+// --gpus-range ends above ten million GPUs are typos, not clusters.
+constexpr double kMaxRangeGpus = 1e7;
+// When nothing fits, the suggested --gpus-range reaches 16x the GPUs searched (four doublings).
+constexpr int kMoreGpusHintFactor = 16;
+
 // Parses "MIN:MAX" into whole-node GPU counts.
 models::Status parse_range(const std::string& text, int gpus_per_node, int* min_gpus,
                            int* max_gpus) {
   auto gpu_count = [](std::string_view t) -> models::Result<double> {
     auto v = models::parse_count(t);
-    if (!v || *v < 1 || *v != std::floor(*v) || *v > 1e7) {
+    if (!v || *v < 1 || *v != std::floor(*v) || *v > kMaxRangeGpus) {
       return models::Error{"not a GPU count"};
     }
     return *v;
@@ -330,7 +335,7 @@ int run_one_count(const SearchArgs& a, const models::Scenario& scenario,
           format_size(r.closest_memory.activations_bytes).c_str());
     }
     std::printf("  more GPUs: clustersim search %s --gpus-range %d:%d\n", scenario.path.c_str(),
-                r.gpus, r.gpus * 16);
+                r.gpus, r.gpus * kMoreGpusHintFactor);
     return kExitOk;
   }
 
