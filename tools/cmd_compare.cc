@@ -5,6 +5,8 @@
 // slowed them. Then the differences against the first design and why, and with --plot a scaling
 // plot (tokens/s against GPUs, each design grown and shrunk by whole nodes at the same per-
 // pipeline batch) drawn by gnuplot into a PNG or SVG.
+#include <sys/wait.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
@@ -365,6 +367,14 @@ void print_table(const std::vector<Design>& ds, bool des) {
   std::printf("\n");
 }
 
+// `text` as a gnuplot single-quoted string: a quote inside is doubled ('it''s'), the only escape
+// such strings have.
+std::string gnuplot_quoted(const std::string& text) {
+  std::string out = "'";
+  for (char ch : text) out += ch == '\'' ? std::string("''") : std::string(1, ch);
+  return out + "'";
+}
+
 // gnuplot from stdin; the data inline. Returns "" or what went wrong.
 std::string draw_plot(const std::vector<Design>& ds, const std::string& file) {
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
@@ -373,7 +383,7 @@ std::string draw_plot(const std::vector<Design>& ds, const std::string& file) {
   const bool svg = file.size() > 4 && file.substr(file.size() - 4) == ".svg";
   std::string script = svg ? "set terminal svg size 900,600 dynamic enhanced\n"
                            : "set terminal pngcairo size 900,600 enhanced\n";
-  script += "set output '" + file + "'\n";
+  script += "set output " + gnuplot_quoted(file) + "\n";
   script += "set title 'Weak scaling: tokens/s against GPUs (same per-pipeline batch)'\n";
   script += "set xlabel 'GPUs'\nset ylabel 'tokens/s'\nset logscale xy 2\nset grid\n";
   script += "set key left top\nset format y '%.0s%c'\n";
@@ -394,8 +404,14 @@ std::string draw_plot(const std::vector<Design>& ds, const std::string& file) {
   FILE* p = popen("gnuplot 2>&1", "w");
   if (p == nullptr) return "could not start gnuplot";
   std::fwrite(script.data(), 1, script.size(), p);
-  const int rc = pclose(p);
-  if (rc != 0) return "gnuplot failed (exit " + std::to_string(rc) + ") writing " + file;
+  const int status = pclose(p);
+  if (status == -1) return "gnuplot could not be waited for writing " + file;
+  if (WIFSIGNALED(status)) {
+    return "gnuplot killed by signal " + std::to_string(WTERMSIG(status)) + " writing " + file;
+  }
+  if (WEXITSTATUS(status) != 0) {
+    return "gnuplot failed (exit " + std::to_string(WEXITSTATUS(status)) + ") writing " + file;
+  }
   return "";
 }
 
@@ -457,6 +473,9 @@ int run_compare(const CompareArgs& a) {
     const std::string ext = dot == std::string::npos ? "" : a.plot.substr(dot);
     if (ext != ".png" && ext != ".svg") {
       return fail_bad_input(cmd, "--plot " + a.plot + ": the file must end in .png or .svg");
+    }
+    if (a.plot.find_first_of("\n\r") != std::string::npos) {
+      return fail_bad_input(cmd, "--plot: a file name with a line break cannot go to gnuplot");
     }
   }
   const bool des = a.engine == "des";

@@ -84,6 +84,9 @@ if command -v gnuplot >/dev/null 2>&1; then
   fi
   "$bin" compare "$ib" "$roce" --engine analytic --plot "$tmp/scaling.svg" >/dev/null 2>&1 &&
     grep -q "<svg" "$tmp/scaling.svg" || fail "--plot .svg did not write an SVG"
+  # A quote in the file name is passed to gnuplot quoted, not cut off.
+  "$bin" compare "$ib" "$roce" --engine analytic --plot "$tmp/it's.svg" >/dev/null 2>"$tmp/err.txt" &&
+    grep -q "<svg" "$tmp/it's.svg" || fail "--plot it's.svg did not write an SVG: $(cat "$tmp/err.txt")"
 fi
 
 # plan --engine des: the simulated report, the analytic figure beside it, a Chrome trace.
