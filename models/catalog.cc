@@ -544,6 +544,8 @@ std::vector<ModelSpec> make_models() {
        .vocab = 50257,
        .gated_ffn = false,
        .tied_embeddings = true,
+       .normalization = Normalization::kLayerNorm,
+       .position_embedding = PositionEmbedding::kLearned,
        .source = "Radford et al. 2019, 'Language Models are Unsupervised Multitask Learners'; "
                  "Hugging Face openai-community/gpt2 config.json (n_layer 12, n_embd 768, n_head "
                  "12, vocab 50257, tied lm_head)"},
@@ -557,6 +559,8 @@ std::vector<ModelSpec> make_models() {
        .vocab = 50257,
        .gated_ffn = false,
        .tied_embeddings = true,
+       .normalization = Normalization::kLayerNorm,
+       .position_embedding = PositionEmbedding::kLearned,
        .source = "Brown et al. 2020, 'Language Models are Few-Shot Learners', Table 2.1 (96 "
                  "layers, d_model 12288, 96 heads, d_ff = 4 d_model, GPT-2 tokenizer); embeddings "
                  "tied as in GPT-2 and Narayanan et al. 2021's parameter count"},
@@ -702,6 +706,23 @@ std::string_view to_string(LinkTechnology t) {
     case LinkTechnology::kInfiniband: return "infiniband";
     case LinkTechnology::kRoce: return "roce";
     case LinkTechnology::kEthernetTcp: return "ethernet-tcp";
+  }
+  return "?";
+}
+
+std::string_view to_string(Normalization n) {
+  switch (n) {
+    case Normalization::kLayerNorm: return "layernorm";
+    case Normalization::kRmsNorm: return "rmsnorm";
+  }
+  return "?";
+}
+
+std::string_view to_string(PositionEmbedding p) {
+  switch (p) {
+    case PositionEmbedding::kRope: return "rope";
+    case PositionEmbedding::kLearned: return "learned";
+    case PositionEmbedding::kAlibi: return "alibi";
   }
   return "?";
 }

@@ -96,6 +96,16 @@ struct SwitchSpec {
 };
 
 // Transformer dimensions (decoder-only).
+// Layer normalisation: LayerNorm (GPT, BLOOM, OPT, MPT) keeps a mean and a variance, RMSNorm
+// (Llama) only the mean square; the kernels move the same bytes, their backward differs.
+enum class Normalization { kLayerNorm, kRmsNorm };
+// How positions enter: rotary embedding of Q and K in every layer (Llama), a learned absolute
+// table added once to the input (GPT-2/3), or ALiBi's per-head bias on the attention scores
+// (MPT, BLOOM), which fused attention kernels apply for free.
+enum class PositionEmbedding { kRope, kLearned, kAlibi };
+std::string_view to_string(Normalization n);
+std::string_view to_string(PositionEmbedding p);
+
 struct ModelSpec {
   std::string id;    // "llama2-70b"
   std::string name;  // "Llama 2 70B"
@@ -107,6 +117,8 @@ struct ModelSpec {
   int vocab = 0;
   bool gated_ffn = true;        // SwiGLU: three FFN matrices instead of two
   bool tied_embeddings = false;  // input and output embedding share weights
+  Normalization normalization = Normalization::kRmsNorm;
+  PositionEmbedding position_embedding = PositionEmbedding::kRope;
   std::string source;
 };
 

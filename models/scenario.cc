@@ -16,6 +16,7 @@
 #include <sstream>
 #include <utility>
 
+#include "models/accuracy/published_run.h"
 #include "models/claims.h"
 #include "models/units.h"
 
@@ -58,6 +59,14 @@ std::string_view to_string(PipelineSchedule s) {
   return "?";
 }
 
+std::string_view to_string(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::kFlash: return "flash";
+    case AttentionKernel::kUnfused: return "unfused";
+  }
+  return "?";
+}
+
 std::string_view to_string(NeighbourPlacement p) {
   return p == NeighbourPlacement::kAfter ? "after" : "interleaved";
 }
@@ -86,10 +95,12 @@ namespace {
 
 using Keys = std::span<const std::string_view>;
 
-// `claims` comes last: it is read from the file only, not a --set key (keys_under leaves it out).
-constexpr std::string_view kTopKeys[] = {"name",        "cluster",     "workload",     "cost",
-                                         "reliability", "calibration", "interference", "claims"};
-constexpr Keys kSettableTopKeys = Keys(kTopKeys).first(std::size(kTopKeys) - 1);
+// `claims` and `published` come last: they are read from the file only, not --set keys
+// (keys_under leaves them out).
+constexpr std::string_view kTopKeys[] = {"name",        "cluster",     "workload",
+                                         "cost",        "reliability", "calibration",
+                                         "interference", "claims",     "published"};
+constexpr Keys kSettableTopKeys = Keys(kTopKeys).first(std::size(kTopKeys) - 2);
 constexpr std::string_view kClusterKeys[] = {"nodes", "node", "fabric", "storage"};
 constexpr std::string_view kNodeKeys[] = {"gpu", "gpus_per_node", "scale_up",
                                           "nics_per_node", "nic", "links_per_nic"};
@@ -99,8 +110,11 @@ constexpr std::string_view kFabricKeys[] = {
 constexpr std::string_view kStorageKeys[] = {"write_bandwidth"};
 constexpr std::string_view kWorkloadKeys[] = {
     "model",   "layers",    "hidden",       "heads",       "kv_heads",  "ffn_hidden",
-    "vocab",   "gated_ffn", "tied_embeddings", "seq_len",  "global_batch", "micro_batch",
-    "precision", "parallelism", "train_tokens"};
+    "vocab",   "gated_ffn", "tied_embeddings", "normalization", "position_embedding",
+    "seq_len", "global_batch", "micro_batch", "precision", "dropout", "framework",
+    "parallelism", "train_tokens"};
+constexpr std::string_view kFrameworkKeys[] = {"attention", "tp_comm_overlap",
+                                               "grad_reduce_overlap"};
 constexpr std::string_view kParallelismKeys[] = {"tp",   "pp",        "dp",          "cp",
                                                  "sp",   "zero",      "recompute",   "pp_schedule",
                                                  "virtual_stages"};
@@ -280,6 +294,7 @@ std::vector<std::string_view> keys_under(std::string_view path) {
       {"cluster.storage", kStorageKeys},
       {"workload", kWorkloadKeys},
       {"workload.parallelism", kParallelismKeys},
+      {"workload.framework", kFrameworkKeys},
       {"cost", kCostKeys},
       {"reliability", kReliabilityKeys},
       {"interference", kInterferenceKeys},
@@ -866,6 +881,19 @@ bool Loader::load_model(const YAML::Node& node) {
       !flag_dim("tied_embeddings", &m.tied_embeddings)) {
     return false;
   }
+  static constexpr std::pair<std::string_view, Normalization> kNorms[] = {
+      {"layernorm", Normalization::kLayerNorm}, {"rmsnorm", Normalization::kRmsNorm}};
+  static constexpr std::pair<std::string_view, PositionEmbedding> kPositions[] = {
+      {"rope", PositionEmbedding::kRope},
+      {"learned", PositionEmbedding::kLearned},
+      {"alibi", PositionEmbedding::kAlibi}};
+  for (auto key : {"normalization", "position_embedding"}) {
+    if (node[key].IsDefined()) overridden.emplace_back(key);
+  }
+  if (!read_enum(node, path, "normalization", kNorms, &m.normalization) ||
+      !read_enum(node, path, "position_embedding", kPositions, &m.position_embedding)) {
+    return false;
+  }
   if (!given && !kv_given) m.kv_heads = m.heads;  // no grouped-query attention
   if (given && !overridden.empty()) {
     m.name += " (modified)";
@@ -912,8 +940,23 @@ bool Loader::load_workload(const YAML::Node& node) {
       !read_int(node, path, "global_batch", 1, &w.global_batch) ||
       !read_int(node, path, "micro_batch", 1, &w.micro_batch) ||
       !read_enum(node, path, "precision", kPrecisions, &w.precision) ||
-      !read_quantity(node, path, "train_tokens", FieldKind::kCount, false, &w.train_tokens)) {
+      !read_quantity(node, path, "train_tokens", FieldKind::kCount, false, &w.train_tokens) ||
+      !read_quantity(node, path, "dropout", FieldKind::kFraction, true, &w.dropout)) {
     return false;
+  }
+  if (w.dropout >= 1) return fail(node["dropout"], child(path, "dropout"), "must be below 1");
+  const YAML::Node fw = node["framework"];
+  if (fw.IsDefined()) {
+    const std::string fp = child(path, "framework");
+    static constexpr std::pair<std::string_view, AttentionKernel> kAttention[] = {
+        {"flash", AttentionKernel::kFlash}, {"unfused", AttentionKernel::kUnfused}};
+    FrameworkConfig& f = w.framework;
+    if (!open_map(fw, fp, kFrameworkKeys) ||
+        !read_enum(fw, fp, "attention", kAttention, &f.attention) ||
+        !read_bool(fw, fp, "tp_comm_overlap", &f.tp_comm_overlap) ||
+        !read_bool(fw, fp, "grad_reduce_overlap", &f.grad_reduce_overlap)) {
+      return false;
+    }
   }
   const YAML::Node par = node["parallelism"];
   return !par.IsDefined() || load_parallelism(par, child(path, "parallelism"));
@@ -1051,6 +1094,14 @@ Result<Scenario> Loader::load(std::string_view text) {
       }
       sc_.claims = std::make_shared<const std::vector<Claim>>(std::move(*claims));
     }
+    if (root["published"].IsDefined()) {
+      auto published = read_published_run(text, sc_);
+      if (!published) {
+        error_ = published.error();
+        return *error_;
+      }
+      sc_.published = std::make_shared<const PublishedRun>(std::move(*published));
+    }
   } catch (const YAML::Exception& e) {
     fail_at(e.mark, "", "cannot read the YAML: " + e.msg);
     return *error_;
@@ -1171,8 +1222,9 @@ Status check_parallelism(const Scenario& scenario) {
 
 Status check_scenario_key(std::string_view key_path) {
   const std::vector<std::string> parts = split_key_path(key_path);
-  if (parts.front() == "claims") {
-    return Error{std::string(key_path) + ": a scenario's claims are read from its file only"};
+  if (parts.front() == "claims" || parts.front() == "published") {
+    return Error{std::string(key_path) + ": a scenario's " + parts.front() +
+                 " section is read from its file only"};
   }
   std::string path;
   for (const std::string& part : parts) {

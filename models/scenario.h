@@ -98,6 +98,28 @@ struct ParallelismConfig {
   bool operator==(const ParallelismConfig&) const = default;
 };
 
+// How the attention scores are computed (workload.framework.attention).
+enum class AttentionKernel {
+  kFlash,    // fused, no s x s score matrix in memory (FlashAttention, cuDNN, Transformer Engine)
+  kUnfused,  // scores written by a batched GEMM, a fused scale-mask-softmax, dropout, a second
+             // batched GEMM (Megatron-LM before 2022; Korthikanti et al. 2022 sec. 4.1)
+};
+std::string_view to_string(AttentionKernel k);
+
+// What the training framework does that the step's time depends on (workload.framework).
+// Defaults: Megatron-Core / NeMo as commonly configured.
+struct FrameworkConfig {
+  AttentionKernel attention = AttentionKernel::kFlash;
+  // TP/SP collectives hidden behind the GEMMs they feed (Transformer Engine userbuffers,
+  // NeMo's tp_comm_overlap). false: they sit between the GEMMs (Megatron-LM's default).
+  bool tp_comm_overlap = false;
+  // DP gradient reduction overlapped with the backward bucket by bucket (Megatron-Core
+  // --overlap-grad-reduce, PyTorch DDP/FSDP, DeepSpeed). false: after the whole backward
+  // (Megatron-LM of 2021).
+  bool grad_reduce_overlap = true;
+  bool operator==(const FrameworkConfig&) const = default;
+};
+
 struct WorkloadConfig {
   ModelSpec model;  // a preset copied from the catalog, or the given dimensions
   int seq_len = 4096;
@@ -105,6 +127,11 @@ struct WorkloadConfig {
   int micro_batch = 1;
   Precision precision = Precision::kBf16;
   ParallelismConfig parallelism;
+  // Hidden-state and attention-probability dropout probability of the recipe (GPT-3-era
+  // Megatron-LM 0.1; Llama-style recipes 0). Above 0 the step runs dropout kernels and keeps
+  // their masks for the backward.
+  double dropout = 0;
+  FrameworkConfig framework;
   double train_tokens = 0;  // 0 = not given (no whole-run figures)
   // Derived: micro-batches per pipeline per step = global_batch / (dp * micro_batch).
   int micro_batches_per_step() const;
@@ -148,7 +175,8 @@ struct InterferenceConfig {
   bool any() const { return neighbour_nodes > 0 || background_per_node_Bps > 0; }
 };
 
-struct Claim;  // models/claims.h
+struct Claim;         // models/claims.h
+struct PublishedRun;  // models/accuracy/published_run.h
 
 struct Scenario {
   std::string name;
@@ -175,6 +203,10 @@ struct Scenario {
   // Parsed and checked on load (errors cite file:line:col: claims[i].key); shared and
   // immutable; null when the file has no `claims:`. Not a `--set` key.
   std::shared_ptr<const std::vector<Claim>> claims;
+  // Top-level `published:` (optional): the figure a paper or a vendor published for this very
+  // run, which `clustersim accuracy` scores the model on (docs/accuracy.md). Parsed and checked
+  // on load; null when the file has none. Not a `--set` key.
+  std::shared_ptr<const PublishedRun> published;
 
   // Where each key was given in the file (the key's own line:col), by dotted path
   // ("cluster.fabric.switch_radix", "cluster.node.gpu.bf16"), so that later stages (topology

@@ -1,0 +1,166 @@
+// The corpus format (docs/accuracy.md): the published: section, the framework keys, the FLOP
+// conventions against hand-computed counts and the step time a published figure implies.
+#include "models/accuracy/published_run.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "models/accuracy/accuracy_score.h"
+#include "models/transformer_model.h"
+
+namespace clustersim::models {
+namespace {
+
+// Narayanan et al. 2021 Table 1, row 1 (1.7B, 32 GPUs, 137 TFLOP/s), as a corpus file.
+constexpr const char* kRun =
+    "name: t\n"                                     // 1
+    "cluster:\n"                                    // 2
+    "  nodes: 4\n"                                  // 3
+    "  node: {gpu: a100-sxm-80gb, gpus_per_node: 8, nics_per_node: 8, nic: ib-hdr}\n"  // 4
+    "  fabric: {topology: fat-tree}\n"              // 5
+    "workload:\n"                                   // 6
+    "  layers: 24\n"                                // 7
+    "  hidden: 2304\n"                              // 8
+    "  heads: 24\n"                                 // 9
+    "  ffn_hidden: 9216\n"                          // 10
+    "  vocab: 51200\n"                              // 11
+    "  gated_ffn: false\n"                          // 12
+    "  normalization: layernorm\n"                  // 13
+    "  position_embedding: learned\n"               // 14
+    "  seq_len: 2048\n"                             // 15
+    "  global_batch: 512\n"                         // 16
+    "  dropout: 0.1\n"                              // 17
+    "  framework: {attention: unfused, grad_reduce_overlap: false}\n"  // 18
+    "  parallelism: {tp: 1, dp: 32}\n"              // 19
+    "published:\n"                                  // 20
+    "  source: megatron-sc21\n"                     // 21
+    "  citation: Table 1 row 1\n"                   // 22
+    "  metric: tflops_per_gpu\n"                    // 23
+    "  value: 137\n"                                // 24
+    "  flops: narayanan\n";                         // 25
+
+std::string with(const std::string& from, const std::string& to) {
+  std::string s = kRun;
+  const auto at = s.find(from + "\n");
+  REQUIRE_MESSAGE(at != std::string::npos, from);
+  s.replace(at, from.size(), to);
+  return s;
+}
+
+// Checks that `text` contains `part`, showing the whole text when it does not.
+#define CHECK_CONTAINS(text, part)                                  \
+  do {                                                              \
+    const std::string t_ = (text);                                  \
+    CHECK_MESSAGE(t_.find(part) != std::string::npos, t_);          \
+  } while (false)
+
+std::string error_of(const std::string& text) {
+  auto r = load_scenario_text(text, "p.yaml");
+  REQUIRE_FALSE_MESSAGE(r.ok(), text);
+  return r.message();
+}
+
+TEST_SUITE("accuracy") {
+  TEST_CASE("a corpus file loads its framework keys and its published figure") {
+    auto sc = load_scenario_text(kRun, "p.yaml");
+    REQUIRE_MESSAGE(sc.ok(), sc.message());
+    CHECK(sc->workload.dropout == doctest::Approx(0.1));
+    CHECK(sc->workload.framework.attention == AttentionKernel::kUnfused);
+    CHECK_FALSE(sc->workload.framework.grad_reduce_overlap);
+    CHECK_FALSE(sc->workload.framework.tp_comm_overlap);  // the default
+    CHECK(sc->workload.model.normalization == Normalization::kLayerNorm);
+    CHECK(sc->workload.model.position_embedding == PositionEmbedding::kLearned);
+    REQUIRE(sc->published != nullptr);
+    CHECK(sc->published->source == "megatron-sc21");
+    CHECK(sc->published->metric == PublishedMetric::kTflopsPerGpu);
+    CHECK(sc->published->flops == FlopsConvention::kNarayanan);
+    // 96 B s l h^2 (1 + s/6h + V/16lh) = 96 * 512 * 2048 * 24 * 2304^2 * (1 + 2048/13824 +
+    // 51200/884736) = 1.28247e16 * 1.20602 = 1.54669e16 FLOPs; at 137 TFLOP/s on 32 GPUs:
+    // 3.5280 s.
+    CHECK(convention_flops_per_step(FlopsConvention::kNarayanan, sc->workload) ==
+          doctest::Approx(1.54669e16).epsilon(1e-3));
+    CHECK(published_step_time_s(*sc->published, *sc) == doctest::Approx(3.5280).epsilon(1e-3));
+  }
+
+  TEST_CASE("a scenario without published: has none, and defaults are Megatron-Core's") {
+    std::string text = kRun;
+    text = text.substr(0, text.find("published:"));
+    text = text.substr(0, text.find("  dropout:")) + "  parallelism: {tp: 1, dp: 32}\n";
+    auto sc = load_scenario_text(text, "p.yaml");
+    REQUIRE_MESSAGE(sc.ok(), sc.message());
+    CHECK(sc->published == nullptr);
+    CHECK(sc->workload.dropout == 0);
+    CHECK(sc->workload.framework.attention == AttentionKernel::kFlash);
+    CHECK(sc->workload.framework.grad_reduce_overlap);
+  }
+
+  TEST_CASE("the other metrics imply their step time") {
+    std::string text = with("  metric: tflops_per_gpu", "  metric: step_time");
+    text.replace(text.find("  value: 137"), 12, "  value: 3.5s");
+    text.erase(text.find("  flops:"));
+    auto sc = load_scenario_text(text, "p.yaml");
+    REQUIRE_MESSAGE(sc.ok(), sc.message());
+    CHECK(published_step_time_s(*sc->published, *sc) == doctest::Approx(3.5));
+    PublishedRun tokens{"s", "c", "", PublishedMetric::kTokensPerSPerGpu, 8192, {}, 0};
+    // 512 x 2048 tokens over 32 GPUs at 8192 tokens/s each: 4 s.
+    CHECK(published_step_time_s(tokens, *sc) == doctest::Approx(4.0));
+    PublishedRun mfu{"s", "c", "", PublishedMetric::kMfu, 0.5, FlopsConvention::kSixN, 0};
+    const double n = 6 * count_parameters(sc->workload.model).total() * 512 * 2048;
+    CHECK(published_step_time_s(mfu, *sc) == doctest::Approx(n / (0.5 * 312e12 * 32)));
+  }
+
+  TEST_CASE("bad published sections name the key, the line and the column") {
+    CHECK_CONTAINS(error_of(with("  flops: narayanan", "  flops: chinchilla")),
+                   "p.yaml:25:10: published.flops: unknown value 'chinchilla'");
+    CHECK_CONTAINS(error_of(with("  metric: tflops_per_gpu", "  metric: wps")),
+                   "p.yaml:23:11: published.metric: unknown value 'wps'");
+    CHECK_CONTAINS(error_of(with("  value: 137", "  value: -3")),
+                   "published.value: must be greater than zero");
+    CHECK_CONTAINS(error_of(with("  flops: narayanan", "  color: red")),
+                   "p.yaml:25:3: published.color: unknown key");
+    CHECK_CONTAINS(error_of(with("  flops: narayanan", "")),
+                   "published.flops: missing: say how the source counted FLOPs");
+    std::string mfu = with("  metric: tflops_per_gpu", "  metric: mfu");
+    mfu.replace(mfu.find("  value: 137"), 12, "  value: 41");
+    CHECK_CONTAINS(error_of(mfu),
+                   "an MFU is a fraction of peak");
+    CHECK_CONTAINS(error_of(with("  metric: tflops_per_gpu", "  metric: step_time")),
+                   "published.flops: only for metric tflops_per_gpu or mfu");
+    CHECK_CONTAINS(error_of(with("  dropout: 0.1", "  dropout: 1")),
+                   "workload.dropout: must be below 1");
+    CHECK_CONTAINS(error_of(with("  framework: {attention: unfused, grad_reduce_overlap: false}",
+                        "  framework: {attention: sdpa}")),
+                   "p.yaml:18:26: workload.framework.attention: unknown value 'sdpa'");
+    CHECK_CONTAINS(error_of(with("  normalization: layernorm", "  normalization: batchnorm")),
+                   "p.yaml:13:18: workload.normalization: unknown value 'batchnorm'");
+  }
+
+  TEST_CASE("published is not a --set key") {
+    CHECK_FALSE(check_scenario_key("published.value").ok());
+    CHECK(check_scenario_key("workload.framework.tp_comm_overlap").ok());
+    CHECK(check_scenario_key("workload.dropout").ok());
+  }
+
+  TEST_CASE("scores: mean, median, max, bias, per source and left out") {
+    // Errors: a -10%, b +20%, c -30% (source x); d +5% (source y); e not predicted.
+    const std::vector<ScoredRun> runs = {{"a", "x", 10, 9},  {"b", "x", 10, 12},
+                                         {"c", "x", 10, 7},  {"d", "y", 20, 21},
+                                         {"e", "y", 10, 0}};
+    const AccuracyScore s = score_runs(runs);
+    CHECK(s.overall.runs == 4);
+    CHECK(s.overall.mean_abs == doctest::Approx((0.1 + 0.2 + 0.3 + 0.05) / 4));
+    CHECK(s.overall.median_abs == doctest::Approx((0.1 + 0.2) / 2));
+    CHECK(s.overall.max_abs == doctest::Approx(0.3));
+    CHECK(s.overall.worst == "c");
+    CHECK(s.overall.mean_signed == doctest::Approx((-0.1 + 0.2 - 0.3 + 0.05) / 4));
+    REQUIRE(s.sources.size() == 2);
+    CHECK(s.sources[0].source == "x");
+    CHECK(s.sources[0].stats.mean_abs == doctest::Approx(0.2));
+    CHECK(s.sources[1].stats.runs == 1);
+    CHECK(s.leave_one_source_out_mean_abs == doctest::Approx((0.2 + 0.05) / 2));
+  }
+}
+
+}  // namespace
+}  // namespace clustersim::models

@@ -1,0 +1,331 @@
+// `clustersim accuracy [DIR]`: the model scored on published runs (docs/accuracy.md). Every
+// scenario under DIR (default scenarios/published) with a `published:` section is predicted by
+// the analytic model and the simulator; each run's published figure becomes the step time it
+// implies, and the table gives both predictions, their errors, the memory verdict and the
+// published memory; then the mean, median and largest |error| overall and per source, and
+// leaving each source out. Exit 2 on a file that does not load, 1 when a gate
+// (--max-mean-error, --max-error, --max-loso-error, --all-fit) is missed.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "models/accuracy/accuracy_score.h"
+#include "models/accuracy/published_run.h"
+#include "models/units.h"
+#include "sim/step_sim.h"
+#include "tools/calibration_option.h"
+#include "tools/command_registry.h"
+#include "tools/layout_report.h"
+#include "tools/scenario_input.h"
+#include "tools/text_table.h"
+
+namespace clustersim::tools {
+namespace {
+
+using models::format_percent;
+using models::format_signed_percent;
+using models::format_significant;
+
+struct AccuracyArgs {
+  std::string dir = "scenarios/published";
+  std::string engine = "both";
+  std::string source;  // only this source's runs; "" = all
+  bool json = false;
+  double max_mean_error = 0;  // 0 = no gate
+  double max_error = 0;
+  double max_loso_error = 0;
+  bool all_fit = false;
+};
+
+// One engine's answer for a run.
+struct EnginePrediction {
+  bool ran = false;
+  double step_s = 0;
+  std::string failure;  // why it did not run
+};
+
+struct CorpusRun {
+  models::Scenario scenario;
+  double published_step_s = 0;
+  EnginePrediction analytic, des;
+  double memory_bytes = 0;  // the planner's peak per GPU
+  double capacity_bytes = 0;
+  bool fits = false;
+};
+
+// Every *.yaml under `dir`, sorted (a stable order for the table and the goldens).
+std::vector<std::string> corpus_files(const std::string& dir, std::string* error) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    *error = dir + ": not a directory (the corpus is scenarios/published/; run from the "
+                   "repository root or give DIR)";
+    return {};
+  }
+  std::vector<std::string> out;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    if (it->is_regular_file() && it->path().extension() == ".yaml") {
+      out.push_back(it->path().string());
+    }
+  }
+  if (ec) *error = dir + ": " + ec.message();
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string published_text(const models::PublishedRun& p) {
+  switch (p.metric) {
+    case models::PublishedMetric::kStepTime:
+      return models::format_time(p.value);
+    case models::PublishedMetric::kTokensPerSPerGpu:
+      return format_significant(p.value, 4) + " tok/s/GPU";
+    case models::PublishedMetric::kTflopsPerGpu:
+      return format_significant(p.value, 4) + " TFLOP/s (" +
+             std::string(models::to_string(p.flops)) + ")";
+    case models::PublishedMetric::kMfu:
+      return format_percent(p.value) + " MFU (" + std::string(models::to_string(p.flops)) + ")";
+  }
+  return "?";
+}
+
+std::string prediction_text(const EnginePrediction& e, double published_s) {
+  if (!e.ran) return "-";
+  return models::format_time(e.step_s) + " " + format_signed_percent(e.step_s / published_s - 1);
+}
+
+models::AccuracyScore score(const std::vector<CorpusRun>& runs, bool des) {
+  std::vector<models::ScoredRun> scored;
+  for (const CorpusRun& r : runs) {
+    const EnginePrediction& e = des ? r.des : r.analytic;
+    scored.push_back({r.scenario.name, r.scenario.published->source, r.published_step_s,
+                      e.ran ? e.step_s : 0});
+  }
+  return models::score_runs(scored);
+}
+
+nlohmann::json stats_json(const models::ErrorStats& s) {
+  return {{"runs", s.runs},           {"mean_abs_error", s.mean_abs},
+          {"median_abs_error", s.median_abs}, {"max_abs_error", s.max_abs},
+          {"mean_error", s.mean_signed},      {"worst", s.worst}};
+}
+
+nlohmann::json score_json(const models::AccuracyScore& s) {
+  nlohmann::json sources = nlohmann::json::array();
+  for (const auto& src : s.sources) {
+    nlohmann::json j = stats_json(src.stats);
+    j["source"] = src.source;
+    j["left_out_mean_abs_error"] = src.left_out_mean_abs;
+    sources.push_back(std::move(j));
+  }
+  return {{"overall", stats_json(s.overall)},
+          {"sources", sources},
+          {"leave_one_source_out_mean_abs_error", s.leave_one_source_out_mean_abs}};
+}
+
+void print_score(const char* engine, const models::AccuracyScore& s) {
+  std::printf("%s: %d runs, mean |error| %s, median %s, max %s (%s), mean error %s\n", engine,
+              s.overall.runs, format_percent(s.overall.mean_abs).c_str(),
+              format_percent(s.overall.median_abs).c_str(),
+              format_percent(s.overall.max_abs).c_str(), s.overall.worst.c_str(),
+              format_signed_percent(s.overall.mean_signed).c_str());
+  TextTable t({"source", "runs", "mean |err|", "median", "max", "bias", "left out"},
+              {TextTable::Align::kLeft, TextTable::Align::kRight, TextTable::Align::kRight,
+               TextTable::Align::kRight, TextTable::Align::kRight, TextTable::Align::kRight,
+               TextTable::Align::kRight});
+  for (const auto& src : s.sources) {
+    t.add_row({src.source, std::to_string(src.stats.runs), format_percent(src.stats.mean_abs),
+               format_percent(src.stats.median_abs), format_percent(src.stats.max_abs),
+               format_signed_percent(src.stats.mean_signed),
+               format_percent(src.left_out_mean_abs)});
+  }
+  std::printf("%s", t.render(2).c_str());
+  std::printf("  leave one source out: mean |error| %s (no constant is fitted on the corpus, so "
+              "each source's left-out error is its own)\n\n",
+              format_percent(s.leave_one_source_out_mean_abs).c_str());
+}
+
+// The gates on one engine's score; appends what was missed.
+void check_gates(const AccuracyArgs& a, const char* engine, const models::AccuracyScore& s,
+                 std::vector<std::string>* missed) {
+  auto gate = [&](double limit, double value, const char* what) {
+    if (limit > 0 && value > limit) {
+      missed->push_back(std::string(engine) + ": " + what + " " + format_percent(value) +
+                        " above " + format_percent(limit));
+    }
+  };
+  gate(a.max_mean_error, s.overall.mean_abs, "mean |error|");
+  gate(a.max_error, s.overall.max_abs, "max |error|");
+  gate(a.max_loso_error, s.leave_one_source_out_mean_abs, "leave-one-source-out mean |error|");
+}
+
+int run_accuracy(const AccuracyArgs& a) {
+  std::string error;
+  const std::vector<std::string> files = corpus_files(a.dir, &error);
+  if (!error.empty()) return fail_bad_input("accuracy", error);
+  const bool want_analytic = a.engine != "des";
+  const bool want_des = a.engine != "analytic";
+
+  // 1. Load every run; a file that does not load, or has no published: section, is bad input.
+  std::vector<CorpusRun> runs;
+  for (const std::string& f : files) {
+    auto sc = models::load_scenario_file(f);
+    if (!sc) return fail_bad_input("accuracy", sc.message());
+    if (!sc->published) {
+      return fail_bad_input("accuracy", f + ": no published: section (docs/accuracy.md)");
+    }
+    if (!a.source.empty() && sc->published->source != a.source) continue;
+    CorpusRun r;
+    r.published_step_s = models::published_step_time_s(*sc->published, *sc);
+    r.scenario = std::move(*sc);
+    runs.push_back(std::move(r));
+  }
+  if (runs.empty()) {
+    return fail_bad_input("accuracy", a.dir + ": no corpus run" +
+                                          (a.source.empty() ? "" : " of source " + a.source));
+  }
+
+  // 2. Predict each with the engines asked for.
+  ProgressLine progress("accuracy");
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    CorpusRun& r = runs[i];
+    auto params = step_params_for(r.scenario, "");
+    if (!params) return fail_bad_input("accuracy", params.message());
+    auto step = models::predict_step(r.scenario, *params);
+    if (!step) return fail_bad_input("accuracy", r.scenario.path + ": " + step.message());
+    r.memory_bytes = step->memory.total();
+    r.capacity_bytes = step->memory_capacity_bytes;
+    r.fits = step->fits;
+    if (want_analytic) r.analytic = {true, step->step_time_s, ""};
+    if (want_des) {
+      auto sim = sim::simulate_step(r.scenario, *params);
+      if (sim) {
+        r.des = {true, sim->step.step_time_s, ""};
+      } else {
+        r.des.failure = sim.message();
+      }
+    }
+    progress.update(i + 1, runs.size(), "runs");
+  }
+  progress.done();
+
+  const models::AccuracyScore analytic = score(runs, false);
+  const models::AccuracyScore des = score(runs, true);
+  std::vector<std::string> missed;
+  if (want_analytic) check_gates(a, "analytic", analytic, &missed);
+  if (want_des) check_gates(a, "des", des, &missed);
+  std::vector<std::string> not_fitting;
+  for (const CorpusRun& r : runs) {
+    if (!r.fits) not_fitting.push_back(r.scenario.name);
+  }
+  if (a.all_fit && !not_fitting.empty()) {
+    missed.push_back(std::to_string(not_fitting.size()) + " runs do not fit in GPU memory");
+  }
+
+  if (a.json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const CorpusRun& r : runs) {
+      const models::PublishedRun& p = *r.scenario.published;
+      auto engine_json = [&](const EnginePrediction& e) -> nlohmann::json {
+        if (!e.ran) return {{"step_time_s", nullptr}, {"error", nullptr}, {"failure", e.failure}};
+        return {{"step_time_s", e.step_s}, {"error", e.step_s / r.published_step_s - 1}};
+      };
+      nlohmann::json j = {
+          {"name", r.scenario.name},
+          {"file", r.scenario.path},
+          {"source", p.source},
+          {"citation", p.citation},
+          {"gpus", r.scenario.workload.parallelism.gpus()},
+          {"gpu", r.scenario.cluster.node.gpu.id},
+          {"metric", models::to_string(p.metric)},
+          {"value", p.value},
+          {"published_step_time_s", r.published_step_s},
+          {"memory_per_gpu_bytes", r.memory_bytes},
+          {"memory_capacity_bytes", r.capacity_bytes},
+          {"fits", r.fits},
+          {"published_memory_per_gpu_bytes",
+           p.memory_per_gpu_bytes > 0 ? nlohmann::json(p.memory_per_gpu_bytes) : nullptr}};
+      if (p.flops != models::FlopsConvention::kNone) j["flops"] = models::to_string(p.flops);
+      if (want_analytic) j["analytic"] = engine_json(r.analytic);
+      if (want_des) j["des"] = engine_json(r.des);
+      rows.push_back(std::move(j));
+    }
+    nlohmann::json out = {{"dir", a.dir}, {"runs", rows}, {"gates_missed", missed}};
+    if (want_analytic) out["analytic"] = score_json(analytic);
+    if (want_des) out["des"] = score_json(des);
+    std::printf("%s\n", out.dump(2).c_str());
+    return missed.empty() ? kExitOk : kExitCheckFailed;
+  }
+
+  std::printf("Accuracy on %zu published runs (%s): error = predicted / published step time - 1 "
+              "(negative: the model is too fast)\n\n",
+              runs.size(), a.dir.c_str());
+  std::vector<std::string> header = {"run", "source", "GPUs", "published", "step"};
+  if (want_analytic) header.push_back("analytic");
+  if (want_des) header.push_back("des");
+  for (const char* h : {"memory", "published mem", "fits"}) header.push_back(h);
+  std::vector<TextTable::Align> align(header.size(), TextTable::Align::kRight);
+  align[0] = align[1] = TextTable::Align::kLeft;
+  TextTable t(header, align);
+  for (const CorpusRun& r : runs) {
+    const models::PublishedRun& p = *r.scenario.published;
+    std::vector<std::string> row = {r.scenario.name, p.source,
+                                    std::to_string(r.scenario.workload.parallelism.gpus()),
+                                    published_text(p), models::format_time(r.published_step_s)};
+    if (want_analytic) row.push_back(prediction_text(r.analytic, r.published_step_s));
+    if (want_des) row.push_back(prediction_text(r.des, r.published_step_s));
+    row.push_back(models::format_size(r.memory_bytes));
+    row.push_back(p.memory_per_gpu_bytes > 0
+                      ? models::format_size(p.memory_per_gpu_bytes) + " " +
+                            format_signed_percent(r.memory_bytes / p.memory_per_gpu_bytes - 1)
+                      : "-");
+    row.push_back(r.fits ? "yes" : "NO");
+    t.add_row(std::move(row));
+  }
+  std::printf("%s\n", t.render(2).c_str());
+  for (const CorpusRun& r : runs) {
+    if (want_des && !r.des.ran) {
+      std::printf("  %s: not simulated: %s\n", r.scenario.name.c_str(), r.des.failure.c_str());
+    }
+  }
+  if (want_analytic) print_score("analytic", analytic);
+  if (want_des) print_score("des", des);
+  if (!not_fitting.empty()) {
+    std::printf("Do not fit in GPU memory (%zu):", not_fitting.size());
+    for (const auto& n : not_fitting) std::printf(" %s", n.c_str());
+    std::printf("\n");
+  }
+  for (const auto& m : missed) std::printf("GATE MISSED: %s\n", m.c_str());
+  return missed.empty() ? kExitOk : kExitCheckFailed;
+}
+
+const bool kRegistered = register_command(
+    {"accuracy", "score the model on published runs: per-run error, per source, leave one out", 75,
+     [](CLI::App& sub) -> CommandAction {
+       auto a = std::make_shared<AccuracyArgs>();
+       sub.add_option("dir", a->dir,
+                      "corpus folder, searched recursively for *.yaml (default "
+                      "scenarios/published)");
+       sub.add_option("--engine", a->engine, "both (default), analytic or des")
+           ->check(CLI::IsMember({"both", "analytic", "des"}));
+       sub.add_option("--source", a->source, "only the runs of this source id");
+       sub.add_flag("--json", a->json, "one JSON object: runs, per-engine scores, missed gates");
+       sub.add_option("--max-mean-error", a->max_mean_error,
+                      "exit 1 when an engine's mean |error| is above this fraction (0.05)")
+           ->check(CLI::Range(0.0, 10.0));
+       sub.add_option("--max-error", a->max_error,
+                      "exit 1 when an engine's largest |error| is above this fraction")
+           ->check(CLI::Range(0.0, 10.0));
+       sub.add_option("--max-loso-error", a->max_loso_error,
+                      "exit 1 when the leave-one-source-out mean |error| is above this fraction")
+           ->check(CLI::Range(0.0, 10.0));
+       sub.add_flag("--all-fit", a->all_fit, "exit 1 when a run does not fit in GPU memory");
+       return [a] { return run_accuracy(*a); };
+     }});
+
+}  // namespace
+}  // namespace clustersim::tools
