@@ -1,0 +1,86 @@
+"""GEMM rates over the shapes transformer layers run (m tokens x n outputs x k inputs) and the
+bandwidth of the memory-bound kernels around them, on one GPU through PyTorch: the ground of
+the step model's GEMM-by-shape and memory-bound terms (models/compute_model.h).
+Usage: python3 kernel_shapes.py OUT.json
+GEMM: bf16 torch.matmul, A [m x k] row-major times B [k x n], 10 products per timed call,
+median of CUDA-event timings over >= 0.15 s. Memory-bound: bytes read + written per second."""
+import json
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def bench(fn, seconds=0.15, inner=10, min_reps=3):
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    t0 = time.time()
+    while len(times) < min_reps or time.time() - t0 < seconds:
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(inner):
+            fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e-3 / inner)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def main():
+    dev = torch.device("cuda:0")
+    out = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0),
+           "sm_count": torch.cuda.get_device_properties(0).multi_processor_count,
+           "gemm": [], "memory_bound": []}
+    dims = [768, 1024, 2048, 3072, 4096, 8192, 16384]
+    for m in [2048, 8192, 32768]:
+        for n in dims:
+            for k in dims:
+                a = torch.randn(m, k, dtype=torch.bfloat16, device=dev)
+                b = torch.randn(k, n, dtype=torch.bfloat16, device=dev)
+                t = bench(lambda: torch.matmul(a, b))
+                out["gemm"].append({"m": m, "n": n, "k": k, "s": t,
+                                    "tflops": 2 * m * n * k / t / 1e12})
+                del a, b
+        with open(sys.argv[1], "w") as f:
+            json.dump(out, f, indent=1)
+    # Memory-bound kernels at 16M-256M elements.
+    for elems in [1 << 24, 1 << 26, 1 << 28]:
+        x = torch.randn(elems, dtype=torch.bfloat16, device=dev)
+        y = torch.randn(elems, dtype=torch.bfloat16, device=dev)
+        w = torch.ones(4096, dtype=torch.bfloat16, device=dev)
+        cases = {
+            "add_bf16": (lambda: x + y, 6 * elems),
+            "silu_mul_bf16": (lambda: F.silu(x) * y, 6 * elems),  # eager: two kernels
+            "copy_bf16": (lambda: x.clone(), 4 * elems),
+            "rms_norm_bf16_h4096": (lambda: F.rms_norm(x.view(-1, 4096), (4096,), w), 4 * elems),
+            "to_fp32": (lambda: x.float(), 6 * elems),
+        }
+        for name, (fn, nbytes) in cases.items():
+            t = bench(fn, inner=5)
+            out["memory_bound"].append({"kernel": name, "elements": elems, "s": t,
+                                        "bytes": nbytes, "GBps": nbytes / t / 1e9})
+        del x, y
+    # Cross-entropy over a 32000 vocabulary, bf16 logits as autocast leaves them.
+    for tokens in [8192, 32768]:
+        logits = torch.randn(tokens, 32000, dtype=torch.bfloat16, device=dev, requires_grad=True)
+        tgt = torch.randint(0, 32000, (tokens,), device=dev)
+        def ce():
+            loss = F.cross_entropy(logits.float(), tgt)
+            loss.backward()
+        t = bench(ce, inner=2)
+        out["memory_bound"].append({"kernel": "cross_entropy_fwd_bwd_v32000", "elements":
+                                    tokens * 32000, "s": t})
+    # Launch overhead: an empty-ish kernel back to back.
+    z = torch.zeros(1, device=dev)
+    out["tiny_kernel_s"] = bench(lambda: z.add_(1), inner=200)
+    with open(sys.argv[1], "w") as f:
+        json.dump(out, f, indent=1)
+    print("done", len(out["gemm"]), "gemm shapes")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,260 @@
+"""Real training steps on one GPU, for the accuracy corpus (scenarios/published/clustersim-h200/):
+a Llama-style decoder (RMSNorm, rotary embedding, multi-head causal attention through
+scaled_dot_product_attention, SwiGLU MLP, untied output head, cross-entropy over the vocabulary)
+trained as PyTorch users commonly do on one GPU: fp32 parameters, bf16 autocast, fused AdamW,
+optionally every block checkpointed (full recompute) and optionally each block compiled
+(torch.compile per block, as TorchTitan does). Per configuration: the median step time of the
+timed steps (CUDA-synchronised wall clock), forward / backward / optimizer split (synchronised
+separately in extra steps), peak allocated and reserved memory, and with --profile the GPU time
+by kernel class from torch.profiler.
+
+Usage: python3 train_step.py OUT.json [--only NAME,...] [--profile NAME,...] [--steps N]
+Each configuration is written to OUT.json as soon as it is done (a partial file survives a
+timeout)."""
+import argparse
+import json
+import math
+import re
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+
+# name: layers, hidden, heads, ffn, vocab
+MODELS = {
+    "134m": (12, 768, 12, 2048, 32000),
+    "374m": (24, 1024, 16, 2816, 32000),
+    "1.4b": (24, 2048, 16, 5632, 32000),
+    "4.3b": (36, 3072, 24, 8192, 32000),
+}
+
+# name, model, seq, micro-batch, recompute, compile
+CONFIGS = [
+    ("134m-s2k-b8", "134m", 2048, 8, "none", False),
+    ("134m-s8k-b2", "134m", 8192, 2, "none", False),
+    ("134m-s32k-b1", "134m", 32768, 1, "none", False),
+    ("134m-s128k-b1-full", "134m", 131072, 1, "full", False),
+    ("374m-s2k-b8", "374m", 2048, 8, "none", False),
+    ("374m-s8k-b2", "374m", 8192, 2, "none", False),
+    ("374m-s8k-b2-full", "374m", 8192, 2, "full", False),
+    ("374m-s32k-b1-full", "374m", 32768, 1, "full", False),
+    ("1.4b-s2k-b8", "1.4b", 2048, 8, "none", False),
+    ("1.4b-s8k-b2", "1.4b", 8192, 2, "none", False),
+    ("1.4b-s8k-b2-full", "1.4b", 8192, 2, "full", False),
+    ("1.4b-s32k-b1-full", "1.4b", 32768, 1, "full", False),
+    ("4.3b-s2k-b4", "4.3b", 2048, 4, "none", False),
+    ("4.3b-s8k-b1", "4.3b", 8192, 1, "none", False),
+    ("4.3b-s8k-b1-full", "4.3b", 8192, 1, "full", False),
+    ("4.3b-s32k-b1-full", "4.3b", 32768, 1, "full", False),
+    ("134m-s8k-b2-compiled", "134m", 8192, 2, "none", True),
+    ("1.4b-s8k-b2-compiled", "1.4b", 8192, 2, "none", True),
+    ("1.4b-s8k-b2-full-compiled", "1.4b", 8192, 2, "full", True),
+    ("4.3b-s8k-b1-compiled", "4.3b", 8192, 1, "none", True),
+]
+
+
+def rope_tables(seq, head_dim, device):
+    inv = 1.0 / (10000 ** (torch.arange(0, head_dim, 2, device=device).float() / head_dim))
+    t = torch.arange(seq, device=device).float()
+    freqs = torch.outer(t, inv)
+    return freqs.cos(), freqs.sin()
+
+
+def apply_rope(x, cos, sin):
+    # x: [b, heads, s, d]; rotate pairs (even, odd) as halves, Llama's (GPT-NeoX) layout.
+    d = x.shape[-1] // 2
+    x1, x2 = x[..., :d], x[..., d:]
+    c, s = cos[None, None], sin[None, None]
+    return torch.cat((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1)
+
+
+class Block(nn.Module):
+    def __init__(self, hidden, heads, ffn):
+        super().__init__()
+        self.heads = heads
+        self.attn_norm = nn.RMSNorm(hidden)
+        self.qkv = nn.Linear(hidden, 3 * hidden, bias=False)
+        self.out = nn.Linear(hidden, hidden, bias=False)
+        self.mlp_norm = nn.RMSNorm(hidden)
+        self.gate_up = nn.Linear(hidden, 2 * ffn, bias=False)
+        self.down = nn.Linear(ffn, hidden, bias=False)
+
+    def forward(self, x, cos, sin):
+        b, s, h = x.shape
+        d = h // self.heads
+        q, k, v = self.qkv(self.attn_norm(x)).split(h, dim=-1)
+        q = q.view(b, s, self.heads, d).transpose(1, 2)
+        k = k.view(b, s, self.heads, d).transpose(1, 2)
+        v = v.view(b, s, self.heads, d).transpose(1, 2)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.out(a.transpose(1, 2).reshape(b, s, h))
+        gate, up = self.gate_up(self.mlp_norm(x)).chunk(2, dim=-1)
+        return x + self.down(F.silu(gate) * up)
+
+
+class Decoder(nn.Module):
+    def __init__(self, layers, hidden, heads, ffn, vocab, recompute):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, hidden)
+        self.blocks = nn.ModuleList(Block(hidden, heads, ffn) for _ in range(layers))
+        self.norm = nn.RMSNorm(hidden)
+        self.head = nn.Linear(hidden, vocab, bias=False)
+        self.recompute = recompute
+        self.head_dim = hidden // heads
+
+    def forward(self, tokens, targets, cos, sin):
+        x = self.embed(tokens)
+        for blk in self.blocks:
+            if self.recompute == "full":
+                x = checkpoint(blk, x, cos, sin, use_reentrant=False)
+            else:
+                x = blk(x, cos, sin)
+        logits = self.head(self.norm(x))
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+
+def count_params(model):
+    return sum(p.numel() for p in model.parameters())
+
+
+def kernel_class(name):
+    n = name.lower()
+    if re.search(r"flash|fmha|attention|sdpa", n):
+        return "attention"
+    if re.search(r"gemm|cutlass|xmma|nvjet|sm90_|sm80_|ampere_|cublas|matmul", n):
+        return "gemm"
+    if re.search(r"multi_tensor|adam", n):
+        return "optimizer"
+    if re.search(r"nll|log_softmax|softmax|cross_entropy", n):
+        return "loss"
+    if re.search(r"memcpy|memset", n):
+        return "copy"
+    return "elementwise"
+
+
+def run_config(cfg, steps, profile, dev):
+    name, model_name, seq, mb, recompute, compiled = cfg
+    layers, hidden, heads, ffn, vocab = MODELS[model_name]
+    out = {"name": name, "model": model_name, "layers": layers, "hidden": hidden, "heads": heads,
+           "kv_heads": heads, "ffn_hidden": ffn, "vocab": vocab, "seq_len": seq,
+           "micro_batch": mb, "recompute": recompute, "compiled": compiled,
+           "precision": "bf16-autocast", "params_dtype": "fp32", "optimizer": "AdamW(fused)"}
+    torch.manual_seed(0)
+    model = Decoder(layers, hidden, heads, ffn, vocab, recompute).to(dev)
+    out["parameters"] = count_params(model)
+    if compiled:
+        for blk in model.blocks:
+            blk.compile()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    cos, sin = rope_tables(seq, hidden // heads, dev)
+    tokens = torch.randint(0, vocab, (mb, seq), device=dev)
+    targets = torch.randint(0, vocab, (mb, seq), device=dev)
+
+    def step(phases=None):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(tokens, targets, cos, sin)
+        if phases is not None:
+            torch.cuda.synchronize()
+            phases.append(time.perf_counter())
+        loss.backward()
+        if phases is not None:
+            torch.cuda.synchronize()
+            phases.append(time.perf_counter())
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss
+
+    t0 = time.perf_counter()
+    for _ in range(3):  # warm-up (and compilation)
+        step()
+    torch.cuda.synchronize()
+    out["warmup_s"] = time.perf_counter() - t0
+    torch.cuda.reset_peak_memory_stats()
+    times = []
+    for _ in range(steps):
+        a = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - a)
+    out["peak_allocated_bytes"] = torch.cuda.max_memory_allocated()
+    out["peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
+    out["step_times_s"] = times
+    out["step_time_s"] = sorted(times)[len(times) // 2]
+    # Forward / backward / optimizer, each synchronised (two more steps, medians of two).
+    split = []
+    for _ in range(2):
+        torch.cuda.synchronize()
+        p = [time.perf_counter()]
+        step(p)
+        torch.cuda.synchronize()
+        p.append(time.perf_counter())
+        split.append((p[1] - p[0], p[2] - p[1], p[3] - p[2]))
+    out["forward_s"] = min(s[0] for s in split)
+    out["backward_s"] = min(s[1] for s in split)
+    out["optimizer_s"] = min(s[2] for s in split)
+    if profile:
+        from torch.profiler import ProfilerActivity, profile as prof
+        with prof(activities=[ProfilerActivity.CUDA]) as p:
+            for _ in range(2):
+                step()
+            torch.cuda.synchronize()
+        by_class = {}
+        kernels = {}
+        for e in p.key_averages():
+            t = e.self_device_time_total if hasattr(e, "self_device_time_total") else e.self_cuda_time_total
+            if t <= 0:
+                continue
+            c = kernel_class(e.key)
+            by_class[c] = by_class.get(c, 0) + t * 1e-6 / 2
+            kernels[e.key[:120]] = (t * 1e-6 / 2, e.count // 2)
+        out["gpu_time_by_class_s"] = by_class
+        top = sorted(kernels.items(), key=lambda kv: -kv[1][0])[:25]
+        out["top_kernels"] = [{"kernel": k, "s": v[0], "calls": v[1]} for k, v in top]
+    del model, opt
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--profile", default="")
+    ap.add_argument("--steps", type=int, default=6)
+    args = ap.parse_args()
+    dev = torch.device("cuda:0")
+    only = set(filter(None, args.only.split(",")))
+    profile = set(filter(None, args.profile.split(",")))
+    result = {"torch": torch.__version__, "cuda": torch.version.cuda,
+              "device": torch.cuda.get_device_name(0),
+              "memory_total_bytes": torch.cuda.get_device_properties(0).total_memory,
+              "sdpa_backends": {"flash": torch.backends.cuda.flash_sdp_enabled(),
+                                "cudnn": torch.backends.cuda.cudnn_sdp_enabled()},
+              "runs": []}
+    for cfg in CONFIGS:
+        if only and cfg[0] not in only:
+            continue
+        t0 = time.time()
+        try:
+            r = run_config(cfg, args.steps, cfg[0] in profile, dev)
+        except torch.cuda.OutOfMemoryError as e:
+            r = {"name": cfg[0], "error": "out of memory: " + str(e)[:200]}
+        except Exception as e:  # report and go on to the next configuration
+            r = {"name": cfg[0], "error": type(e).__name__ + ": " + str(e)[:300]}
+        r["wall_s"] = time.time() - t0
+        torch.cuda.empty_cache()
+        result["runs"].append(r)
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=1)
+        msg = ("%s: step %.4f s, fwd %.4f bwd %.4f opt %.4f, peak %.2f GiB (reserved %.2f)" %
+               (r["name"], r["step_time_s"], r["forward_s"], r["backward_s"], r["optimizer_s"],
+                r["peak_allocated_bytes"] / 2**30, r["peak_reserved_bytes"] / 2**30)
+               if "error" not in r else "%s: %s" % (r["name"], r["error"]))
+        print(msg + " [%.0f s]" % r["wall_s"], flush=True)
+
+
+if __name__ == "__main__":
+    main()
