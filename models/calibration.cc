@@ -50,8 +50,8 @@ std::string to_yaml_text(const Calibration& c) {
        "rate (time per extra byte), which in "
        "a\n"
        "# latency-bound regime can exceed the link; 100000 GB/s marks one that does not grow.\n"
-       "# GEMM / attention: efficiency = max_efficiency x w / (w + half), w = FLOPs (GEMM) or "
-       "tokens.\n"
+       "# GEMM: efficiency = max_efficiency (in-tile) x the shape's tile/wave efficiency\n"
+       "# (compute_model.h). Attention: efficiency = max_efficiency x kv / (kv + half_kv_tokens).\n"
        "# Attention: source clustersim-flash is validate's own kernel (recorded, not applied);\n"
        "# torch-sdpa is PyTorch's production kernel on the same GPU (calibrate\n"
        "# --attention-reference), causal rows, applied to the planner's attention term.\n";
@@ -98,9 +98,7 @@ std::string to_yaml_text(const Calibration& c) {
   for (const auto& g : c.gemm) {
     y << "  - {precision: " << to_string(g.precision)
       << ", max_efficiency: " << sig(g.max_efficiency)
-      << ", short_max_efficiency: " << sig(g.short_max_efficiency)
-      << ", half_efficiency_flops: " << sig(g.half_efficiency_flops) << ", points: " << g.points
-      << ", half_identified: " << (g.half_identified ? "true" : "false")
+      << ", short_max_efficiency: " << sig(g.short_max_efficiency) << ", points: " << g.points
       << ", sustained_scaled: " << (g.sustained_scaled ? "true" : "false")
       << ", max_residual: " << sig(g.max_rel_residual) << "}\n";
   }
@@ -255,16 +253,17 @@ Result<Calibration> load_calibration_text(std::string_view yaml_text, const std:
     const std::string path = "gemm[" + std::to_string(i) + "]";
     GemmCalibration g;
     std::string precision;
+    // half_efficiency_flops and half_identified are obsolete keys of the saturating GEMM model
+    // (max x FLOPs / (FLOPs + half)) that overlays written before the tile model carry: accepted
+    // so that those overlays keep loading, and ignored (their max_efficiency reads as in-tile).
     if (!in.open_map(
             e, path,
-            {"precision", "max_efficiency", "short_max_efficiency", "half_efficiency_flops",
-             "points", "half_identified", "sustained_scaled", "max_residual"}) ||
+            {"precision", "max_efficiency", "short_max_efficiency", "points", "sustained_scaled",
+             "max_residual", "half_efficiency_flops", "half_identified"}) ||
         !in.text(e, path, "precision", &precision, true) ||
         !in.number(e, path, "max_efficiency", &g.max_efficiency, true) ||
         !in.number(e, path, "short_max_efficiency", &g.short_max_efficiency) ||
-        !in.number(e, path, "half_efficiency_flops", &g.half_efficiency_flops, true) ||
         !in.integer(e, path, "points", &g.points) ||
-        !in.flag(e, path, "half_identified", &g.half_identified) ||
         !in.flag(e, path, "sustained_scaled", &g.sustained_scaled) ||
         !in.number(e, path, "max_residual", &g.max_rel_residual)) {
       return failed();
@@ -273,9 +272,8 @@ Result<Calibration> load_calibration_text(std::string_view yaml_text, const std:
       return bad(e["precision"], path + ".precision", "unknown precision");
     }
     if (g.short_max_efficiency == 0) g.short_max_efficiency = g.max_efficiency;
-    if (g.max_efficiency <= 0 || g.max_efficiency > 1 || g.short_max_efficiency > 1 ||
-        g.half_efficiency_flops < 0) {
-      return bad(e, path, "max_efficiency must be in (0, 1], half >= 0");
+    if (g.max_efficiency <= 0 || g.max_efficiency > 1 || g.short_max_efficiency > 1) {
+      return bad(e, path, "max_efficiency must be in (0, 1]");
     }
     c.gemm.push_back(g);
   }
@@ -376,12 +374,15 @@ std::string_view calibration_basis(const Calibration& c, CollectiveOp op, int ra
   return "model";
 }
 
-void apply_calibration(const Calibration& c, Precision precision, ComputeParams* params,
-                       bool short_runs) {
+void apply_calibration(const Calibration& c, Precision precision, ComputeParams* params) {
   for (const auto& g : c.gemm) {
     if (g.precision != precision) continue;
-    params->gemm_max_efficiency = short_runs ? g.short_max_efficiency : g.max_efficiency;
-    params->gemm_half_efficiency_flops = g.half_efficiency_flops;
+    // The short-run (full-clock) in-tile rate, and where a burn was measured the clock it
+    // settles at under the power cap (compute_model.h power_clock).
+    params->gemm_max_efficiency = g.short_max_efficiency;
+    if (g.sustained_scaled && g.short_max_efficiency > 0) {
+      params->sustained_clock = g.max_efficiency / g.short_max_efficiency;
+    }
   }
   if (c.hbm_efficiency > 0) params->hbm_efficiency = c.hbm_efficiency;
   for (const auto& a : c.attention) {

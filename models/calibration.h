@@ -1,9 +1,10 @@
 // The calibration overlay (schema "clustersim.calibration/1"): what `clustersim calibrate` fitted
 // to measurements of one GPU model — piecewise alpha-beta regimes per collective and
-// communicator, GEMM and attention efficiency curves, HBM efficiency, host-link and peer-to-peer
-// rates — and how it is read, written (YAML with units, as scenarios are) and applied on top of
-// the catalog's model parameters (`plan`, `collective`, `check` via a scenario's `calibration:`
-// key or --calibration FILE). Units: SI in the structs; the YAML carries unit strings.
+// communicator, the GEMM in-tile efficiency, attention efficiency curves, HBM efficiency,
+// host-link and peer-to-peer rates — and how it is read, written (YAML with units, as scenarios
+// are) and applied on top of the catalog's model parameters (`plan`, `collective`, `check` via a
+// scenario's `calibration:` key or --calibration FILE). Units: SI in the structs; the YAML
+// carries unit strings.
 #pragma once
 
 #include <string>
@@ -59,16 +60,16 @@ struct CollectiveTransfer {
   double max_rel_residual = 0;
 };
 
-// GEMM efficiency over work for one precision: max * flops / (flops + half_efficiency_flops).
+// GEMM efficiency for one precision: the in-tile maximum (ComputeParams::gemm_max_efficiency),
+// which gemm_time() multiplies by the shape's tile/wave/split-K efficiency
+// (gemm_shape_efficiency, compute_model.h).
 struct GemmCalibration {
   Precision precision = Precision::kBf16;
   double max_efficiency = 0;        // what a training run sustains (the planner's)
-  double short_max_efficiency = 0;  // the short-run curve's, before scaling to the burn
-  double half_efficiency_flops = 0;
-  int points = 0;
-  bool half_identified = false;   // several work sizes were measured
-  bool sustained_scaled = false;  // max_efficiency scaled down to the sustained burn's rate
-  double max_rel_residual = 0;
+  double short_max_efficiency = 0;  // the short runs' in-tile maximum, before scaling to the burn
+  int points = 0;                   // rows the maximum was fitted on
+  bool sustained_scaled = false;    // max_efficiency scaled down to the sustained burn's rate
+  double max_rel_residual = 0;      // the short-run model's worst |error| / measured on those rows
 };
 
 // The kernels an attention curve is fitted on: validate's own teaching kernel (mma.sync, ~27% of
@@ -128,11 +129,11 @@ void apply_calibration(const Calibration& c, CollectiveParams* params);
 // were measured on that shape), "transfer" (the op's correction of that scope), or "model" (the
 // uncalibrated model).
 std::string_view calibration_basis(const Calibration& c, CollectiveOp op, int ranks, int nodes);
-// GEMM (the given precision's curve: the sustained one, or with short_runs the short-run one a
-// few-second measurement is held to), HBM efficiency and the applied attention curves (forward
-// sets the half-efficiency length); fields the overlay did not measure keep their value.
-void apply_calibration(const Calibration& c, Precision precision, ComputeParams* params,
-                       bool short_runs = false);
+// GEMM (the given precision's short-run in-tile maximum as gemm_max_efficiency and, where a
+// sustained burn was measured, its ratio to that as sustained_clock), HBM efficiency and the
+// applied attention curves (forward sets the half-efficiency length); fields the overlay did not
+// measure keep their value.
+void apply_calibration(const Calibration& c, Precision precision, ComputeParams* params);
 // Both of the above for a training step on `cluster`, after check_calibration_gpu.
 Status apply_calibration(const Calibration& c, const ClusterConfig& cluster, Precision precision,
                          StepParams* params);

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "models/cluster_sketch.h"
+#include "models/compute_model.h"
 
 namespace clustersim::models {
 namespace {
@@ -460,33 +461,56 @@ void fit_transfer(const CalibrationInput& input, const CalibrationOptions& optio
   }
 }
 
+// Per precision, the in-tile efficiency (ComputeParams::gemm_max_efficiency): each row's
+// measured fraction of peak over the fraction the tile model lets its shape reach
+// (gemm_shape_efficiency) estimates it; the median over the short rows is the fit, robust to the
+// few rows the tile model does not describe. Every row is kept: 512^3 and 1024^3 take ~7.7 us
+// each on an H200 in scenarios/measurements/call8/h200-1gpu-shapes.json (34.8 and 279 TFLOP/s
+// bf16), launch- and latency-bound where the tile model (fitted bf16 in-tile 0.713) puts them at
+// 2.0 and 4.1 us; the median is unmoved by them and max_rel_residual shows them.
 void fit_gemm(const CalibrationInput& input, const GpuSpec& gpu, Calibration* out) {
-  const double default_half = ComputeParams{}.gemm_half_efficiency_flops;
+  const ComputeParams shape_params;  // the tile model's own k overhead
   for (Precision p :
        {Precision::kBf16, Precision::kFp16, Precision::kTf32, Precision::kFp8, Precision::kFp32}) {
     const double peak = gpu.peak_flops(p);
     if (peak <= 0) continue;
-    std::vector<WeightedPoint> shorts, sustained;
+    std::vector<const GemmSample*> shorts, sustained;
     for (const auto& g : input.gemm) {
-      if (g.precision != p || g.flops_per_s <= 0) continue;
-      const double work = 2 * g.m * g.n * g.k;
-      (g.sustained ? sustained : shorts).push_back({work, g.flops_per_s / peak, 1});
+      if (g.precision != p || g.flops_per_s <= 0 || g.m <= 0 || g.n <= 0 || g.k <= 0) continue;
+      (g.sustained ? sustained : shorts).push_back(&g);
     }
-    const auto& curve_pts = shorts.empty() ? sustained : shorts;
-    if (curve_pts.empty()) continue;
-    const SaturatingFit f = fit_saturating(curve_pts, default_half);
+    const auto& fitted = shorts.empty() ? sustained : shorts;
+    if (fitted.empty()) continue;
+    std::vector<double> in_tile;
+    in_tile.reserve(fitted.size());
+    for (const GemmSample* g : fitted) {
+      const double shape = gemm_shape_efficiency(gpu, {g->m, g->n, g->k}, shape_params);
+      in_tile.push_back(g->flops_per_s / peak / shape);
+    }
+    ComputeParams params = shape_params;
+    // Capped at the peak: the overlay holds fractions of it.
+    params.gemm_max_efficiency = std::min(1.0, median(in_tile));
+    // The fitted model's rate for a row: gemm_time, the tile model under its roofline.
+    auto predicted_flops_per_s = [&](const GemmSample& g) {
+      const KernelTime t = gemm_time(gpu, p, {g.m, g.n, g.k}, params);
+      return t.flops / t.time_s;
+    };
     GemmCalibration g;
     g.precision = p;
-    g.max_efficiency = g.short_max_efficiency = f.max;
-    g.half_efficiency_flops = f.half;
-    g.points = f.points;
-    g.half_identified = f.half_identified;
-    g.max_rel_residual = f.max_rel_residual;
+    g.max_efficiency = g.short_max_efficiency = params.gemm_max_efficiency;
+    g.points = static_cast<int>(fitted.size());
+    for (const GemmSample* s : fitted) {
+      const double error = std::fabs(predicted_flops_per_s(*s) / s->flops_per_s - 1);
+      g.max_rel_residual = std::max(g.max_rel_residual, error);
+    }
     // A training run is a sustained burn: where one was measured, scale the ceiling to it (at
     // the 700 W cap an H100/H200 settles ~15% below its short-run rate, REFERENCE.md).
     if (!shorts.empty() && !sustained.empty()) {
       std::vector<double> ratios;
-      for (const auto& s : sustained) ratios.push_back(s.y / (f.max * s.x / (s.x + f.half)));
+      ratios.reserve(sustained.size());
+      for (const GemmSample* s : sustained) {
+        ratios.push_back(s->flops_per_s / predicted_flops_per_s(*s));
+      }
       const double ratio = median(ratios);
       if (ratio < 1) {
         g.max_efficiency *= ratio;

@@ -1,9 +1,9 @@
 // Fitting the models' parameters to measurements (Eigen least squares): straight lines with
 // lower bounds, piecewise lines over size regimes (the alpha-beta law of one NCCL collective,
 // one line per regime where NCCL switches protocol, algorithm or channel count), saturating
-// efficiency curves (GEMM efficiency over work, attention over sequence length), and the whole
-// overlay from plain measurement samples. Units: bytes, seconds, FLOP, FLOP/s, bytes/s.
-// Pure functions; deterministic; nothing is cached.
+// efficiency curves (attention over sequence length), the GEMM in-tile efficiency under the tile
+// model (compute_model.h), and the whole overlay from plain measurement samples. Units: bytes,
+// seconds, FLOP, FLOP/s, bytes/s. Pure functions; deterministic; nothing is cached.
 #pragma once
 
 #include <string>
@@ -96,7 +96,7 @@ PiecewiseFit fit_piecewise(const std::vector<WeightedPoint>& points, const LineB
                            const PiecewiseOptions& options);
 
 // A saturating efficiency e(x) = max * x / (x + half): 1/e = 1/max + (half/max) (1/x) is a line
-// in 1/x, fitted with relative weights. With every x equal (one shape) `half` cannot be told
+// in 1/x, fitted with relative weights. With every x equal (one size) `half` cannot be told
 // from `max`: the fit keeps `default_half` and solves max from the mean.
 struct SaturatingFit {
   double max = 0;
@@ -161,8 +161,9 @@ struct CalibrationOptions {
 // kFlatRegimeBusbwBps: a piece's busbw is its marginal rate, which in a latency-bound piece can
 // exceed the link, the transfer overlapping the fixed latency); per op, the model's transfer
 // correction (extra latency, bandwidth scale: least squared log error over every one-node
-// communicator of 2 or more ranks, under the run's disabled algorithms); GEMM efficiency over work
-// per precision (scaled to the sustained burn where one was run); attention efficiency over
+// communicator of 2 or more ranks, under the run's disabled algorithms); per precision the GEMM
+// in-tile efficiency, the median over the short rows of measured / (peak x
+// gemm_shape_efficiency), scaled to the sustained burn where one was run; attention efficiency over
 // sequence length; HBM efficiency; host link and peer-to-peer rates. Several runs of one size are
 // all kept (the fit averages them). Fails when the GPU is not in the catalog or nothing can be
 // fitted.

@@ -447,7 +447,7 @@ ClaimResult evaluate_throughput(const Claim& c) {
   if (c.has_workload && c.mode != ThroughputMode::kDecode) {
     // What the network can explain: the gradient all_reduce of a step against the step time.
     const double step_s = c.workload.tokens_per_step() / claimed_total;
-    const double grad_bytes = count_parameters(c.model).total() * CommParams{}.gradient_reduce_bytes;
+    const double grad_bytes = count_parameters(c.model).total() * gradient_bytes(c.workload);
     const double ar_s =
         collective_floor(floor_hardware(c.cluster), CollectiveOp::kAllReduce, grad_bytes).time_s;
     r.notes.push_back("a step of " + format_count(c.workload.tokens_per_step()) +

@@ -11,15 +11,38 @@ namespace clustersim::models {
 
 // Efficiencies are fractions of the GPU's dense peak for the precision (GpuSpec::peak_flops).
 struct ComputeParams {
-  // The best large GEMM's sustained fraction of peak. H100/H200 bf16: ~655 TFLOP/s sustained at
-  // the 700 W cap of 989 = 0.662 (REFERENCE.md; short runs reach 780-795, 0.80, ml-engineering
-  // MAMF). A100: 267.9 of 312 = 0.859 (ml-engineering MAMF table, CUDA 12.1). Others: 0.70, an
-  // assumption. default_compute_params() fills this from the GPU's architecture.
+  // Tensor-core efficiency inside a GEMM tile at the GPU's full clock: what a GEMM whose tiles
+  // fill every SM in whole waves, with a long reduction, reaches in a short run
+  // (gemm_time() takes the shape's quantisation off it, power_clock() the power cap).
+  // Hopper (H100/H200) bf16: 0.834, torch.matmul 8192^3 at 788 TFLOP/s on one H200 in a short
+  // run (device notes, 2026-10; an H100 reaches 792, ml-engineering MAMF) over this model's
+  // 0.955 for that shape on 132 SMs. Ampere (A100) bf16/fp16: 0.87, ml-engineering MAMF's
+  // 267.9 of 312 TFLOP/s on its best shape (CUDA 12.1) over ~0.985. Others: 0.70, an
+  // assumption.
+  // default_compute_params() fills this from the GPU's architecture; calibration replaces it.
   double gemm_max_efficiency = 0.70;
-  // Work (FLOPs = 2mnk) at which a GEMM reaches half the ceiling: efficiency = max * w / (w +
-  // w_half). 1e9 puts a 1024^3 GEMM (2.1 GFLOP) at 0.68 of the ceiling and anything above
-  // 4096^3 within 1%: an assumption in line with cuBLAS sweeps; calibrate per GPU.
-  double gemm_half_efficiency_flops = 1e9;
+  // The clock a GPU settles at, over its full clock, when tensor-core kernels run back to back
+  // at its power cap. H100/H200: 0.863, call 9's 124-shape sweep at 700 W fits an in-tile 0.72
+  // (scenarios/measurements/call9/kernel-shapes.json) against 0.834 at full clock. A100: 0.966,
+  // 258 TFLOP/s for torch.matmul 8192^3 on random data at 400 W (H. He, "Strangely, matrix
+  // multiplications on GPUs run faster when given predictable data", 2024) against MAMF's
+  // 267.9. 1 (no cap reached) for others, an assumption.
+  double sustained_clock = 1.0;
+  // How a step's kernel mix sets its clock: power ~ clock^power_exponent (dynamic power f V^2,
+  // the voltage rising with the clock), and a memory-bound kernel draws memory_power_ratio of a
+  // tensor-core kernel's power at the same clock. With a share g of the busy time in tensor-core
+  // kernels, the cap holds when (g + (1 - g) r) x^a <= sustained_clock^-a, so the clock ratio
+  // is x = min(1, sustained_clock / (g + (1 - g) r)^(1/a)). 2.5 and 0.3 put the GEMMs of call
+  // 9's two H200 training steps at 726 TFLOP/s (compiled, 81% tensor-core time; measured 743)
+  // and 786 (eager, 59%; measured 784).
+  double power_exponent = 2.5;
+  double memory_power_ratio = 0.3;
+  // A tile's prologue and epilogue (loading its first operands, writing its output) cost about
+  // as much as this many steps of its reduction: a tile of reduction k takes time in proportion
+  // to k + gemm_k_overhead. 128 fits the 124 GEMM shapes of 40 us or longer in
+  // scenarios/measurements/call9/kernel-shapes.json to 3.2% RMS, 17% worst (with the tile menu
+  // of compute_model.cc).
+  double gemm_k_overhead = 128;
   // Flash attention's fraction of peak at long sequence. Forward: FlashAttention-2 reaches ~35%
   // of H100 bf16 peak, FlashAttention-3 ~75% (Shah et al. 2024, fwd, head dim 128); backward
   // runs ~1.5-2x slower per FLOP (Dao 2023, Shah et al. 2024). Defaults sit between the two
@@ -35,15 +58,26 @@ struct ComputeParams {
   double hbm_efficiency = 0.90;
 };
 
-// The defaults for this GPU (the architecture picks gemm_max_efficiency, see above).
+// The defaults for this GPU (the architecture picks gemm_max_efficiency and sustained_clock,
+// see above).
 ComputeParams default_compute_params(const GpuSpec& gpu);
 
-// C[m x n] = A[m x k] B[k x n], every operand in the given precision.
+// The clock ratio (1 = full clock) at which a step whose GPU-busy time is `tensor_share` in
+// tensor-core kernels (GEMMs, attention) runs under the power cap (see sustained_clock).
+double power_clock(double tensor_share, const ComputeParams& params);
+
+// `params` with the tensor-core rates (GEMM and attention ceilings) scaled to that clock;
+// memory-bound kernels keep their rate (HBM does not slow with the SM clock).
+ComputeParams at_clock(const ComputeParams& params, double clock);
+
+// C[m x n] = A[m x k] B[k x n], every operand in the given precision; `batch` independent
+// products of that shape in one launch (a batched GEMM: attention's QK^T and AV per head).
 struct GemmShape {
   double m = 0;
   double n = 0;
   double k = 0;
-  double flops() const { return 2 * m * n * k; }
+  double batch = 1;
+  double flops() const { return 2 * m * n * k * batch; }
 };
 
 // Flash attention over `batch` sequences: `heads` query heads of `head_dim`, `q_tokens` queries
@@ -69,9 +103,18 @@ struct KernelTime {
   bool memory_bound = false;  // bytes, not FLOPs, set the time
 };
 
-// One GEMM. REQUIRES: the GPU has a nonzero peak for the precision.
+// One GEMM, as cuBLAS-like kernels run it: the output cut into tiles (the best of 128 x 256,
+// 256 x 128, 128 x 128, 64 x 128, 128 x 64, smaller tiles reusing operands less), the reduction
+// optionally split (split-K, up to 8 ways while each split keeps >= 256), tiles issued in waves
+// of one per SM (GpuSpec::sm_count); each tile takes (k + gemm_k_overhead) steps at the in-tile
+// rate gemm_max_efficiency x peak / SMs. The roofline against the operands' HBM traffic bounds
+// it from below. REQUIRES: the GPU has a nonzero peak for the precision.
 KernelTime gemm_time(const GpuSpec& gpu, Precision precision, const GemmShape& shape,
                      const ComputeParams& params);
+// The fraction of the in-tile rate that the shape's tiles, waves and reduction length allow
+// (1 for a huge, well-divided GEMM; 0.3 for 2048 x 768 x 768 on 132 SMs).
+double gemm_shape_efficiency(const GpuSpec& gpu, const GemmShape& shape,
+                             const ComputeParams& params);
 // Flash attention forward, or backward (2.5x the forward FLOPs: five matmuls to the forward's
 // two, recomputing the scores, FlashAttention-2 section 3.1.2).
 KernelTime attention_time(const GpuSpec& gpu, Precision precision, const AttentionShape& shape,

@@ -113,8 +113,9 @@ constexpr std::string_view kWorkloadKeys[] = {
     "vocab",   "gated_ffn", "tied_embeddings", "normalization", "position_embedding",
     "seq_len", "global_batch", "micro_batch", "precision", "dropout", "framework",
     "parallelism", "train_tokens"};
-constexpr std::string_view kFrameworkKeys[] = {"attention", "tp_comm_overlap",
-                                               "grad_reduce_overlap"};
+constexpr std::string_view kFrameworkKeys[] = {"attention",           "tp_comm_overlap",
+                                               "grad_reduce_overlap", "weights_in_fp32",
+                                               "fp32_gradients"};
 constexpr std::string_view kParallelismKeys[] = {"tp",   "pp",        "dp",          "cp",
                                                  "sp",   "zero",      "recompute",   "pp_schedule",
                                                  "virtual_stages"};
@@ -954,7 +955,9 @@ bool Loader::load_workload(const YAML::Node& node) {
     if (!open_map(fw, fp, kFrameworkKeys) ||
         !read_enum(fw, fp, "attention", kAttention, &f.attention) ||
         !read_bool(fw, fp, "tp_comm_overlap", &f.tp_comm_overlap) ||
-        !read_bool(fw, fp, "grad_reduce_overlap", &f.grad_reduce_overlap)) {
+        !read_bool(fw, fp, "grad_reduce_overlap", &f.grad_reduce_overlap) ||
+        !read_bool(fw, fp, "weights_in_fp32", &f.weights_in_fp32) ||
+        !read_bool(fw, fp, "fp32_gradients", &f.fp32_gradients)) {
       return false;
     }
   }

@@ -117,6 +117,14 @@ struct FrameworkConfig {
   // --overlap-grad-reduce, PyTorch DDP/FSDP, DeepSpeed). false: after the whole backward
   // (Megatron-LM of 2021).
   bool grad_reduce_overlap = true;
+  // Parameters kept in fp32 and cast to the working precision per use (PyTorch autocast, FSDP
+  // mixed precision: 4 bytes + 8 of Adam state). false: 16-bit parameters with an fp32 master
+  // copy in the optimizer (Megatron-LM, DeepSpeed: 2 + 12).
+  bool weights_in_fp32 = false;
+  // Gradients accumulated and reduced in fp32 (Megatron-LM forces it for bf16:
+  // accumulate_allreduce_grads_in_fp32; Llama 3 sec. 3.3.2). false: in the working precision
+  // (NeMo's performance recipes, grad_reduce_in_fp32: false).
+  bool fp32_gradients = true;
   bool operator==(const FrameworkConfig&) const = default;
 };
 

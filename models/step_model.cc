@@ -3,88 +3,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/layer_model.h"
 #include "models/units.h"
 
 namespace clustersim::models {
 namespace {
-
-// Forward and backward of one micro-batch on one stage, seconds.
-struct StageTime {
-  double forward_s = 0;
-  double backward_s = 0;           // including recomputation
-  double attention_forward_s = 0;  // the part ring attention's K/V exchange can hide behind
-  double attention_backward_s = 0;
-};
-
-// One transformer layer's kernels on one GPU for a micro-batch of `tokens` (TP-local shapes).
-struct LayerTime {
-  double gemm_forward_s = 0;  // backward runs two GEMMs of each shape: 2x
-  double attention_forward_s = 0;
-  double attention_backward_s = 0;
-  double elementwise_forward_s = 0;  // backward moves about twice the bytes
-};
-
-LayerTime layer_time(const GpuSpec& gpu, const WorkloadConfig& w, const ComputeParams& cp) {
-  const ModelSpec& m = w.model;
-  const auto& par = w.parallelism;
-  const double t = par.tp;
-  const double h = m.hidden;
-  const double head_dim = h / m.heads;
-  const double kv_dim = m.kv_heads * head_dim;
-  const double tokens = double(w.seq_len) / par.cp * w.micro_batch;
-  const double ffn_out = (m.gated_ffn ? 2.0 : 1.0) * m.ffn_hidden;
-  LayerTime out;
-  for (const GemmShape& g : {GemmShape{tokens, (h + 2 * kv_dim) / t, h},  // QKV
-                             GemmShape{tokens, h, h / t},                 // attention output
-                             GemmShape{tokens, ffn_out / t, h},           // FFN up (+ gate)
-                             GemmShape{tokens, h, m.ffn_hidden / t}}) {   // FFN down
-    out.gemm_forward_s += gemm_time(gpu, w.precision, g, cp).time_s;
-  }
-  // Ring attention runs cp chunks of s/cp queries against s/cp keys (load-balanced causal).
-  AttentionShape a;
-  a.batch = w.micro_batch;
-  a.heads = m.heads / t;
-  a.kv_heads = std::max(1.0, m.kv_heads / t);
-  a.head_dim = head_dim;
-  a.q_tokens = double(w.seq_len) / par.cp;
-  a.kv_tokens = a.q_tokens;
-  out.attention_forward_s = par.cp * attention_time(gpu, w.precision, a, false, cp).time_s;
-  out.attention_backward_s = par.cp * attention_time(gpu, w.precision, a, true, cp).time_s;
-  // Memory-bound kernels per token: two norms (read + write h) and two residual adds (read 2h,
-  // write h) on the sequence-parallel shard, the FFN activation (read the up/gate outputs,
-  // write f) and rotary embedding of Q and K (read + write) on the TP shard.
-  const double sp = par.sp ? t : 1;
-  const double elements =
-      (2 * 2 * h + 2 * 3 * h) / sp + (ffn_out + m.ffn_hidden) / t + 2 * (h + kv_dim) / t;
-  const double bytes = elements * tokens * working_bytes(w.precision);
-  out.elementwise_forward_s = memory_bound_time(gpu, bytes, cp).time_s;
-  return out;
-}
-
-StageTime stage_time(const GpuSpec& gpu, const WorkloadConfig& w, const ComputeParams& cp) {
-  const LayerTime l = layer_time(gpu, w, cp);
-  const double layers = layers_per_stage(w);
-  const Recompute rc = w.parallelism.recompute;
-  const double layer_fwd = l.gemm_forward_s + l.attention_forward_s + l.elementwise_forward_s;
-  const double layer_bwd =
-      2 * l.gemm_forward_s + l.attention_backward_s + 2 * l.elementwise_forward_s;
-  const double recompute = rc == Recompute::kFull        ? layer_fwd
-                           : rc == Recompute::kSelective ? l.attention_forward_s
-                                                         : 0;
-  // The last stage also runs the output head and the loss (fp32 logits: written, read by the
-  // softmax, gradient written).
-  const double tokens = double(w.seq_len) / w.parallelism.cp * w.micro_batch;
-  const double vocab_local = double(w.model.vocab) / w.parallelism.tp;
-  const double head_fwd =
-      gemm_time(gpu, w.precision, {tokens, vocab_local, double(w.model.hidden)}, cp).time_s +
-      memory_bound_time(gpu, 3 * 4 * tokens * vocab_local, cp).time_s;
-  StageTime s;
-  s.forward_s = layers * layer_fwd + head_fwd;
-  s.backward_s = layers * (layer_bwd + recompute) + 2 * head_fwd;
-  s.attention_forward_s = layers * l.attention_forward_s;
-  s.attention_backward_s = layers * l.attention_backward_s;
-  return s;
-}
 
 DimComm& dim_of(StepBreakdown& b, ParallelDim d) {
   switch (d) {
@@ -123,8 +46,9 @@ double optimizer_seconds(const GpuSpec& gpu, const WorkloadConfig& w, const Memo
                          const StepParams& params) {
   const auto& par = w.parallelism;
   const double shard = par.zero >= 1 ? double(par.dp) * par.cp : 1;
-  const double per_param = mixed_precision(w.precision) ? params.optimizer_bytes_per_param
-                                                        : params.optimizer_bytes_per_param_fp32;
+  const double per_param = !mixed_precision(w.precision)  ? params.optimizer_bytes_per_param_fp32
+                           : w.precision == Precision::kFp16 ? params.optimizer_bytes_per_param_fp16
+                                                             : params.optimizer_bytes_per_param;
   return memory_bound_time(gpu, mem.parameters / shard * per_param, params.compute).time_s;
 }
 
@@ -151,16 +75,22 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   }
   const double m = r.micro_batches;
 
-  // 1. Memory and compute of the busiest stage per micro-batch.
+  // 1. Memory, and every stage's compute per micro-batch.
   r.memory = memory_per_gpu(w, params.memory);
   r.memory_capacity_bytes = gpu.hbm_bytes;
   r.fits = r.memory.total() <= r.memory_capacity_bytes;
-  const StageTime st = stage_time(gpu, w, params.compute);
-  r.forward_s = st.forward_s;
-  r.backward_s = st.backward_s;
+  // The kernel mix sets the clock under the power cap: time the stages at full clock, then at
+  // the clock their tensor-core share allows (compute_model.h power_clock).
+  double tensor_s = 0, busy_s = 0;
+  for (const StageCompute& st : stage_compute(gpu, w, params.compute)) {
+    tensor_s += st.tensor_s;
+    busy_s += st.total_s();
+  }
+  r.clock = power_clock(busy_s > 0 ? tensor_s / busy_s : 1, params.compute);
+  r.stages = stage_compute(gpu, w, at_clock(params.compute, r.clock));
 
   // 2. Every collective, timed on its group.
-  for (const CommCall& call : communication_per_step(w, params.comm)) {
+  for (const CommCall& call : communication_per_step(w)) {
     auto topo = parallel_group_topology(cluster, call.group_size, call.group_stride);
     if (!topo) return Error{std::string(to_string(call.dim)) + " group: " + topo.message()};
     auto est = estimate_collective(
@@ -178,19 +108,53 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
     d.bytes_per_step += c.call.size_bytes * c.calls_per_step;
   }
 
-  // 3. What each dimension exposes.
+  // 3. What TP and CP expose per micro-batch on each stage. The collective list counts the
+  // calls of ceil(layers / pp) layers; a stage's own layers scale it.
   using D = ParallelDim;
   using P = CommPhase;
-  // TP/SP sits between the GEMMs of every layer.
-  const double tp_mb =
-      phase_seconds(r.comms, D::kTp, P::kForward) + phase_seconds(r.comms, D::kTp, P::kBackward);
-  const double tp_exposed_mb = tp_mb * (1 - params.tp_overlap_fraction);
-  // Ring attention overlaps each K/V step with the attention of the chunk in hand.
-  const double cp_exposed_mb =
-      std::max(0.0, phase_seconds(r.comms, D::kCp, P::kForward) - st.attention_forward_s) +
-      std::max(0.0, phase_seconds(r.comms, D::kCp, P::kBackward) - st.attention_backward_s);
-  b.tp.exposed_s = m * tp_exposed_mb;
-  b.cp.exposed_s = m * cp_exposed_mb;
+  const double ref_layers = std::max(1, layers_per_stage(w));
+  const double tp_fwd_layer = phase_seconds(r.comms, D::kTp, P::kForward) / ref_layers;
+  const double tp_bwd_layer = phase_seconds(r.comms, D::kTp, P::kBackward) / ref_layers;
+  const double cp_fwd_layer = phase_seconds(r.comms, D::kCp, P::kForward) / ref_layers;
+  const double cp_bwd_layer = phase_seconds(r.comms, D::kCp, P::kBackward) / ref_layers;
+  const bool tp_overlap = w.framework.tp_comm_overlap;
+  struct StageExposure {
+    double tp = 0, cp = 0;
+  };
+  auto exposure = [&](const StageCompute& st) {
+    StageExposure x;
+    const double n = st.layers;
+    // TP: between the GEMMs of every layer, or (tp_comm_overlap) hidden behind the GEMMs they
+    // feed, layer by layer, with what does not fit exposed.
+    const double g = std::max(1, st.layers);
+    x.tp = tp_overlap ? n * (std::max(0.0, tp_fwd_layer - st.gemm_forward_s / g) +
+                             std::max(0.0, tp_bwd_layer - st.gemm_backward_s / g))
+                      : n * (tp_fwd_layer + tp_bwd_layer);
+    x.tp *= 1 - params.tp_overlap_fraction;
+    // Ring attention overlaps each K/V step with the attention of the chunk in hand.
+    x.cp = std::max(0.0, n * cp_fwd_layer - st.attention_forward_s) +
+           std::max(0.0, n * cp_bwd_layer - st.attention_backward_s);
+    return x;
+  };
+  // The busiest stage sets the pace of the steady state; the others add their fill and drain.
+  std::size_t busiest = 0;
+  double busiest_mb = -1, sum_mb = 0;
+  for (std::size_t i = 0; i < r.stages.size(); ++i) {
+    const StageExposure x = exposure(r.stages[i]);
+    const double mb = r.stages[i].total_s() + x.tp + x.cp;
+    sum_mb += mb;
+    if (mb > busiest_mb) {
+      busiest_mb = mb;
+      busiest = i;
+    }
+  }
+  const StageCompute& st = r.stages[busiest];
+  r.busiest_stage = static_cast<int>(busiest);
+  r.forward_s = st.forward_s;
+  r.backward_s = st.backward_s;
+  const StageExposure x = exposure(st);
+  b.tp.exposed_s = m * x.tp;
+  b.cp.exposed_s = m * x.cp;
 
   // Pipeline: each micro-batch's activation and gradient cross a stage boundary on the critical
   // path (Megatron's batched send/recv pairs are waited on before the next compute).
@@ -203,10 +167,15 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   double dp_exposed =
       m * (std::max(0.0, dp_fwd_mb - st.forward_s) + std::max(0.0, dp_bwd_mb - st.backward_s));
   // Once-per-step gradient reduction overlaps the last micro-batch's backward, except its last
-  // bucket; ZeRO-1/2's parameter all-gather overlaps the next step's first forward.
+  // bucket (grad_reduce_overlap); without overlap it follows the whole backward. ZeRO-1/2's
+  // parameter all-gather overlaps the next step's first forward.
   for (auto op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter}) {
     const TimedComm* c = find_comm(r.comms, D::kDp, P::kStep, op);
     if (c == nullptr) continue;
+    if (!w.framework.grad_reduce_overlap) {
+      dp_exposed += c->total_s();
+      continue;
+    }
     const double bucket_fraction =
         std::min(1.0, params.dp_bucket_params / std::max(1.0, r.memory.parameters));
     dp_exposed += std::max(c->total_s() - st.backward_s, c->total_s() * bucket_fraction);
@@ -216,11 +185,11 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   }
   b.dp.exposed_s = std::min(dp_exposed, b.dp.total_s);
 
-  // 4. Bubble: (pp - 1) / v micro-batch slots of idle per stage (Narayanan et al. 2021).
+  // 4. Bubble: the other stages' fill and drain, over the virtual stages (Narayanan et al.
+  // 2021: (pp - 1) / v micro-batch slots when the stages are equal).
   const double v = par.pp_schedule == PipelineSchedule::kInterleaved ? par.virtual_stages : 1;
-  const double mb_s = st.forward_s + st.backward_s + tp_exposed_mb + cp_exposed_mb;
-  b.bubble_s = (par.pp - 1) / v * mb_s;
-  b.compute_s = m * (st.forward_s + st.backward_s);
+  b.bubble_s = (sum_mb - busiest_mb) / v;
+  b.compute_s = m * st.total_s();
 
   // 5. The optimizer over the local shard.
   b.optimizer_s = optimizer_seconds(gpu, w, r.memory, params);

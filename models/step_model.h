@@ -11,6 +11,7 @@
 
 #include "models/collective_model.h"
 #include "models/compute_model.h"
+#include "models/layer_model.h"
 #include "models/scenario.h"
 #include "models/transformer_model.h"
 
@@ -21,18 +22,22 @@ struct StepParams {
   ComputeParams compute;
   CollectiveParams collective;
   MemoryParams memory;
-  CommParams comm;
-  // Fraction of TP/SP communication hidden behind GEMMs. 0: Megatron-LM's default, where the
-  // all-gathers and reduce-scatters sit on the critical path between GEMMs (Korthikanti et al.
-  // 2022); Transformer Engine's userbuffers comm-GEMM overlap can hide most of it.
+  // Fraction of the TP/SP communication the step would otherwise expose that is hidden anyway
+  // (a what-if knob; 0 by default). Whether the framework overlaps TP with the GEMMs is the
+  // scenario's workload.framework.tp_comm_overlap.
   double tp_overlap_fraction = 0;
   // Gradient buckets: the last one cannot overlap with backward. Megatron-core DDP's default
   // bucket is 40M parameters (distributed_data_parallel_config.py, bucket_size).
   double dp_bucket_params = 40e6;
-  // Adam update per parameter: read fp32 master, m, v and fp32 gradient (16 bytes), write
-  // master, m, v and the 16-bit weight (14 bytes). fp32 training: 16 read + 12 written.
-  double optimizer_bytes_per_param = 30;
-  double optimizer_bytes_per_param_fp32 = 28;
+  // The optimizer step's HBM traffic per parameter (Megatron-LM's mixed-precision optimizer,
+  // optimizer.py): the gradient norm for clipping (read the fp32 gradient: 4; --clip-grad 1.0
+  // is the default), Adam (read master weight, gradient, m, v: 16; write master, m, v: 12),
+  // the 16-bit working weights copied from the fp32 masters (read 4, write 2): 38 bytes. fp16
+  // adds the loss-scale unscale and inf/nan check (read 4, write 4): 46. fp32 training keeps no
+  // 16-bit copy: 32.
+  double optimizer_bytes_per_param = 38;
+  double optimizer_bytes_per_param_fp16 = 46;
+  double optimizer_bytes_per_param_fp32 = 32;
 };
 
 // The defaults for this cluster's GPU (compute efficiency by architecture).
@@ -80,9 +85,12 @@ struct StepResult {
   double hardware_tflops_per_gpu = 0;
   double mfu = 0;  // model FLOP/s per GPU over the GPU's dense peak in the workload precision
   double peak_flops = 0;
-  // One micro-batch on the busiest stage (the last: it also runs the output head).
+  // One micro-batch on the busiest stage (with its exposed TP and CP communication).
   double forward_s = 0;
   double backward_s = 0;  // including recomputation
+  int busiest_stage = 0;
+  double clock = 1;  // the SM clock over its full clock under the power cap (power_clock)
+  std::vector<StageCompute> stages;  // every pipeline stage's compute per micro-batch
   MemoryBreakdown memory;
   double memory_capacity_bytes = 0;
   bool fits = false;

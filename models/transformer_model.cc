@@ -2,11 +2,10 @@
 
 #include <algorithm>
 
+#include "models/layer_model.h"
+
 namespace clustersim::models {
 namespace {
-
-// fp32 master weights + two Adam moments (12 bytes), or just the moments in fp32 training.
-double optimizer_bytes_per_param(Precision p) { return mixed_precision(p) ? 12 : 8; }
 
 // Parameters of one GPU in `stage` before ZeRO sharding: the stage's layers split by TP, the
 // embedding on the first stage and the output head (or, when tied, a copy of the embedding, as
@@ -14,7 +13,8 @@ double optimizer_bytes_per_param(Precision p) { return mixed_precision(p) ? 12 :
 double stage_parameters(const WorkloadConfig& w, const ParameterCount& pc, int stage) {
   const auto& par = w.parallelism;
   const int last = par.pp - 1;
-  double p = layers_per_stage(w) * (pc.matmul_per_layer() / par.tp + pc.norms_per_layer);
+  const double layers = layers_of_stages(w)[static_cast<size_t>(stage)];
+  double p = layers * (pc.matmul_per_layer() / par.tp + pc.norms_per_layer);
   if (stage == 0) p += pc.embedding / par.tp;
   if (stage == last) {
     const double head = pc.output_head > 0 ? pc.output_head : (last > 0 ? pc.embedding : 0);
@@ -44,36 +44,66 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
                              const MemoryParams& params, int stage) {
   const auto& par = w.parallelism;
   const ModelSpec& m = w.model;
+  const FrameworkConfig& fw = w.framework;
   const double t = par.tp;
   const double shard = double(par.dp) * par.cp;
-  const double wb = working_bytes(w.precision);
+  const double e = working_bytes(w.precision);
+  const bool mixed = mixed_precision(w.precision);
   MemoryBreakdown out;
   out.stage = stage;
   out.parameters = stage_parameters(w, pc, stage);
-  out.weights_bytes = out.parameters * wb / (par.zero >= 3 ? shard : 1);
-  out.gradients_bytes = out.parameters * wb / (par.zero >= 2 ? shard : 1);
-  out.optimizer_bytes =
-      out.parameters * optimizer_bytes_per_param(w.precision) / (par.zero >= 1 ? shard : 1);
+  // 1. Weights, gradients, optimizer state. 16-bit weights with an fp32 master copy in the
+  // optimizer (Megatron-LM, DeepSpeed: 2 + 12 bytes), or fp32 parameters cast per use (PyTorch
+  // autocast, FSDP mixed precision: 4 + 8); fp32 or 16-bit gradient buffers.
+  const bool fp32_params = fw.weights_in_fp32 || !mixed;
+  const double weight_bytes = fp32_params ? 4 : e;
+  const double grad_bytes = gradient_bytes(w);
+  const double state_bytes = fp32_params ? 8 : 12;  // Adam m, v (+ the fp32 master)
+  out.weights_bytes = out.parameters * weight_bytes / (par.zero >= 3 ? shard : 1);
+  out.gradients_bytes = out.parameters * grad_bytes / (par.zero >= 2 ? shard : 1);
+  out.optimizer_bytes = out.parameters * state_bytes / (par.zero >= 1 ? shard : 1);
+  // Autocast keeps a 16-bit copy of every fp32 weight it casts from the forward until the
+  // backward has used it; FSDP instead gathers 16-bit layers (below).
+  if (fp32_params && mixed && par.zero < 3) out.gathered_weights_bytes = out.parameters * e;
+  if (par.zero >= 3) out.gathered_weights_bytes = 2 * pc.matmul_per_layer() / t * e;
 
-  // Korthikanti et al. 2022 count 16-bit activations: s b h (34 + 5 a s / h) per layer.
+  // 2. Activations each layer keeps for its backward, bytes per token (transformer_model.h).
   const double s = double(w.seq_len) / par.cp;
-  const double sbh = s * w.micro_batch * m.hidden * (wb / 2);
-  const bool keep_scores = !params.flash_attention && par.recompute == Recompute::kNone;
-  const double scores = keep_scores ? 5.0 * m.heads * s / m.hidden : 0;
-  const bool sp = par.sp || par.tp == 1;
-  const double full_layer = sbh * (sp ? 34 / t : 10 + 24 / t) + sbh * scores / t;
-  const double in_flight = microbatches_in_flight(w, stage) * layers_per_stage(w);
+  const double tokens = s * w.micro_batch;
+  const double h = m.hidden;
+  const double kv = double(m.kv_heads) * h / m.heads;
+  const double f = m.ffn_hidden;
+  const double ffn_out = (m.gated_ffn ? 2.0 : 1.0) * f;
+  const double sp = par.sp ? t : 1;  // the sequence-parallel shard
+  // Under autocast with fp32 parameters the embedding's output, and so the residual stream, is
+  // fp32; FSDP mixed precision gathers 16-bit parameters and runs the layers in 16 bits.
+  const double residual = fp32_params && par.zero < 3 ? 4 : e;
+  const bool drop = w.dropout > 0;
+  double per_token = 2 * (h * residual + h * e) / sp;  // norm inputs and outputs
+  per_token += (2 * h + 2 * kv) / t * e;               // Q, K, V and the attention output
+  per_token += (ffn_out + f) / t * e;                  // MLP up (+ gate) output, activation
+  if (drop) per_token += 2 * h / sp;                   // 1-byte masks of the two dropouts
+  const bool keep_scores = w.framework.attention == AttentionKernel::kUnfused &&
+                           par.recompute == Recompute::kNone;
+  if (keep_scores) per_token += m.heads / t * s * (drop ? 2 * e + 1 : e);  // softmax (+ dropout)
+  const double layer = per_token * tokens;
+  const double layers = layers_of_stages(w)[static_cast<size_t>(stage)];
+  const double in_flight = microbatches_in_flight(w, stage);
   if (par.recompute == Recompute::kFull) {
-    out.activations_bytes = in_flight * 2 * sbh / (sp ? t : 1) + full_layer;
+    // Each layer's input, and one layer's activations while it is recomputed.
+    out.activations_bytes = in_flight * layers * h * residual / sp * tokens + layer;
   } else {
-    out.activations_bytes = in_flight * full_layer;
+    out.activations_bytes = in_flight * layers * layer;
   }
   // Embedding output on the first stage; on the last, the final norm's output and the fp32
-  // logits of the loss: 4 s b h / t (1 + V / h) (Korthikanti et al. 2022, sec. 4.3).
-  if (stage == 0) out.logits_bytes += microbatches_in_flight(w, stage) * sbh / t;
-  if (stage == par.pp - 1) out.logits_bytes += 4 * sbh / t * (1 + double(m.vocab) / m.hidden);
-  if (par.zero >= 3) out.gathered_weights_bytes = 2 * pc.matmul_per_layer() / t * wb;
-  out.overhead_bytes = params.framework_overhead_bytes;
+  // logits of the loss with their 16-bit source (Korthikanti et al. 2022 sec. 4.3 count 4 s b V
+  // / t for the fp32 logits).
+  if (stage == 0) out.logits_bytes += in_flight * tokens * h * residual / sp;
+  if (stage == par.pp - 1) out.logits_bytes += tokens * (h * residual / sp + (4 + e) * m.vocab / t);
+  // 3. Outside the model: the CUDA context and NCCL's buffers, and the caching allocator's
+  // slack over what it hands out (MemoryParams).
+  out.overhead_bytes = params.framework_overhead_bytes +
+                       params.allocator_slack * (out.activations_bytes + out.logits_bytes);
   return out;
 }
 
@@ -146,7 +176,12 @@ std::string_view to_string(ParallelDim d) {
   return "?";
 }
 
-std::vector<CommCall> communication_per_step(const WorkloadConfig& w, const CommParams& params) {
+double gradient_bytes(const WorkloadConfig& w) {
+  return w.framework.fp32_gradients || !mixed_precision(w.precision) ? 4
+                                                                     : working_bytes(w.precision);
+}
+
+std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
   const auto& par = w.parallelism;
   const ModelSpec& m = w.model;
   const double ab = working_bytes(w.precision);
@@ -210,7 +245,7 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w, const Comm
   const ParameterCount pc = count_parameters(m);
   double stage_params = stage_parameters(w, pc, 0);
   if (par.pp > 1) stage_params = std::max(stage_params, stage_parameters(w, pc, par.pp - 1));
-  const double grad_bytes = stage_params * params.gradient_reduce_bytes;
+  const double grad_bytes = stage_params * gradient_bytes(w);
   const double weight_bytes = stage_params * ab;
   const int dp_size = par.dp * par.cp;
   switch (par.zero) {

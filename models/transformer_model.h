@@ -60,14 +60,16 @@ double hardware_flops_per_token(const FlopsPerToken& flops, Recompute recompute)
 
 // Memory assumptions that the scenario does not spell out.
 struct MemoryParams {
-  // Flash attention keeps no s x s score matrix: drops the 5as/h term of Korthikanti et al.
-  // 2022 (as selective recomputation does). Megatron, TorchTitan and Llama 3 all use it.
-  bool flash_attention = true;
-  // Memory outside the model: CUDA context and cuBLAS workspace (~0.5-1 GiB), NCCL buffers
-  // (4 MiB NCCL_BUFFSIZE plus LL/LL128 buffers per channel per peer: ~0.6 GiB per communicator
-  // at 32 channels x 2 peers, and a job has 3-5: NCCL docs, env NCCL_BUFFSIZE), and the caching
-  // allocator's slack. An assumption; validate measures the real figure.
+  // Memory outside the model: the CUDA context with cuBLAS and cuDNN workspaces (~0.5-1 GiB)
+  // and NCCL's buffers (4 MiB NCCL_BUFFSIZE plus LL/LL128 buffers per channel per peer: ~0.6 GiB
+  // per communicator at 32 channels x 2 peers; a job has 3-5: NCCL docs, env NCCL_BUFFSIZE).
+  // An assumption; validate measures the real figure.
   double framework_overhead_bytes = 3.0 * 1024 * 1024 * 1024;
+  // PyTorch's caching allocator reserves more than it hands out, in proportion to the large
+  // short-lived tensors (activations, logits): in call 9's 20 single-H200 training steps
+  // (scenarios/measurements/call9) reserved exceeded the peak allocation by 4-28%, a median 15%
+  // of the non-static (activation and logit) memory.
+  double allocator_slack = 0.15;
 };
 
 // Peak memory of one GPU in the busiest pipeline stage, by kind, bytes.
@@ -77,8 +79,10 @@ struct MemoryBreakdown {
   double optimizer_bytes = 0;         // fp32 master weights + Adam moments (sharded under ZeRO-1+)
   double activations_bytes = 0;       // stored for backward, all micro-batches in flight
   double logits_bytes = 0;            // embedding output and fp32 logits of the loss
-  double gathered_weights_bytes = 0;  // ZeRO-3: current + prefetched layer, unsharded
-  double overhead_bytes = 0;          // MemoryParams::framework_overhead_bytes
+  // 16-bit weight copies: ZeRO-3's current and prefetched layer, unsharded; autocast's casts of
+  // fp32 weights (workload.framework.weights_in_fp32), kept from forward to backward.
+  double gathered_weights_bytes = 0;
+  double overhead_bytes = 0;  // framework_overhead_bytes + allocator_slack x (activations, logits)
   double parameters = 0;              // parameters this GPU holds before ZeRO sharding
   int stage = 0;                      // the pipeline stage (0-based) this breakdown is for
   double total() const {
@@ -87,13 +91,21 @@ struct MemoryBreakdown {
   }
 };
 
-// Memory per GPU of the busiest stage (the first or the last). Mixed-precision Adam: 2 + 2 +
-// 12 bytes per parameter (Rajbhandari et al. 2020), 4 + 4 + 8 in fp32; ZeRO shards over dp x
-// cp. Activations per layer (Korthikanti et al. 2022, eq. 1-4): s b h (34 + 5 a s / h) bytes,
-// /t with TP+SP, 10 + 24/t without SP; flash attention or selective recompute drop the 5as/h
-// term; full recompute keeps 2 s b h (/t with SP) per layer plus one layer being recomputed;
-// s is seq_len / cp. Stage 0 holds pp micro-batches in flight under 1F1B (x (1 + (pp-1) /
-// (pp v)) interleaved), all m under GPipe. Logits: 4 s b V / t bytes (fp32) on the last stage.
+// Memory per GPU of the busiest stage (the first or the last), by kind. Weights, gradients and
+// optimizer state by the framework's precision layout (workload.framework: 16-bit weights with
+// fp32 masters, 2 + 12 bytes per parameter, Megatron-LM and DeepSpeed; or fp32 parameters,
+// 4 + 8, PyTorch autocast and FSDP mixed precision), fp32 or 16-bit gradients; ZeRO shards over
+// dp x cp (Rajbhandari et al. 2020). Activations per token and layer, counted tensor by tensor
+// as Megatron-Core keeps them for the backward: the two norms' inputs and outputs (on the
+// sequence-parallel shard; an fp32 residual stream with fp32 parameters), Q, K, V (GQA: K and V
+// of kv_heads) and the attention output, the MLP's up (+ gate) output and activation output,
+// 1-byte dropout masks, and with unfused attention the softmax output (and the dropout's output
+// and mask) of a/t x s scores per token; flash attention keeps none. For GPT (4h MLP, dropout,
+// 16-bit, SP) this is Korthikanti et al. 2022's 34 s b h / t (eq. 2-4; 10 + 24/t without SP)
+// plus 5 a s^2 b / t with unfused attention. Full recompute keeps each layer's input and one
+// layer being recomputed; s is seq_len / cp. Stage 0 holds pp micro-batches in flight under
+// 1F1B (pp + (pp-1)/v interleaved: Megatron's warm-up of 2(pp-1) + (v-1) pp model chunks), all
+// m under GPipe. Logits: fp32 and 16-bit, s b V / t on the last stage.
 // REQUIRES: a workload the scenario loader accepted (divisibility checked there).
 MemoryBreakdown memory_per_gpu(const WorkloadConfig& workload, const MemoryParams& params = {});
 
@@ -119,12 +131,9 @@ struct CommCall {
   const char* what = "";  // "attention+MLP outputs", "ZeRO-3 parameter gather", ...
 };
 
-// Communication assumptions the scenario does not spell out.
-struct CommParams {
-  // Gradients are reduced in fp32: Megatron-LM forces it for bf16 (arguments.py,
-  // accumulate_allreduce_grads_in_fp32) and Llama 3 reduce-scatters in fp32 (sec. 3.3.2).
-  double gradient_reduce_bytes = 4;
-};
+// Bytes per gradient element as the framework accumulates and reduces them: 4 with
+// fp32_gradients or fp32 training, else the working precision's (workload.framework).
+double gradient_bytes(const WorkloadConfig& workload);
 
 // The collectives one GPU of the busiest stage issues per micro-batch / per step:
 // TP: per layer 2 all-reduces of s b h forward and 2 backward (with SP: 2 all-gathers + 2
@@ -134,8 +143,7 @@ struct CommParams {
 // step (ZeRO-1), reduce-scatter per micro-batch (ZeRO-2), and ZeRO-3's parameter all-gathers in
 // forward and backward of every micro-batch; CP: cp-1 ring steps of K and V per layer forward,
 // K, V and their gradients backward.
-std::vector<CommCall> communication_per_step(const WorkloadConfig& workload,
-                                             const CommParams& params = {});
+std::vector<CommCall> communication_per_step(const WorkloadConfig& workload);
 
 // Layers of the busiest stage: ceil(layers / pp).
 int layers_per_stage(const WorkloadConfig& workload);

@@ -233,12 +233,19 @@ class StepBuilder {
     auto it = first_forward_.find({stage, chunk});
     return it == first_forward_.end() ? -1 : it->second;
   }
-  double layers_ = 1;      // layers per stage
+  double layers_ = 1;      // layers the collective list counts per stage (ceil(layers / pp))
   int chunks_ = 1;         // virtual stages
   int groups_ = 1;         // layer groups per chunk
-  double group_layers_ = 1;  // layers per group
-  double fwd_group_s_ = 0, bwd_group_s_ = 0;       // compute per group
-  double att_fwd_group_s_ = 0, att_bwd_group_s_ = 0;  // its attention part (CP overlap)
+  // Per stage (the stages differ: embedding, output head, Llama 3's layout): layers per group,
+  // a group's compute per pass, its weight GEMMs (what TP overlap hides behind) and its
+  // attention (what ring attention hides behind).
+  struct GroupCompute {
+    double layers = 1;
+    double fwd_s = 0, bwd_s = 0;
+    double gemm_fwd_s = 0, gemm_bwd_s = 0;
+    double att_fwd_s = 0, att_bwd_s = 0;
+  };
+  std::vector<GroupCompute> group_;
   size_t pattern_flows_ = 0;
 };
 
@@ -384,8 +391,10 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
   const CommPhase phase = fwd ? CommPhase::kForward : CommPhase::kBackward;
   const std::string tag = std::string(fwd ? "F" : "B") + " mb" + std::to_string(op.micro_batch) +
                           " c" + std::to_string(op.chunk);
-  const auto tp_calls = per_layer(ParallelDim::kTp, phase, group_layers_);
-  const auto cp_calls = per_layer(ParallelDim::kCp, phase, group_layers_);
+  const GroupCompute& gc = group_[static_cast<size_t>(stage)];
+  const auto tp_calls = per_layer(ParallelDim::kTp, phase, gc.layers);
+  const auto cp_calls = per_layer(ParallelDim::kCp, phase, gc.layers);
+  const bool tp_overlap = sc_.workload.framework.tp_comm_overlap && !tp_calls.empty();
   const int zero = sc_.workload.parallelism.zero;
   CommKind* z3_gather = zero == 3 ? find_kind(ParallelDim::kDp, phase, CollectiveOp::kAllGather) : nullptr;
   CommKind* grad_rs = nullptr;
@@ -418,8 +427,12 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
     const int g = fwd ? i : groups_ - 1 - i;
     const std::string layer_tag = tag + " g" + std::to_string(g);
     if (z3_gather && i + 1 < groups_) gather(i + 1);
-    const double total = fwd ? fwd_group_s_ : bwd_group_s_;
-    const double att = fwd ? att_fwd_group_s_ : att_bwd_group_s_;
+    const double total = fwd ? gc.fwd_s : gc.bwd_s;
+    const double att = fwd ? gc.att_fwd_s : gc.att_bwd_s;
+    // With TP overlap the group's weight GEMMs run last, their collectives beside them.
+    const double overlapped = tp_overlap ? std::min(total - (cp_calls.empty() ? 0 : att),
+                                                    fwd ? gc.gemm_fwd_s : gc.gemm_bwd_s)
+                                         : 0;
     int first = -1, last = -1;
     if (!cp_calls.empty() && att > 0) {
       // Ring attention: the K/V exchange runs beside the attention kernels of the group.
@@ -433,11 +446,11 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
       dep(last_stream_[stage], cp);
       dep(input, cp);
       if (gathers[static_cast<size_t>(i)] >= 0) dep(gathers[static_cast<size_t>(i)], cp);
-      last = compute(stage, total - att, layer_tag);
+      last = compute(stage, total - att - overlapped, layer_tag);
       dep(first, last);
       dep(cp, last);
     } else {
-      first = last = compute(stage, total, layer_tag);
+      first = last = compute(stage, total - overlapped, layer_tag);
     }
     dep(input, first);
     if (gathers[static_cast<size_t>(i)] >= 0) dep(gathers[static_cast<size_t>(i)], first);
@@ -457,7 +470,18 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
       info.category = "tp";
       info.lane = kLaneTp;
       info.dim = ParallelDim::kTp;
-      on_stream(stage, transfer(stage, tp_calls, std::move(info)));
+      const int tp = transfer(stage, tp_calls, std::move(info));
+      if (tp_overlap) {
+        // Beside the GEMMs; a zero-length join waits for both (a late collective is exposed).
+        const int gemm = compute(stage, overlapped, layer_tag + " GEMMs");
+        dep(last_stream_[stage], tp);
+        on_stream(stage, gemm);
+        const int join = compute(stage, 0, layer_tag + " join");
+        dep(tp, join);
+        on_stream(stage, join);
+      } else {
+        on_stream(stage, tp);
+      }
     }
     if (grad_rs != nullptr) {
       const std::string what = std::string(models::to_string(grad_rs->timed->call.op)) + " grads";
@@ -485,25 +509,21 @@ models::Status StepBuilder::build(DesStepResult* out) {
   const double layers_per_chunk = layers_ / chunks_;
   const double budget = std::max(1.0, opt_.max_tasks / (4.0 * lay_.pp * per_stage_units));
   groups_ = std::max(1, static_cast<int>(std::min(std::ceil(layers_per_chunk), std::floor(budget))));
-  group_layers_ = layers_per_chunk / groups_;
-  out->layers_per_task = static_cast<int>(std::ceil(group_layers_));
-  fwd_group_s_ = an_.forward_s / chunks_ / groups_;
-  bwd_group_s_ = an_.backward_s / chunks_ / groups_;
-  if (par.cp > 1) {
-    // The attention kernels ring attention hides its exchange behind (as step_model.cc times
-    // them: cp chunks of s/cp queries against s/cp keys, heads split over tp).
-    const models::ModelSpec& mod = sc_.workload.model;
-    models::AttentionShape a;
-    a.batch = sc_.workload.micro_batch;
-    a.heads = double(mod.heads) / par.tp;
-    a.kv_heads = std::max(1.0, double(mod.kv_heads) / par.tp);
-    a.head_dim = double(mod.hidden) / mod.heads;
-    a.q_tokens = a.kv_tokens = double(sc_.workload.seq_len) / par.cp;
-    const auto& gpu = sc_.cluster.node.gpu;
-    const double fa = par.cp * models::attention_time(gpu, sc_.workload.precision, a, false, params_.compute).time_s;
-    const double ba = par.cp * models::attention_time(gpu, sc_.workload.precision, a, true, params_.compute).time_s;
-    att_fwd_group_s_ = std::min(fwd_group_s_, fa * group_layers_);
-    att_bwd_group_s_ = std::min(bwd_group_s_, ba * group_layers_);
+  out->layers_per_task = static_cast<int>(std::ceil(layers_per_chunk / groups_));
+  group_.assign(static_cast<size_t>(lay_.pp), {});
+  for (const models::StageCompute& st : an_.stages) {
+    GroupCompute& g = group_[static_cast<size_t>(st.stage)];
+    const double parts = double(chunks_) * groups_;
+    g.layers = st.layers / parts;
+    g.fwd_s = st.forward_s / parts;
+    g.bwd_s = st.backward_s / parts;
+    g.gemm_fwd_s = st.gemm_forward_s / parts;
+    g.gemm_bwd_s = st.gemm_backward_s / parts;
+    // Ring attention's exchange hides behind the attention kernels of the group.
+    if (par.cp > 1) {
+      g.att_fwd_s = std::min(g.fwd_s, st.attention_forward_s / parts);
+      g.att_bwd_s = std::min(g.bwd_s, st.attention_backward_s / parts);
+    }
   }
 
   // 2. Patterns.

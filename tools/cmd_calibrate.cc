@@ -73,9 +73,7 @@ nlohmann::json calibration_json(const models::Calibration& c, const std::string&
     gemm.push_back({{"precision", models::to_string(g.precision)},
                     {"max_efficiency", g.max_efficiency},
                     {"short_max_efficiency", g.short_max_efficiency},
-                    {"half_efficiency_flops", g.half_efficiency_flops},
                     {"points", g.points},
-                    {"half_identified", g.half_identified},
                     {"sustained_scaled", g.sustained_scaled},
                     {"max_rel_residual", g.max_rel_residual}});
   }
@@ -146,17 +144,16 @@ void print_calibration(const models::Calibration& c, const std::string& out) {
     std::printf("%s", tr.render(2).c_str());
   }
   if (!c.gemm.empty()) {
-    std::printf("\nGEMM: efficiency = max x FLOPs / (FLOPs + half) of the dense peak\n");
-    TextTable g({"precision", "max eff", "short-run max", "half (FLOP)", "rows", "max res", "note"},
+    std::printf(
+        "\nGEMM: efficiency = in-tile max x the shape's tile/wave efficiency (compute_model.h)\n");
+    TextTable g({"precision", "in-tile max", "short-run max", "rows", "max res", "note"},
                 {TextTable::Align::kLeft});
     for (const auto& e : c.gemm) {
       g.add_row({std::string(models::to_string(e.precision)),
                  format_significant(e.max_efficiency, 4),
-                 format_significant(e.short_max_efficiency, 4),
-                 format_significant(e.half_efficiency_flops, 3), std::to_string(e.points),
+                 format_significant(e.short_max_efficiency, 4), std::to_string(e.points),
                  format_percent(e.max_rel_residual),
-                 std::string(e.half_identified ? "" : "one work size: half kept at its default") +
-                     (e.sustained_scaled ? " scaled to the sustained burn" : "")});
+                 e.sustained_scaled ? "scaled to the sustained burn" : ""});
     }
     std::printf("%s", g.render(2).c_str());
   }

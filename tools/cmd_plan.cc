@@ -282,26 +282,35 @@ void print_cost(const models::Scenario& s, const models::RunCost& c) {
   }
 }
 
-void print_assumptions(const models::StepParams& p, const models::CostParams& cost) {
+void print_assumptions(const models::WorkloadConfig& w, const models::StepResult& r,
+                       const models::StepParams& p, const models::CostParams& cost) {
+  const models::FrameworkConfig& fw = w.framework;
   std::printf("Assumptions (analytic model; calibrate with `clustersim validate`)\n");
   std::printf(
       "  - collectives: NCCL's tuner model (tuning.cc latencies), no contention between "
       "dimensions; NVLS efficiency %s\n",
       format_significant(p.collective.nvls_efficiency, 3).c_str());
-  std::printf("  - GEMMs at up to %s of peak, flash attention up to %s forward / %s backward\n",
-              format_percent(p.compute.gemm_max_efficiency).c_str(),
-              format_percent(p.compute.attention_fwd_max_efficiency).c_str(),
-              format_percent(p.compute.attention_bwd_max_efficiency).c_str());
   std::printf(
-      "  - TP communication %s hidden; DP overlaps backward (buckets of %s parameters); "
-      "gradients reduced in %s-byte floats\n",
-      format_percent(p.tp_overlap_fraction).c_str(), format_count(p.dp_bucket_params).c_str(),
-      format_significant(p.comm.gradient_reduce_bytes, 2).c_str());
+      "  - GEMMs at up to %s of peak in a tile at full clock, %s attention up to %s forward / "
+      "%s backward; the step's kernel mix holds the clock at %s under the power cap\n",
+      format_percent(p.compute.gemm_max_efficiency).c_str(),
+      std::string(models::to_string(fw.attention)).c_str(),
+      format_percent(p.compute.attention_fwd_max_efficiency).c_str(),
+      format_percent(p.compute.attention_bwd_max_efficiency).c_str(),
+      format_percent(r.clock).c_str());
   std::printf(
-      "  - memory: mixed-precision Adam (16 B/parameter before ZeRO), %s, %s framework "
-      "overhead\n",
-      p.memory.flash_attention ? "flash attention" : "no flash attention",
-      format_size(p.memory.framework_overhead_bytes).c_str());
+      "  - TP communication %s; DP %s (buckets of %s parameters); gradients in %s-byte "
+      "floats\n",
+      fw.tp_comm_overlap ? "overlapped with the GEMMs" : "between the GEMMs",
+      fw.grad_reduce_overlap ? "overlaps the backward" : "after the backward",
+      format_count(p.dp_bucket_params).c_str(),
+      format_significant(models::gradient_bytes(w), 2).c_str());
+  std::printf(
+      "  - memory: %s, %s framework overhead, allocator slack %s of activations\n",
+      fw.weights_in_fp32 ? "fp32 parameters cast per use (4 + 8 B/parameter before ZeRO)"
+                         : "16-bit weights with fp32 masters (2 + 12 B/parameter before ZeRO)",
+      format_size(p.memory.framework_overhead_bytes).c_str(),
+      format_percent(p.memory.allocator_slack).c_str());
   std::printf("  - checkpoint %s B/parameter; restart %s unless the scenario says\n",
               format_significant(cost.checkpoint_bytes_per_param, 3).c_str(),
               format_time(cost.default_restart_s).c_str());
@@ -469,7 +478,7 @@ int run_plan(const PlanArgs& a) {
   if (!advice.empty()) std::printf("\n");
   print_comms(*step);
   print_cost(*scenario, cost);
-  print_assumptions(params, cost_params);
+  print_assumptions(scenario->workload, *step, params, cost_params);
   return kExitOk;
 }
 

@@ -85,8 +85,9 @@ void compare_gemm(const Measurement& m, const ComparisonInputs& in, Comparison* 
     r.measured = g.tflops * 1e12;
     // The calibrated curve of this precision, where the overlay has one.
     models::ComputeParams compute = in.compute;
-    // A short run is held to the short-run curve, a burn to the sustained one.
-    if (in.calibration) models::apply_calibration(*in.calibration, p, &compute, !g.sustained);
+    if (in.calibration) models::apply_calibration(*in.calibration, p, &compute);
+    // A short run is held to the full clock, a burn to the power cap's sustained clock.
+    if (g.sustained) compute = models::at_clock(compute, compute.sustained_clock);
     const models::KernelTime k =
         models::gemm_time(gpu, p, {double(g.m), double(g.n), double(g.k)}, compute);
     r.predicted = k.time_s > 0 ? k.flops / k.time_s : 0;

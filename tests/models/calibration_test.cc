@@ -28,7 +28,7 @@ Calibration sample() {
   c.collectives.push_back(cc);
   c.transfer.push_back({CollectiveOp::kAllReduce, false, 13e-6, 0.9, {2}, 31, 0.07, 0.2});
   c.transfer.push_back({CollectiveOp::kSendRecv, true, -1.5e-6, 1.1, {16, 32}, 20, 0.05, 0.1});
-  c.gemm.push_back({Precision::kBf16, 0.66, 0.79, 2e9, 6, true, true, 0.02});
+  c.gemm.push_back({Precision::kBf16, 0.66, 0.79, 6, true, 0.02});
   c.attention.push_back({false, 0.5, 700, 5, 0.03});
   c.hbm_efficiency = 0.9;
   c.hbm_copy_Bps = 4.32e12;
@@ -78,10 +78,43 @@ TEST_SUITE("models") {
     REQUIRE(back->gemm.size() == 1);
     CHECK(back->gemm[0].max_efficiency == doctest::Approx(0.66));
     CHECK(back->gemm[0].short_max_efficiency == doctest::Approx(0.79));
-    CHECK(back->gemm[0].half_efficiency_flops == doctest::Approx(2e9));
+    CHECK(back->gemm[0].points == 6);
+    CHECK(back->gemm[0].sustained_scaled);
+    CHECK(back->gemm[0].max_rel_residual == doctest::Approx(0.02));
+    CHECK(to_yaml_text(c).find("half_efficiency_flops") == std::string::npos);
     CHECK(back->attention[0].half_kv_tokens == doctest::Approx(700));
     CHECK(back->hbm_efficiency == doctest::Approx(0.9));
     CHECK(back->h2d_Bps == doctest::Approx(53e9));
+  }
+
+  TEST_CASE("calibration: an overlay of the saturating GEMM model still loads") {
+    // Overlays written before the tile model carry half_efficiency_flops and half_identified:
+    // accepted and ignored; max_efficiency reads as the in-tile maximum.
+    auto old = load_calibration_text(
+        "schema: clustersim.calibration/1\ngpu: h200-sxm\ngemm:\n"
+        "  - {precision: bf16, max_efficiency: 0.684, short_max_efficiency: 0.69,"
+        " half_efficiency_flops: 4.1e+09, points: 8, half_identified: true,"
+        " sustained_scaled: true, max_residual: 0.25}\n",
+        "old.yaml");
+    REQUIRE_MESSAGE(old.ok(), old.message());
+    REQUIRE(old->gemm.size() == 1);
+    CHECK(old->gemm[0].max_efficiency == doctest::Approx(0.684));
+    CHECK(old->gemm[0].short_max_efficiency == doctest::Approx(0.69));
+    CHECK(old->gemm[0].points == 8);
+    // half_efficiency_flops is no longer required.
+    auto bare = load_calibration_text(
+        "schema: clustersim.calibration/1\ngpu: h200-sxm\ngemm:\n"
+        "  - {precision: fp8, max_efficiency: 0.6}\n",
+        "new.yaml");
+    REQUIRE_MESSAGE(bare.ok(), bare.message());
+    CHECK(bare->gemm[0].short_max_efficiency == doctest::Approx(0.6));  // defaults to the max
+    auto above = load_calibration_text(
+        "schema: clustersim.calibration/1\ngpu: h200-sxm\ngemm:\n"
+        "  - {precision: bf16, max_efficiency: 1.2}\n",
+        "c.yaml");
+    REQUIRE_FALSE(above.ok());
+    CHECK(above.message().find("c.yaml:4:") == 0);
+    CHECK(above.message().find("max_efficiency must be in (0, 1]") != std::string::npos);
   }
 
   TEST_CASE("calibration: bad overlays fail with file:line:col") {
@@ -229,8 +262,10 @@ TEST_SUITE("models") {
   TEST_CASE("calibration: compute efficiencies, and an overlay of another GPU is refused") {
     ComputeParams cp;
     apply_calibration(sample(), Precision::kBf16, &cp);
-    CHECK(cp.gemm_max_efficiency == doctest::Approx(0.66));
-    CHECK(cp.gemm_half_efficiency_flops == doctest::Approx(2e9));
+    // The short-run in-tile rate, and the burn's rate over it as the power cap's clock.
+    CHECK(cp.gemm_max_efficiency == doctest::Approx(0.79));
+    CHECK(cp.sustained_clock == doctest::Approx(0.66 / 0.79));
+    CHECK(cp.gemm_k_overhead == ComputeParams{}.gemm_k_overhead);  // the tile model's own
     // Attention from validate's own kernel is recorded, not applied.
     CHECK(cp.attention_fwd_max_efficiency == ComputeParams{}.attention_fwd_max_efficiency);
     CHECK(cp.hbm_efficiency == doctest::Approx(0.9));

@@ -129,17 +129,25 @@ TEST_SUITE("models") {
     CHECK(r1.step_time_s < r.step_time_s);
   }
 
-  TEST_CASE("step: pipeline bubble is (pp-1)/(m v) of the ideal") {
+  TEST_CASE("step: the pipeline bubble is the other stages' fill and drain, over v") {
     Scenario s = load("llama3-70b-64xh100-ndr-rail.yaml");
     s.workload.parallelism.pp_schedule = PipelineSchedule::k1F1B;
     s.workload.parallelism.virtual_stages = 1;
     const StepResult r = predict(s);
     const auto& p = s.workload.parallelism;
     REQUIRE(p.pp > 1);
+    REQUIRE(r.stages.size() == static_cast<size_t>(p.pp));
     const double m = r.micro_batches;
+    // The last stage also runs the output head and the loss: it is the busiest, and the others
+    // add their own per-micro-batch time once each (Narayanan et al. 2021's (pp - 1) / m of the
+    // ideal when the stages are equal).
+    CHECK(r.busiest_stage == p.pp - 1);
     const double ideal =
         r.breakdown.compute_s + r.breakdown.tp.exposed_s + r.breakdown.cp.exposed_s;
-    CHECK(r.breakdown.bubble_s == doctest::Approx((p.pp - 1) / m * ideal));
+    const double others = r.stages[0].total_s() / r.stages[static_cast<size_t>(p.pp - 1)].total_s();
+    CHECK(others < 1);
+    CHECK(r.breakdown.bubble_s < (p.pp - 1) / m * ideal);
+    CHECK(r.breakdown.bubble_s > (p.pp - 1) / m * ideal * others * 0.99);
     s.workload.parallelism.pp_schedule = PipelineSchedule::kInterleaved;
     s.workload.parallelism.virtual_stages = 2;
     const StepResult r2 = predict(s);
@@ -177,7 +185,7 @@ TEST_SUITE("models") {
     Scenario s = load("default.yaml");
     s.workload.parallelism.zero = 0;
     s.workload.parallelism.recompute = Recompute::kNone;
-    s.workload.micro_batch = 4;
+    s.workload.micro_batch = 2;
     const StepResult r = predict(s);
     CHECK_FALSE(r.fits);
     CHECK(r.memory.total() > 80 * kGiB);

@@ -108,42 +108,61 @@ TEST_SUITE("models") {
     const auto mem = memory_per_gpu(w);
     // 80 layers x (855,638,016 / 8 + 2 x 8192 norm) + embedding and head / 8 + final norm.
     CHECK(mem.parameters == doctest::Approx(8623235072.0));
-    // ZeRO-3 over dp 4: 2 + 2 + 12 bytes per parameter, all sharded by 4.
+    // ZeRO-3 over dp 4: 2 (bf16 weights) + 4 (fp32 gradients, Megatron's default for bf16) +
+    // 12 (fp32 master, m, v) bytes per parameter, all sharded by 4.
     CHECK(mem.weights_bytes == doctest::Approx(8623235072.0 * 2 / 4));
-    CHECK(mem.gradients_bytes == doctest::Approx(8623235072.0 * 2 / 4));
+    CHECK(mem.gradients_bytes == doctest::Approx(8623235072.0 * 4 / 4));
     CHECK(mem.optimizer_bytes == doctest::Approx(8623235072.0 * 12 / 4));
-    // Full recompute with SP: 2 s b h / t per layer x 80, plus one layer's 34 s b h / t.
-    const double sbh = 4096.0 * 8192;
-    CHECK(mem.activations_bytes == doctest::Approx(80 * 2 * sbh / 8 + 34 * sbh / 8));
-    // Embedding output s b h / t, and 4 s b h / t (1 + V / h) for the logits.
-    CHECK(mem.logits_bytes == doctest::Approx(sbh / 8 + 4 * sbh / 8 * (1 + 32000.0 / 8192)));
+    // Full recompute with SP: each layer's input, s h / t x 2 bytes, x 80; plus one layer's
+    // tensors: norm inputs and outputs 4 h / t, Q K V and the attention output (2 h + 2 kv) / t,
+    // the gated MLP's up+gate and activation (2 f + f) / t, each 2 bytes.
+    const double s = 4096, h = 8192, kv = 1024, f = 28672, t = 8;
+    const double layer = s * 2 * (4 * h / t + (2 * h + 2 * kv) / t + 3 * f / t);
+    CHECK(mem.activations_bytes == doctest::Approx(80 * s * h * 2 / t + layer));
+    // One stage: the embedding output (s h / t x 2) and, for the loss, the final norm's output
+    // and fp32 + bf16 logits (6 bytes x s V / t).
+    CHECK(mem.logits_bytes == doctest::Approx(2 * s * h * 2 / t + s * 6 * 32000 / t));
     // Two unsharded layers for ZeRO-3's gather and prefetch.
     CHECK(mem.gathered_weights_bytes == doctest::Approx(2 * 855638016.0 / 8 * 2));
-    CHECK(mem.overhead_bytes == doctest::Approx(3 * kGiB));
+    // 3 GiB outside the model and the allocator's 15% on activations and logits.
+    CHECK(mem.overhead_bytes ==
+          doctest::Approx(3 * kGiB + 0.15 * (mem.activations_bytes + mem.logits_bytes)));
     CHECK(mem.total() < 80 * kGiB);
   }
 
-  TEST_CASE("transformer: activation memory follows Korthikanti et al. 2022") {
-    auto w = llama2_70b_default();
-    w.parallelism.zero = 0;
-    w.parallelism.recompute = Recompute::kNone;
-    const double sbh = 4096.0 * 8192;
-    MemoryParams no_flash;
-    no_flash.flash_attention = false;
-    // TP + SP, no recompute, no flash: s b h (34 + 5 a s / h) / t per layer.
-    CHECK(memory_per_gpu(w, no_flash).activations_bytes ==
-          doctest::Approx(80 * sbh * (34 + 5.0 * 64 * 4096 / 8192) / 8));
-    // Flash attention (or selective recompute) drops the 5as/h term.
-    CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(80 * sbh * 34 / 8));
-    w.parallelism.recompute = Recompute::kSelective;
-    CHECK(memory_per_gpu(w, no_flash).activations_bytes == doctest::Approx(80 * sbh * 34 / 8));
-    // TP without SP: 10 + 24 / t.
-    w.parallelism.sp = false;
-    CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(80 * sbh * (10 + 24.0 / 8)));
-    // Context parallelism divides s.
+  TEST_CASE("transformer: GPT activations are Korthikanti et al. 2022's 34 sbh / t + 5 as^2b / t") {
+    WorkloadConfig w;
+    w.model = preset("gpt3-175b");  // 4h GeLU MLP, multi-head attention
+    w.seq_len = 2048;
+    w.micro_batch = 1;
+    w.global_batch = 64;
+    w.dropout = 0.1;
+    w.framework.attention = AttentionKernel::kUnfused;
+    w.parallelism.tp = 8;
+    w.parallelism.pp = 8;
+    w.parallelism.dp = 1;
     w.parallelism.sp = true;
+    w.parallelism.pp_schedule = PipelineSchedule::k1F1B;
+    const double s = 2048, h = 12288, a = 96, t = 8;
+    const double sbh = s * h;
+    // Stage 0 under 1F1B: pp = 8 micro-batches x 12 layers.
+    const auto mem = memory_per_gpu(w);
+    REQUIRE(mem.stage == 0);
+    const double per_layer = sbh * 34 / t + 5 * a * s * s / t;
+    CHECK(mem.activations_bytes == doctest::Approx(8 * 12 * per_layer));
+    // Without SP: 10 sbh + 24 sbh / t.
+    w.parallelism.sp = false;
+    CHECK(memory_per_gpu(w).activations_bytes ==
+          doctest::Approx(8 * 12 * (sbh * (10 + 24 / t) + 5 * a * s * s / t)));
+    // Flash attention keeps no scores; without dropout no masks: 32 sbh / t with SP.
+    w.parallelism.sp = true;
+    w.framework.attention = AttentionKernel::kFlash;
+    w.dropout = 0;
+    CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(8 * 12 * sbh * 32 / t));
+    // Context parallelism divides s.
     w.parallelism.cp = 2;
-    CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(80 * sbh / 2 * 34 / 8));
+    w.parallelism.pp = 4;
+    CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(4 * 24 * sbh / 2 * 32 / t));
   }
 
   TEST_CASE("transformer: pipeline stages hold micro-batches in flight") {
@@ -152,23 +171,24 @@ TEST_SUITE("models") {
     w.parallelism.recompute = Recompute::kNone;
     w.parallelism.pp = 4;
     w.parallelism.dp = 1;
-    const double sbh = 4096.0 * 8192;
-    const double per_layer = sbh * 34 / 8;
+    const double s = 4096, h = 8192, kv = 1024, f = 28672, t = 8;
+    const double per_layer = s * 2 * (4 * h / t + (2 * h + 2 * kv) / t + 3 * f / t);
     // 1F1B: stage 0 holds pp = 4 micro-batches of its 20 layers (all 80 layers' worth).
     CHECK(layers_per_stage(w) == 20);
     auto one_f = memory_per_gpu(w);
     CHECK(one_f.stage == 0);
     CHECK(one_f.activations_bytes == doctest::Approx(4 * 20 * per_layer));
-    // Interleaved with 2 chunks: x (1 + (p-1)/(p v)) = 1.375.
+    // Interleaved with 2 chunks: Megatron's warm-up 2 (pp - 1) + (v - 1) pp + 1 = 11 chunks of
+    // 10 layers = 4 x 1.375 micro-batches through the stage.
     w.parallelism.pp_schedule = PipelineSchedule::kInterleaved;
     w.parallelism.virtual_stages = 2;
-    CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(1.375 * 4 * 20 * per_layer));
+    CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(11 * 10 * per_layer));
     // GPipe: all 1024 micro-batches.
     w.parallelism.pp_schedule = PipelineSchedule::kGpipe;
     CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(1024 * 20 * per_layer));
   }
 
-  TEST_CASE("transformer: ZeRO stages shard more") {
+  TEST_CASE("transformer: ZeRO stages shard more; precision layouts") {
     auto w = llama2_70b_default();
     w.parallelism.recompute = Recompute::kFull;
     double previous = 1e30;
@@ -179,9 +199,23 @@ TEST_SUITE("models") {
       previous = total;
     }
     w.parallelism.zero = 0;
+    auto static_bytes = [](const MemoryBreakdown& m) {
+      return m.weights_bytes + m.gradients_bytes + m.optimizer_bytes + m.gathered_weights_bytes;
+    };
     const auto z0 = memory_per_gpu(w);
-    CHECK(z0.weights_bytes + z0.gradients_bytes + z0.optimizer_bytes ==
-          doctest::Approx(16 * z0.parameters));
+    // Megatron's layout: 2 + 4 (fp32 gradients) + 12.
+    CHECK(static_bytes(z0) == doctest::Approx(18 * z0.parameters));
+    // 16-bit gradients (NeMo's recipes): 2 + 2 + 12.
+    w.framework.fp32_gradients = false;
+    CHECK(static_bytes(memory_per_gpu(w)) == doctest::Approx(16 * z0.parameters));
+    // PyTorch autocast: fp32 parameters and gradients, m and v, and the 16-bit copies autocast
+    // keeps until the backward: 4 + 4 + 8 + 2.
+    w.framework.weights_in_fp32 = true;
+    w.framework.fp32_gradients = true;
+    CHECK(static_bytes(memory_per_gpu(w)) == doctest::Approx(18 * z0.parameters));
+    CHECK(memory_per_gpu(w).optimizer_bytes == doctest::Approx(8 * z0.parameters));
+    // ... and an fp32 residual stream: the layer inputs full recompute keeps are 4 bytes.
+    CHECK(memory_per_gpu(w).activations_bytes > z0.activations_bytes);
   }
 
   TEST_CASE("transformer: communication of the default job") {

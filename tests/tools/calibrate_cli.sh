@@ -12,9 +12,13 @@ if "$bin" calibrate "$synthetic" -o "$tmp/cal.yaml" >"$tmp/out.txt" 2>"$tmp/err.
     grep -qF -- "$want" "$tmp/cal.yaml" || fail "overlay lacks '$want'"
   done
   for want in "Calibration of h200-sxm" "all_gather" "rms res" "HBM copy" \
-              "Transfer to communicator sizes not measured" "bandwidth scale"; do
+              "Transfer to communicator sizes not measured" "bandwidth scale" \
+              "GEMM: efficiency = in-tile max x the shape's tile/wave efficiency (compute_model.h)"; do
     grep -qF -- "$want" "$tmp/out.txt" || fail "calibrate output lacks '$want'"
   done
+  # The saturating GEMM model's half is gone from the overlay.
+  ! grep -qE "half_efficiency_flops|half_identified" "$tmp/cal.yaml" \
+    || fail "the overlay still carries the saturating GEMM model's half"
 else
   fail "calibrate exited $? ($(cat "$tmp/err.txt"))"
 fi
@@ -29,7 +33,13 @@ big, small = ar["regimes"][-1], ar["regimes"][0]
 assert abs(big["busbw_GBps"] / 360 - 1) < 0.05, big
 assert abs(small["latency_us"] / 9 - 1) < 0.05, small
 assert big["max_size_bytes"] is None and small["min_size_bytes"] == 0
-assert d["gemm"][0]["sustained_scaled"] is True
+g = d["gemm"][0]
+assert g["sustained_scaled"] is True, g
+assert "half_efficiency_flops" not in g and "half_identified" not in g, g
+# In-tile: the synthetic 4096^3 and 8192^3 rows over their tile efficiency (0.94, 0.95) give
+# ~0.79; the 655-660 TFLOP/s burn at 8192^3 scales it by ~0.88.
+assert abs(g["short_max_efficiency"] / 0.788 - 1) < 0.01, g
+assert abs(g["max_efficiency"] / g["short_max_efficiency"] - 0.884) < 0.01, g
 tr = {t["op"]: t for t in d["transfer"]}
 assert set(tr) == {"all_reduce", "all_gather", "reduce_scatter"}, tr
 for t in tr.values():
@@ -84,6 +94,13 @@ PY
   || fail "an H200 overlay on an H100 plan should exit 2 naming the GPUs"
 "$bin" plan "$src/scenarios/h200-8gpu.yaml" --calibration "$tmp/cal.yaml" >/dev/null \
   || fail "plan with an H200 overlay"
+
+# An overlay of the saturating GEMM model (half_efficiency_flops, half_identified) still loads.
+sed 's/^\(  - {precision: bf16, .*\)points:/\1half_efficiency_flops: 4.1e+09, half_identified: true, points:/' \
+  "$tmp/cal.yaml" >"$tmp/old.yaml"
+grep -qF "half_efficiency_flops: 4.1e+09" "$tmp/old.yaml" || fail "the old-style overlay was not made"
+"$bin" check "$synthetic" --calibration "$tmp/old.yaml" --summary >/dev/null \
+  || fail "an overlay with the obsolete GEMM keys should load"
 
 # Several files combine (the same file twice: every size measured twice).
 "$bin" calibrate "$synthetic" "$synthetic" -o "$tmp/two.yaml" >/dev/null || fail "two files"

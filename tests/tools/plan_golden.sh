@@ -2,12 +2,14 @@
 # Golden tests: `clustersim plan --json` on the embedded default scenario, with each engine,
 # against tests/golden/plan_default.json (analytic) and plan_default_des.json (the simulator,
 # deterministic: fixed seeds): the same keys and strings, numbers within a relative 1e-4 (REL below).
-# The des golden was reviewed against the analytic one: the same compute (122.8 s) and TP
-# (46.6 s, TP cannot overlap its GEMMs), DP exposed 123.8 s instead of 157.8 s because the
-# simulation lets a micro-batch's ZeRO-3 gathers and reduce-scatters run under the neighbouring
-# micro-batches' compute, which the formula adds serially (step 293.2 s vs 328.7 s, 0.892).
-# The golden was reviewed by hand (forward 118 ms = 73 TFLOP at ~655 TFLOP/s; ZeRO-3 gather
-# 3/4 x 17.2 GB / 47 GB/s = 275 ms; checkpoint 966 GB / 50 GB/s = 19.3 s). When a model change
+# The des golden was reviewed against the analytic one: the same compute (119.6 s) and TP
+# (TP between the GEMMs), DP exposed 126.6 s instead of 162.2 s because the simulation lets a
+# micro-batch's ZeRO-3 gathers and reduce-scatters run under the neighbouring micro-batches'
+# compute, which the formula adds serially.
+# The golden was reviewed by hand (forward 115 ms: 73 TFLOP of GEMMs at the 0.834 in-tile rate
+# held to the power cap's clock, plus flash attention and the memory-bound kernels; ZeRO-3
+# gather 3/4 x 17.2 GB / 47 GB/s = 275 ms; fp32 gradients 8.6 GB sharded by 4; optimizer 38
+# bytes per parameter; checkpoint 966 GB / 50 GB/s = 19.3 s). When a model change
 # moves it on purpose, regenerate it with `clustersim plan --engine analytic --json > tests/golden/plan_default.json`,
 # read the diff, and say in the commit why each figure moved.
 # Usage: plan_golden.sh <clustersim binary> <source dir>

@@ -1,0 +1,204 @@
+#include "models/layer_model.h"
+
+#include <algorithm>
+
+#include "models/transformer_model.h"
+
+namespace clustersim::models {
+namespace {
+
+// Bytes of a dropout mask element (PyTorch keeps a bool per element).
+constexpr double kMaskBytes = 1;
+// The vocabulary-parallel cross-entropy's HBM traffic per logit, bytes, beyond the GEMM writing
+// the logits: forward reads the 16-bit logits, writes an fp32 copy and reads it for the max and
+// for the sum of exponentials (Megatron-LM tensor_parallel/cross_entropy.py); backward turns the
+// fp32 softmax into the gradient in place (read + write 4) and casts it to 16 bits for the GEMM
+// (read 4, write 2).
+constexpr double kLossForwardBytesPerLogit = 4 + 4 + 4;
+constexpr double kLossBackwardBytesPerLogit = 4 + 4 + 4 + 2;
+
+// Forward, data-gradient and weight-gradient GEMMs of a weight [k x n] applied to m tokens.
+struct WeightGemm {
+  double forward_s = 0;
+  double backward_s = 0;
+};
+
+WeightGemm weight_gemm(const GpuSpec& gpu, Precision p, double m, double n, double k,
+                       const ComputeParams& params) {
+  WeightGemm w;
+  w.forward_s = gemm_time(gpu, p, {m, n, k}, params).time_s;
+  w.backward_s = gemm_time(gpu, p, {m, k, n}, params).time_s +  // dX = dY W^T
+                 gemm_time(gpu, p, {k, n, m}, params).time_s;   // dW = X^T dY
+  return w;
+}
+
+// The attention core without a fused kernel: per (sequence, head) QK^T writes s_q x s_k scores,
+// the fused scale-mask-softmax reads and writes them, dropout reads them and writes them with a
+// mask, AV reads them. Backward: dP = dO V^T, dV = P^T dO, dropout and softmax backward, dQ =
+// dS K, dK = dS^T Q. Causal attention computes the full square (the mask is applied after).
+void unfused_attention(const GpuSpec& gpu, const WorkloadConfig& w, const ComputeParams& params,
+                       double heads_local, double head_dim, LayerKernels* out) {
+  const Precision p = w.precision;
+  const double e = working_bytes(p);
+  const double s_q = double(w.seq_len) / w.parallelism.cp;
+  const double s_k = double(w.seq_len);
+  const double batch = w.micro_batch * heads_local;
+  const double scores = s_q * s_k * batch;  // elements
+  const bool drop = w.dropout > 0;
+  auto kernel = [&](GemmShape g, double extra_bytes) {
+    g.batch = batch;
+    KernelTime k = gemm_time(gpu, p, g, params);
+    // The scores a GEMM writes or reads are its operand traffic already; extra_bytes adds what
+    // the roofline's operand count misses.
+    const double bytes = k.bytes + extra_bytes;
+    return std::max(k.time_s, bytes / (gpu.hbm_Bps * params.hbm_efficiency));
+  };
+  const double softmax_fwd = 2 * scores * e;
+  const double dropout_fwd = drop ? scores * (2 * e + kMaskBytes) : 0;
+  out->attention_forward_s = kernel({s_q, s_k, head_dim}, 0) + kernel({s_q, head_dim, s_k}, 0) +
+                             memory_bound_time(gpu, softmax_fwd + dropout_fwd, params).time_s;
+  const double softmax_bwd = 3 * scores * e;
+  const double dropout_bwd = drop ? scores * (2 * e + kMaskBytes) : 0;
+  out->attention_backward_s = kernel({s_q, s_k, head_dim}, 0) +   // dP
+                              kernel({s_k, head_dim, s_q}, 0) +   // dV
+                              kernel({s_q, head_dim, s_k}, 0) +   // dQ
+                              kernel({s_k, head_dim, s_q}, 0) +   // dK
+                              memory_bound_time(gpu, softmax_bwd + dropout_bwd, params).time_s;
+}
+
+}  // namespace
+
+double LayerKernels::recompute_s(Recompute r) const {
+  switch (r) {
+    case Recompute::kNone:
+      return 0;
+    case Recompute::kSelective:
+      return attention_forward_s;
+    case Recompute::kFull:
+      return forward_s();
+  }
+  return 0;
+}
+
+LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
+                           const ComputeParams& params) {
+  const ModelSpec& m = w.model;
+  const auto& par = w.parallelism;
+  const Precision p = w.precision;
+  const double t = par.tp;
+  const double h = m.hidden;
+  const double head_dim = h / m.heads;
+  const double kv_dim = m.kv_heads * head_dim;
+  const double tokens = double(w.seq_len) / par.cp * w.micro_batch;
+  const double ffn_out = (m.gated_ffn ? 2.0 : 1.0) * m.ffn_hidden;
+  LayerKernels out;
+
+  // 1. Weight GEMMs (TP-local shapes: QKV and up column-split, out and down row-split).
+  for (const auto& [n, k] : {std::pair{(h + 2 * kv_dim) / t, h}, std::pair{h, h / t},
+                             std::pair{ffn_out / t, h}, std::pair{h, m.ffn_hidden / t}}) {
+    const WeightGemm g = weight_gemm(gpu, p, tokens, n, k, params);
+    out.gemm_forward_s += g.forward_s;
+    out.gemm_backward_s += g.backward_s;
+  }
+
+  // 2. The attention core: ring attention runs cp chunks of s/cp queries against s/cp keys.
+  const double heads_local = m.heads / t;
+  if (w.framework.attention == AttentionKernel::kFlash) {
+    AttentionShape a;
+    a.batch = w.micro_batch;
+    a.heads = heads_local;
+    a.kv_heads = std::max(1.0, m.kv_heads / t);
+    a.head_dim = head_dim;
+    a.q_tokens = double(w.seq_len) / par.cp;
+    a.kv_tokens = a.q_tokens;
+    out.attention_forward_s = par.cp * attention_time(gpu, p, a, false, params).time_s;
+    out.attention_backward_s = par.cp * attention_time(gpu, p, a, true, params).time_s;
+  } else {
+    unfused_attention(gpu, w, params, heads_local, head_dim, &out);
+  }
+
+  // 3. Memory-bound kernels, bytes per token (see the header).
+  const double e = working_bytes(p);
+  const double sp = par.sp ? t : 1;
+  const double drop_mask = w.dropout > 0 ? kMaskBytes : 0;
+  double bytes = 0;
+  bytes += 2 * (2 * h * e) / sp;                  // two norms: read h, write h
+  bytes += 2 * (3 * h * e + h * drop_mask) / sp;  // two residual adds (with dropout's mask)
+  bytes += (ffn_out + m.ffn_hidden) / t * e;      // activation: read the up (+ gate), write f
+  if (m.position_embedding == PositionEmbedding::kRope) bytes += 2 * (h + kv_dim) / t * e;
+  if (w.framework.attention == AttentionKernel::kUnfused) bytes += 2 * h / t * e;
+  out.memory_forward_s = memory_bound_time(gpu, bytes * tokens, params).time_s;
+  out.memory_backward_s = 2 * out.memory_forward_s;
+  return out;
+}
+
+std::vector<int> layers_of_stages(const WorkloadConfig& w) {
+  const int pp = std::max(1, w.parallelism.pp);
+  const int v = w.parallelism.pp_schedule == PipelineSchedule::kInterleaved
+                    ? std::max(1, w.parallelism.virtual_stages)
+                    : 1;
+  const int layers = w.model.layers;
+  std::vector<int> out(static_cast<size_t>(pp), 0);
+  if (pp == 1) {
+    out[0] = layers;
+  } else if (layers % (pp * v) == 0 || (layers + 2) % (pp * v) != 0) {
+    // Megatron's even split; a remainder (not accepted by the loader) goes to the first stages.
+    for (int s = 0; s < pp; ++s) out[static_cast<size_t>(s)] = layers / pp + (s < layers % pp);
+  } else {
+    const int slots = (layers + 2) / pp;
+    for (int s = 0; s < pp; ++s) out[static_cast<size_t>(s)] = slots - (s == 0 || s == pp - 1);
+  }
+  return out;
+}
+
+std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig& w,
+                                        const ComputeParams& params) {
+  const LayerKernels l = layer_kernels(gpu, w, params);
+  const Recompute rc = w.parallelism.recompute;
+  const double t = w.parallelism.tp;
+  const double h = w.model.hidden;
+  const double e = working_bytes(w.precision);
+  const double tokens = double(w.seq_len) / w.parallelism.cp * w.micro_batch;
+  const double vocab_local = double(w.model.vocab) / t;
+  const std::vector<int> layers = layers_of_stages(w);
+  const int last = static_cast<int>(layers.size()) - 1;
+  std::vector<StageCompute> out;
+  for (int s = 0; s <= last; ++s) {
+    StageCompute c;
+    c.stage = s;
+    c.layers = layers[static_cast<size_t>(s)];
+    const double n = c.layers;
+    c.gemm_forward_s = n * l.gemm_forward_s;
+    c.gemm_backward_s =
+        n * (l.gemm_backward_s + (rc == Recompute::kFull ? l.gemm_forward_s : 0));
+    c.attention_forward_s = n * l.attention_forward_s;
+    c.attention_backward_s = n * l.attention_backward_s;
+    c.forward_s = n * l.forward_s();
+    c.backward_s = n * (l.backward_s() + l.recompute_s(rc));
+    // Unfused attention's kernels are bound by the scores' memory traffic: not tensor time.
+    const bool flash = w.framework.attention == AttentionKernel::kFlash;
+    const double att_fwd = flash ? l.attention_forward_s : 0;
+    const double att_bwd = flash ? l.attention_backward_s : 0;
+    c.tensor_s = n * (l.gemm_forward_s + l.gemm_backward_s + att_fwd + att_bwd);
+    if (rc == Recompute::kFull) c.tensor_s += n * (l.gemm_forward_s + att_fwd);
+    if (rc == Recompute::kSelective) c.tensor_s += n * att_fwd;
+    if (s == 0) {
+      // Embedding: gather h per token forward; backward accumulates into the fp32 gradient.
+      c.forward_s += memory_bound_time(gpu, 2 * h * e * tokens, params).time_s;
+      c.backward_s += memory_bound_time(gpu, (h * e + 2 * h * 4) * tokens, params).time_s;
+    }
+    if (s == last) {
+      const WeightGemm head = weight_gemm(gpu, w.precision, tokens, vocab_local, h, params);
+      const double logits = tokens * vocab_local;
+      c.forward_s += head.forward_s +
+                     memory_bound_time(gpu, logits * (e + kLossForwardBytesPerLogit), params).time_s;
+      c.backward_s += head.backward_s +
+                      memory_bound_time(gpu, logits * kLossBackwardBytesPerLogit, params).time_s;
+      c.tensor_s += head.forward_s + head.backward_s;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace clustersim::models

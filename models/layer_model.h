@@ -1,0 +1,78 @@
+// The kernels of a transformer training step on one GPU, timed: one decoder layer's GEMMs,
+// attention and memory-bound kernels for one micro-batch (TP-local shapes), and what each
+// pipeline stage runs per micro-batch (its layers, the embedding on the first, the output head
+// and the loss on the last). Units: seconds. Pure functions of the workload and ComputeParams;
+// the analytic step model and the simulator both take their compute from here.
+#pragma once
+
+#include <vector>
+
+#include "models/compute_model.h"
+#include "models/scenario.h"
+
+namespace clustersim::models {
+
+// One layer, one micro-batch, forward and backward (backward excludes recomputation).
+struct LayerKernels {
+  // QKV, attention output, MLP up (+ gate) and down projections. Backward runs each shape's
+  // data gradient and weight gradient (reduction over the tokens), timed separately.
+  double gemm_forward_s = 0;
+  double gemm_backward_s = 0;
+  // The attention core. Flash: one fused kernel each way (compute_model.h attention_time).
+  // Unfused: QK^T and AV as batched GEMMs writing and reading the s x s scores, with the
+  // fused scale-mask-softmax and the dropout of the probabilities between them (Megatron-LM
+  // before 2022; Korthikanti et al. 2022 sec. 4.1 names the 5 a s^2 b bytes they store).
+  double attention_forward_s = 0;
+  double attention_backward_s = 0;
+  // Memory-bound kernels at the achievable HBM rate (bytes read + written): the two norms,
+  // the two residual adds (with dropout: bias-dropout-add, writing its 1-byte mask), the MLP
+  // activation (GeLU: read f, write f; SwiGLU: read 2f, write f), rotary embedding of Q and K,
+  // and with unfused attention the context's transpose back to [s, b, h]. Norms and residual
+  // adds run on the sequence-parallel shard. Backward moves twice the forward's bytes (each
+  // kernel's backward reads the output gradient and its saved inputs, writes input gradients).
+  double memory_forward_s = 0;
+  double memory_backward_s = 0;
+
+  double forward_s() const { return gemm_forward_s + attention_forward_s + memory_forward_s; }
+  double backward_s() const { return gemm_backward_s + attention_backward_s + memory_backward_s; }
+  // What recomputation adds to the backward: full repeats the whole forward, selective the
+  // attention core (Korthikanti et al. 2022).
+  double recompute_s(Recompute r) const;
+};
+
+LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& workload,
+                           const ComputeParams& params);
+
+// One pipeline stage's work per micro-batch, all its model chunks together.
+struct StageCompute {
+  int stage = 0;
+  int layers = 0;
+  double forward_s = 0;
+  double backward_s = 0;  // including recomputation
+  // The layers' weight GEMMs, backward with those recomputation repeats: what TP overlap hides
+  // the layers' collectives behind (not the output head's).
+  double gemm_forward_s = 0;
+  double gemm_backward_s = 0;
+  double attention_forward_s = 0;  // the attention cores (what ring attention hides behind)
+  double attention_backward_s = 0;
+  // Of forward + backward, the time in tensor-core-bound kernels (weight and head GEMMs, flash
+  // attention, with recomputation): what draws the power that sets the clock (power_clock).
+  double tensor_s = 0;
+  double total_s() const { return forward_s + backward_s; }
+};
+
+// Layers on each pipeline stage: layers / pp each when that divides (Megatron's split); under
+// Llama 3's layout ((layers + 2) divisible by pp x virtual_stages but layers not) the embedding
+// takes a layer's slot on the first stage and the output head one on the last (Llama Team 2024
+// sec. 3.3.2, Megatron's account_for_embedding/loss_in_pipeline_split). REQUIRES: a workload the
+// scenario loader accepted.
+std::vector<int> layers_of_stages(const WorkloadConfig& workload);
+
+// Every stage's compute per micro-batch: its layers, plus the embedding lookup on the first and
+// the output head GEMM with the fp32 softmax cross-entropy over the vocabulary (Megatron's
+// vocab-parallel loss: logits read and an fp32 copy written, max and sum passes, the gradient
+// written back) on the last.
+std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig& workload,
+                                        const ComputeParams& params);
+
+}  // namespace clustersim::models
