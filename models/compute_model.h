@@ -56,6 +56,11 @@ struct ComputeParams {
   // Achievable fraction of the HBM datasheet bandwidth: H200 device copy ~4.3 of 4.8 TB/s
   // (REFERENCE.md).
   double hbm_efficiency = 0.90;
+  // The fraction PyTorch's eager mixed-precision elementwise kernels reach (a bf16 tensor read,
+  // an fp32 one written: 2.06-2.11 TB/s of the H200's 4.8 at 16M-256M elements in call 9's
+  // sweep, scenarios/measurements/call9/kernel-shapes.json "to_fp32"); under autocast with
+  // fp32 parameters most eager ops are of this kind.
+  double eager_elementwise_efficiency = 0.44;
 };
 
 // The defaults for this GPU (the architecture picks gemm_max_efficiency and sustained_clock,

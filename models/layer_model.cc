@@ -119,6 +119,25 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
 
   // 3. Memory-bound kernels, bytes per token (see the header).
   const double e = working_bytes(p);
+  if (w.framework.kernels == KernelFusion::kEager) {
+    // PyTorch eager under autocast with fp32 parameters, op by op (bytes per token; fp32
+    // residual stream x, 16-bit GEMM outputs): forward 132 h + 10 f, two fused rms_norms on
+    // fp32 (8 h each), their casts to 16 bits (6 h each), rotary on Q and K in fp32 (x1 c, x2 s,
+    // their difference, x1 s, x2 c, their sum, the concatenation: 32 h each), SDPA's casts of
+    // Q and K (12 h) and V's contiguous copy (4 h), the output's transpose copy (4 h), two
+    // residual adds of a 16-bit output to the fp32 stream (10 h each), SiLU (4 f) and the gate
+    // product (6 f). Backward 196 h + 26 f: the same ops' gradients, the rotary slices and
+    // casts, the q/k/v and gate/up gradients concatenated. Every weight is cast to 16 bits per
+    // forward and its 16-bit gradient to fp32 (12 bytes per parameter per pass).
+    const double weights = 2 * h * h + 2 * h * kv_dim + (ffn_out + m.ffn_hidden) * h;
+    const double cast_per_token = 6 * weights / t / tokens;
+    const double fwd = 132 * h + 10 * m.ffn_hidden + cast_per_token;
+    const double bwd = 196 * h + 26 * m.ffn_hidden + cast_per_token;
+    const double rate = gpu.hbm_Bps * params.eager_elementwise_efficiency;
+    out.memory_forward_s = fwd * tokens / rate;
+    out.memory_backward_s = bwd * tokens / rate;
+    return out;
+  }
   const double sp = par.sp ? t : 1;
   const double drop_mask = w.dropout > 0 ? kMaskBytes : 0;
   double bytes = 0;

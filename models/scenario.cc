@@ -59,6 +59,14 @@ std::string_view to_string(PipelineSchedule s) {
   return "?";
 }
 
+std::string_view to_string(KernelFusion k) {
+  switch (k) {
+    case KernelFusion::kFused: return "fused";
+    case KernelFusion::kEager: return "eager";
+  }
+  return "?";
+}
+
 std::string_view to_string(AttentionKernel k) {
   switch (k) {
     case AttentionKernel::kFlash: return "flash";
@@ -113,7 +121,8 @@ constexpr std::string_view kWorkloadKeys[] = {
     "vocab",   "gated_ffn", "tied_embeddings", "normalization", "position_embedding",
     "seq_len", "global_batch", "micro_batch", "precision", "dropout", "framework",
     "parallelism", "train_tokens"};
-constexpr std::string_view kFrameworkKeys[] = {"attention",           "tp_comm_overlap",
+constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
+                                               "tp_comm_overlap",
                                                "grad_reduce_overlap", "weights_in_fp32",
                                                "fp32_gradients"};
 constexpr std::string_view kParallelismKeys[] = {"tp",   "pp",        "dp",          "cp",
@@ -951,9 +960,12 @@ bool Loader::load_workload(const YAML::Node& node) {
     const std::string fp = child(path, "framework");
     static constexpr std::pair<std::string_view, AttentionKernel> kAttention[] = {
         {"flash", AttentionKernel::kFlash}, {"unfused", AttentionKernel::kUnfused}};
+    static constexpr std::pair<std::string_view, KernelFusion> kKernels[] = {
+        {"fused", KernelFusion::kFused}, {"eager", KernelFusion::kEager}};
     FrameworkConfig& f = w.framework;
     if (!open_map(fw, fp, kFrameworkKeys) ||
         !read_enum(fw, fp, "attention", kAttention, &f.attention) ||
+        !read_enum(fw, fp, "kernels", kKernels, &f.kernels) ||
         !read_bool(fw, fp, "tp_comm_overlap", &f.tp_comm_overlap) ||
         !read_bool(fw, fp, "grad_reduce_overlap", &f.grad_reduce_overlap) ||
         !read_bool(fw, fp, "weights_in_fp32", &f.weights_in_fp32) ||

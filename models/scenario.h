@@ -106,10 +106,19 @@ enum class AttentionKernel {
 };
 std::string_view to_string(AttentionKernel k);
 
+// How the elementwise work between the GEMMs runs (workload.framework.kernels).
+enum class KernelFusion {
+  kFused,  // norms, activations, rotary, residual adds fused (Megatron-Core / Transformer
+           // Engine, torch.compile): layer_model.h's memory-bound kernels
+  kEager,  // PyTorch eager under autocast: one kernel per op, fp32 intermediates
+};
+std::string_view to_string(KernelFusion k);
+
 // What the training framework does that the step's time depends on (workload.framework).
 // Defaults: Megatron-Core / NeMo as commonly configured.
 struct FrameworkConfig {
   AttentionKernel attention = AttentionKernel::kFlash;
+  KernelFusion kernels = KernelFusion::kFused;
   // TP/SP collectives hidden behind the GEMMs they feed (Transformer Engine userbuffers,
   // NeMo's tp_comm_overlap). false: they sit between the GEMMs (Megatron-LM's default).
   bool tp_comm_overlap = false;

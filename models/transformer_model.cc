@@ -62,6 +62,7 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   out.weights_bytes = out.parameters * weight_bytes / (par.zero >= 3 ? shard : 1);
   out.gradients_bytes = out.parameters * grad_bytes / (par.zero >= 2 ? shard : 1);
   out.optimizer_bytes = out.parameters * state_bytes / (par.zero >= 1 ? shard : 1);
+  out.gradients_replace_activations = fw.weights_in_fp32;
   // Autocast keeps a 16-bit copy of every fp32 weight it casts from the forward until the
   // backward has used it; FSDP instead gathers 16-bit layers (below).
   if (fp32_params && mixed && par.zero < 3) out.gathered_weights_bytes = out.parameters * e;
@@ -79,9 +80,17 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   // fp32; FSDP mixed precision gathers 16-bit parameters and runs the layers in 16 bits.
   const double residual = fp32_params && par.zero < 3 ? 4 : e;
   const bool drop = w.dropout > 0;
+  const bool eager = fw.kernels == KernelFusion::kEager;
   double per_token = 2 * (h * residual + h * e) / sp;  // norm inputs and outputs
-  per_token += (2 * h + 2 * kv) / t * e;               // Q, K, V and the attention output
-  per_token += (ffn_out + f) / t * e;                  // MLP up (+ gate) output, activation
+  if (eager) {
+    // PyTorch eager keeps the whole QKV output (Q, K, V are views of it), SDPA's 16-bit casts
+    // of rotated Q and K and its output, the output projection's input copy, and the whole
+    // up+gate output, SiLU's output and the gate product (layer_model.cc's op list).
+    per_token += (2 * h + 3 * kv + 2 * h) / t * e + 4 * f / t * e;
+  } else {
+    per_token += (2 * h + 2 * kv) / t * e;  // Q, K, V and the attention output
+    per_token += (ffn_out + f) / t * e;     // MLP up (+ gate) output, activation
+  }
   if (drop) per_token += 2 * h / sp;                   // 1-byte masks of the two dropouts
   const bool keep_scores = w.framework.attention == AttentionKernel::kUnfused &&
                            par.recompute == Recompute::kNone;
@@ -99,11 +108,18 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   // logits of the loss with their 16-bit source (Korthikanti et al. 2022 sec. 4.3 count 4 s b V
   // / t for the fp32 logits).
   if (stage == 0) out.logits_bytes += in_flight * tokens * h * residual / sp;
-  if (stage == par.pp - 1) out.logits_bytes += tokens * (h * residual / sp + (4 + e) * m.vocab / t);
+  // Eager cross-entropy under autocast holds an fp32 copy's log-softmax, its gradient and the
+  // input gradient (12 bytes per logit) where a fused loss keeps the fp32 softmax beside the
+  // 16-bit logits (4 + e).
+  const double per_logit = eager ? 12 : 4 + e;
+  if (stage == par.pp - 1) out.logits_bytes += tokens * (h * residual / sp + per_logit * m.vocab / t);
   // 3. Outside the model: the CUDA context and NCCL's buffers, and the caching allocator's
   // slack over what it hands out (MemoryParams).
-  out.overhead_bytes = params.framework_overhead_bytes +
-                       params.allocator_slack * (out.activations_bytes + out.logits_bytes);
+  int communicators = 0;
+  for (int size : {par.tp, par.cp, par.dp * par.cp, par.pp}) communicators += size > 1;
+  out.outside_allocator_bytes =
+      params.context_bytes + communicators * params.nccl_bytes_per_communicator;
+  out.allocator_slack_bytes = params.allocator_slack * (out.activations_bytes + out.logits_bytes);
   return out;
 }
 

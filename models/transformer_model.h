@@ -6,6 +6,7 @@
 // memory, sequence parallelism, selective recompute), Rajbhandari et al. 2020 (ZeRO).
 #pragma once
 
+#include <algorithm>
 #include <string_view>
 #include <vector>
 
@@ -60,11 +61,12 @@ double hardware_flops_per_token(const FlopsPerToken& flops, Recompute recompute)
 
 // Memory assumptions that the scenario does not spell out.
 struct MemoryParams {
-  // Memory outside the model: the CUDA context with cuBLAS and cuDNN workspaces (~0.5-1 GiB)
-  // and NCCL's buffers (4 MiB NCCL_BUFFSIZE plus LL/LL128 buffers per channel per peer: ~0.6 GiB
-  // per communicator at 32 channels x 2 peers; a job has 3-5: NCCL docs, env NCCL_BUFFSIZE).
-  // An assumption; validate measures the real figure.
-  double framework_overhead_bytes = 3.0 * 1024 * 1024 * 1024;
+  // Memory outside PyTorch's allocator: the CUDA context with cuBLAS and cuDNN workspaces
+  // (~0.5-1 GiB), and NCCL's buffers per communicator the GPU is in (4 MiB NCCL_BUFFSIZE plus
+  // LL/LL128 buffers per channel per peer: ~0.6 GiB at 32 channels x 2 peers; NCCL docs, env
+  // NCCL_BUFFSIZE). Assumptions; validate measures the real figure.
+  double context_bytes = 1.0 * 1024 * 1024 * 1024;
+  double nccl_bytes_per_communicator = 0.6 * 1024 * 1024 * 1024;
   // PyTorch's caching allocator reserves more than it hands out, in proportion to the large
   // short-lived tensors (activations, logits): in call 9's 20 single-H200 training steps
   // (scenarios/measurements/call9) reserved exceeded the peak allocation by 4-28%, a median 15%
@@ -82,13 +84,24 @@ struct MemoryBreakdown {
   // 16-bit weight copies: ZeRO-3's current and prefetched layer, unsharded; autocast's casts of
   // fp32 weights (workload.framework.weights_in_fp32), kept from forward to backward.
   double gathered_weights_bytes = 0;
-  double overhead_bytes = 0;  // framework_overhead_bytes + allocator_slack x (activations, logits)
+  double outside_allocator_bytes = 0;  // the CUDA context and NCCL's buffers
+  double allocator_slack_bytes = 0;    // MemoryParams::allocator_slack x (activations, logits)
+  // PyTorch frees every gradient between steps (zero_grad(set_to_none=True), its default since
+  // 2.0) and allocates them as the backward frees the activations, so the two do not add up:
+  // the peak holds the larger. Megatron-LM and DeepSpeed keep persistent gradient buffers.
+  bool gradients_replace_activations = false;
   double parameters = 0;              // parameters this GPU holds before ZeRO sharding
   int stage = 0;                      // the pipeline stage (0-based) this breakdown is for
-  double total() const {
-    return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes + logits_bytes +
-           gathered_weights_bytes + overhead_bytes;
+  // What PyTorch's caching allocator reserves at the peak (torch.cuda.max_memory_reserved, the
+  // figure frameworks publish).
+  double allocator_bytes() const {
+    const double transient = activations_bytes + logits_bytes + gathered_weights_bytes;
+    const double during_backward = gradients_replace_activations
+                                       ? std::max(gradients_bytes, transient)
+                                       : gradients_bytes + transient;
+    return weights_bytes + optimizer_bytes + during_backward + allocator_slack_bytes;
   }
+  double total() const { return allocator_bytes() + outside_allocator_bytes; }
 };
 
 // Memory per GPU of the busiest stage (the first or the last), by kind. Weights, gradients and

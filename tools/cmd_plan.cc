@@ -169,7 +169,7 @@ void print_memory(const models::Scenario& s, const models::StepResult& r,
   t.add_row({format_size(m.weights_bytes), format_size(m.gradients_bytes),
              format_size(m.optimizer_bytes), format_size(m.activations_bytes),
              format_size(m.logits_bytes), format_size(m.gathered_weights_bytes),
-             format_size(m.overhead_bytes)});
+             format_size(m.outside_allocator_bytes + m.allocator_slack_bytes)});
   std::printf("%s", t.render(2).c_str());
   if (!r.fits) {
     std::printf("  To fit, change one of (memory per GPU after the change):\n");
@@ -306,10 +306,12 @@ void print_assumptions(const models::WorkloadConfig& w, const models::StepResult
       format_count(p.dp_bucket_params).c_str(),
       format_significant(models::gradient_bytes(w), 2).c_str());
   std::printf(
-      "  - memory: %s, %s framework overhead, allocator slack %s of activations\n",
+      "  - memory: %s; CUDA context %s, NCCL %s per communicator, allocator slack %s of "
+      "activations\n",
       fw.weights_in_fp32 ? "fp32 parameters cast per use (4 + 8 B/parameter before ZeRO)"
                          : "16-bit weights with fp32 masters (2 + 12 B/parameter before ZeRO)",
-      format_size(p.memory.framework_overhead_bytes).c_str(),
+      format_size(p.memory.context_bytes).c_str(),
+      format_size(p.memory.nccl_bytes_per_communicator).c_str(),
       format_percent(p.memory.allocator_slack).c_str());
   std::printf("  - checkpoint %s B/parameter; restart %s unless the scenario says\n",
               format_significant(cost.checkpoint_bytes_per_param, 3).c_str(),
@@ -362,7 +364,7 @@ nlohmann::json plan_json(const models::Scenario& s, const models::StepResult& r,
         {"activations", m.activations_bytes},
         {"logits", m.logits_bytes},
         {"zero3_buffers", m.gathered_weights_bytes},
-        {"framework", m.overhead_bytes}}},
+        {"framework", m.outside_allocator_bytes + m.allocator_slack_bytes}}},
       {"memory_advice", advice},
       {"forward_s", r.forward_s},
       {"backward_s", r.backward_s},

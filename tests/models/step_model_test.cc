@@ -39,13 +39,13 @@ Scenario single_node_dp() {
 }  // namespace
 
 TEST_SUITE("models") {
-  // Narayanan et al. 2021, Table 1: GPT-3 175B-class runs on A100 reach 138-163 TFLOP/s per
-  // GPU (hardware FLOPs, with recomputation); the scenario's configuration (TP 8, PP 16, DP 12,
-  // batch 1536, 1536 GPUs) reports 153.
+  // Narayanan et al. 2021, Table 2: GPT-3 175B on 1536 A100 with PTD-P (TP 8, PP 12, DP 16,
+  // batch 1536) reports 141 TFLOP/s per GPU (hardware FLOPs, with recomputation). The corpus
+  // (clustersim accuracy) scores this and 80 other runs; this test keeps a coarse guard.
   TEST_CASE("step: GPT-3 175B on 1536 A100 (Megatron-LM) within 25% of the published TFLOP/s") {
     const StepResult r = predict(load("gpt3-175b-1536xa100-megatron.yaml"));
-    MESSAGE("GPT-3 175B, 1536 A100: ", r.hardware_tflops_per_gpu, " TFLOP/s/GPU (paper 153)");
-    CHECK(within(r.hardware_tflops_per_gpu, 153, 0.25));
+    MESSAGE("GPT-3 175B, 1536 A100: ", r.hardware_tflops_per_gpu, " TFLOP/s/GPU (paper 141)");
+    CHECK(within(r.hardware_tflops_per_gpu, 141, 0.25));
     CHECK(r.fits);
   }
 

@@ -101,7 +101,9 @@ import json, sys
 d, s = (json.load(open(p)) for p in sys.argv[1:3])
 assert d["search"] and d["valid"] == 2
 small, big = d["rows"]
-assert small["gpus"] == 16 and small["fits"] and small["layout"]["zero"] == 3
+L = small["layout"]
+assert small["gpus"] == 16 and small["fits"] and L["tp"] * L["pp"] * L["dp"] * L["cp"] == 16
+assert small["memory_per_gpu_bytes"] <= small["memory_capacity_bytes"]
 assert big["layout"] == s["top"][0]["layout"] and abs(big["step_time_s"] - s["top"][0]["step_time_s"]) < 1e-9 * big["step_time_s"]
 ' "$tmp/search.json" "$tmp/best64.json" || fail "--search rows"
 
