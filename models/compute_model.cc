@@ -41,6 +41,13 @@ ComputeParams default_compute_params(const GpuSpec& gpu) {
     p.gemm_max_efficiency = 0.87;
     p.sustained_clock = 0.966;
   }
+  // The SKU's datasheet cap is the reference (its peak is quoted at it); a scenario that lowers
+  // the GPU's tdp lowers the clock its tensor cores sustain.
+  if (const GpuSpec* catalog = find_gpu(gpu.id)) p.sustained_clock_reference_w = catalog->tdp_w;
+  if (p.sustained_clock_reference_w > 0 && gpu.tdp_w > 0 &&
+      gpu.tdp_w < p.sustained_clock_reference_w) {
+    p.sustained_clock *= std::pow(gpu.tdp_w / p.sustained_clock_reference_w, 1 / p.power_exponent);
+  }
   return p;
 }
 

@@ -28,6 +28,11 @@ struct ComputeParams {
   // multiplications on GPUs run faster when given predictable data", 2024) against MAMF's
   // 267.9. 1 (no cap reached) for others, an assumption.
   double sustained_clock = 1.0;
+  // The power cap sustained_clock holds at: the SKU's datasheet TDP (H100/H200 SXM 700 W, A100
+  // SXM 400 W), at which its peak is quoted. A GPU run at a lower cap (a scenario's tdp
+  // override, e.g. Meta's H100s at 500 W) settles lower: default_compute_params() scales the
+  // clock by (tdp / reference)^(1 / power_exponent), the law power_clock() uses. 0: unknown.
+  double sustained_clock_reference_w = 0;
   // How a step's kernel mix sets its clock: power ~ clock^power_exponent (dynamic power f V^2,
   // the voltage rising with the clock), and a memory-bound kernel draws memory_power_ratio of a
   // tensor-core kernel's power at the same clock. With a share g of the busy time in tensor-core
