@@ -92,16 +92,21 @@ struct MemoryBreakdown {
   bool gradients_replace_activations = false;
   double parameters = 0;              // parameters this GPU holds before ZeRO sharding
   int stage = 0;                      // the pipeline stage (0-based) this breakdown is for
-  // What PyTorch's caching allocator reserves at the peak (torch.cuda.max_memory_reserved, the
-  // figure frameworks publish).
-  double allocator_bytes() const {
+  // What the tensors need at the peak (the allocator's allocated peak).
+  double tensor_bytes() const {
     const double transient = activations_bytes + logits_bytes + gathered_weights_bytes;
     const double during_backward = gradients_replace_activations
                                        ? std::max(gradients_bytes, transient)
                                        : gradients_bytes + transient;
-    return weights_bytes + optimizer_bytes + during_backward + allocator_slack_bytes;
+    return weights_bytes + optimizer_bytes + during_backward;
   }
-  double total() const { return allocator_bytes() + outside_allocator_bytes; }
+  // What PyTorch's caching allocator reserves at the peak (torch.cuda.max_memory_reserved, the
+  // figure frameworks publish): the tensors and the allocator's cache.
+  double allocator_bytes() const { return tensor_bytes() + allocator_slack_bytes; }
+  // What must fit in the GPU's memory: the tensors and what lives outside the allocator. The
+  // allocator's cache is not counted: under pressure PyTorch frees it and retries before it
+  // fails an allocation.
+  double total() const { return tensor_bytes() + outside_allocator_bytes; }
 };
 
 // Memory per GPU of the busiest stage (the first or the last), by kind. Weights, gradients and

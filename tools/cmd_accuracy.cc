@@ -253,6 +253,7 @@ int run_accuracy(const AccuracyArgs& a) {
           {"published_memory_per_gpu_bytes",
            p.memory_per_gpu_bytes > 0 ? nlohmann::json(p.memory_per_gpu_bytes) : nullptr}};
       if (p.flops != models::FlopsConvention::kNone) j["flops"] = models::to_string(p.flops);
+      if (!p.not_modelled.empty()) j["not_modelled"] = p.not_modelled;
       if (want_analytic) j["analytic"] = engine_json(r.analytic);
       if (want_des) j["des"] = engine_json(r.des);
       rows.push_back(std::move(j));
@@ -296,6 +297,15 @@ int run_accuracy(const AccuracyArgs& a) {
       std::printf("  %s: not simulated: %s\n", r.scenario.name.c_str(), r.des.failure.c_str());
     }
   }
+  bool heading = false;
+  for (const CorpusRun& r : runs) {
+    const std::string& why = r.scenario.published->not_modelled;
+    if (why.empty()) continue;
+    if (!heading) std::printf("Not modelled (the corpus files say what these runs relied on):\n");
+    heading = true;
+    std::printf("  %s: %s\n", r.scenario.name.c_str(), why.c_str());
+  }
+  if (heading) std::printf("\n");
   if (want_analytic) print_score("analytic", analytic);
   if (want_des) print_score("des", des);
   if (!not_fitting.empty()) {

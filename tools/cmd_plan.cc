@@ -163,14 +163,22 @@ void print_memory(const models::Scenario& s, const models::StepResult& r,
   std::printf("Memory per GPU (busiest stage %d): %s of %s: %s\n", m.stage,
               format_size(m.total()).c_str(), format_size(r.memory_capacity_bytes).c_str(),
               r.fits ? "fits" : "DOES NOT FIT");
-  TextTable t(
-      {"weights", "gradients", "optimizer", "activations", "logits", "ZeRO-3 buffers", "framework"},
-      std::vector<Align>(7, Align::kRight));
+  TextTable t({"weights", "gradients", "optimizer", "activations", "logits", "16-bit copies",
+               "context + NCCL"},
+              std::vector<Align>(7, Align::kRight));
   t.add_row({format_size(m.weights_bytes), format_size(m.gradients_bytes),
              format_size(m.optimizer_bytes), format_size(m.activations_bytes),
              format_size(m.logits_bytes), format_size(m.gathered_weights_bytes),
-             format_size(m.outside_allocator_bytes + m.allocator_slack_bytes)});
+             format_size(m.outside_allocator_bytes)});
   std::printf("%s", t.render(2).c_str());
+  if (m.gradients_replace_activations) {
+    std::printf("  (gradients are allocated as the backward frees activations: the peak holds "
+                "the larger)\n");
+  }
+  std::printf("  PyTorch's allocator may reserve %s more (its cache, given back under pressure): "
+              "%s reserved at the peak\n",
+              format_size(m.allocator_slack_bytes).c_str(),
+              format_size(m.allocator_bytes()).c_str());
   if (!r.fits) {
     std::printf("  To fit, change one of (memory per GPU after the change):\n");
     for (const auto& a :
@@ -364,7 +372,8 @@ nlohmann::json plan_json(const models::Scenario& s, const models::StepResult& r,
         {"activations", m.activations_bytes},
         {"logits", m.logits_bytes},
         {"zero3_buffers", m.gathered_weights_bytes},
-        {"framework", m.outside_allocator_bytes + m.allocator_slack_bytes}}},
+        {"framework", m.outside_allocator_bytes},
+        {"allocator_cache", m.allocator_slack_bytes}}},
       {"memory_advice", advice},
       {"forward_s", r.forward_s},
       {"backward_s", r.backward_s},

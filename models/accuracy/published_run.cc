@@ -67,10 +67,12 @@ Result<PublishedRun> read_published_run(std::string_view yaml_text, const Scenar
   const YAML::Node node = root["published"];
   PublishedRun run;
   if (!in.open_map(node, "published",
-                   {"source", "citation", "url", "metric", "value", "flops", "memory_per_gpu"}) ||
+                   {"source", "citation", "url", "metric", "value", "flops", "memory_per_gpu",
+                    "not_modelled"}) ||
       !in.text(node, "published", "source", &run.source, true) ||
       !in.text(node, "published", "citation", &run.citation, true) ||
       !in.text(node, "published", "url", &run.url) ||
+      !in.text(node, "published", "not_modelled", &run.not_modelled) ||
       !read_name(in, node, "metric", kMetrics, &run.metric, true) ||
       !read_name(in, node, "flops", kConventions, &run.flops, false) ||
       !in.quantity(

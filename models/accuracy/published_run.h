@@ -46,6 +46,9 @@ struct PublishedRun {
   double value = 0;  // in the metric's unit: s, tokens/s/GPU, TFLOP/s/GPU, or a fraction
   FlopsConvention flops = FlopsConvention::kNone;  // kTflopsPerGpu and kMfu only
   double memory_per_gpu_bytes = 0;  // the peak the source reports; 0 = not published
+  // What the run relied on that clustersim does not model (a schedule, a memory technique), as
+  // the corpus file states it: shown beside the run's error and memory verdict. "" = nothing.
+  std::string not_modelled;
 };
 
 // Reads the `published:` section of a scenario's YAML text (the scenario already loaded from

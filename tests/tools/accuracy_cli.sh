@@ -25,7 +25,7 @@ for r in runs:
         assert e["step_time_s"] is not None, (r["name"], engine, e.get("failure"))
         assert abs(e["error"] - (e["step_time_s"] / r["published_step_time_s"] - 1)) < 1e-12
     assert r["published_step_time_s"] > 0 and r["memory_per_gpu_bytes"] > 0
-    assert r["allocator_memory_per_gpu_bytes"] < r["memory_per_gpu_bytes"]
+    assert 0 < r["allocator_memory_per_gpu_bytes"] < 2 * r["memory_per_gpu_bytes"]
 for engine in ("analytic", "des"):
     s = d[engine]
     errs = [abs(r[engine]["error"]) for r in runs]
