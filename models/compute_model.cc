@@ -128,4 +128,10 @@ KernelTime memory_bound_time(const GpuSpec& gpu, double bytes, const ComputePara
   return roofline(gpu, 0, 0, bytes, 0, params);
 }
 
+KernelTime elementwise_time(const GpuSpec& gpu, double bytes, const ComputeParams& params) {
+  ComputeParams p = params;
+  p.hbm_efficiency = params.elementwise_efficiency;
+  return roofline(gpu, 0, 0, bytes, 0, p);
+}
+
 }  // namespace clustersim::models

@@ -61,6 +61,11 @@ struct ComputeParams {
   // Achievable fraction of the HBM datasheet bandwidth: H200 device copy ~4.3 of 4.8 TB/s
   // (REFERENCE.md).
   double hbm_efficiency = 0.90;
+  // The fraction the fused memory-bound kernels of a layer reach (norms, softmax, dropout with
+  // its random numbers, activations, residual adds: row reductions and mixed work, not plain
+  // copies): torch's fused rms_norm ran at 3.18-3.49 TB/s of the H200's 4.8 at 64M-256M
+  // elements in call 9's sweep (scenarios/measurements/call9/kernel-shapes.json), 0.73.
+  double elementwise_efficiency = 0.73;
   // The fraction PyTorch's eager mixed-precision elementwise kernels reach (a bf16 tensor read,
   // an fp32 one written: 2.06-2.11 TB/s of the H200's 4.8 at 16M-256M elements in call 9's
   // sweep, scenarios/measurements/call9/kernel-shapes.json "to_fp32"); under autocast with
@@ -129,8 +134,11 @@ double gemm_shape_efficiency(const GpuSpec& gpu, const GemmShape& shape,
 // two, recomputing the scores, FlashAttention-2 section 3.1.2).
 KernelTime attention_time(const GpuSpec& gpu, Precision precision, const AttentionShape& shape,
                           bool backward, const ComputeParams& params);
-// A memory-bound kernel (norms, activations, residual adds, the optimizer): bytes read plus
-// written over the achievable HBM bandwidth.
+// A memory-bound kernel: bytes read plus written over the achievable HBM bandwidth (copy-like
+// streams: the optimizer, gradient buffers).
 KernelTime memory_bound_time(const GpuSpec& gpu, double bytes, const ComputeParams& params);
+// The same for a layer's fused elementwise kernels (norms, softmax, dropout, activations,
+// residual adds), at elementwise_efficiency of the datasheet bandwidth.
+KernelTime elementwise_time(const GpuSpec& gpu, double bytes, const ComputeParams& params);
 
 }  // namespace clustersim::models

@@ -23,12 +23,14 @@ struct WeightGemm {
   double backward_s = 0;
 };
 
+// `chunks` > 1: the forward and data-gradient GEMMs run as that many GEMMs of m / chunks rows.
 WeightGemm weight_gemm(const GpuSpec& gpu, Precision p, double m, double n, double k,
-                       const ComputeParams& params) {
+                       const ComputeParams& params, int chunks = 1) {
+  const double rows = m / chunks;
   WeightGemm w;
-  w.forward_s = gemm_time(gpu, p, {m, n, k}, params).time_s;
-  w.backward_s = gemm_time(gpu, p, {m, k, n}, params).time_s +  // dX = dY W^T
-                 gemm_time(gpu, p, {k, n, m}, params).time_s;   // dW = X^T dY
+  w.forward_s = chunks * gemm_time(gpu, p, {rows, n, k}, params).time_s;
+  w.backward_s = chunks * gemm_time(gpu, p, {rows, k, n}, params).time_s +  // dX = dY W^T
+                 gemm_time(gpu, p, {k, n, m}, params).time_s;               // dW = X^T dY
   return w;
 }
 
@@ -56,14 +58,14 @@ void unfused_attention(const GpuSpec& gpu, const WorkloadConfig& w, const Comput
   const double softmax_fwd = 2 * scores * e;
   const double dropout_fwd = drop ? scores * (2 * e + kMaskBytes) : 0;
   out->attention_forward_s = kernel({s_q, s_k, head_dim}, 0) + kernel({s_q, head_dim, s_k}, 0) +
-                             memory_bound_time(gpu, softmax_fwd + dropout_fwd, params).time_s;
+                             elementwise_time(gpu, softmax_fwd + dropout_fwd, params).time_s;
   const double softmax_bwd = 3 * scores * e;
   const double dropout_bwd = drop ? scores * (2 * e + kMaskBytes) : 0;
   out->attention_backward_s = kernel({s_q, s_k, head_dim}, 0) +   // dP
                               kernel({s_k, head_dim, s_q}, 0) +   // dV
                               kernel({s_q, head_dim, s_k}, 0) +   // dQ
                               kernel({s_k, head_dim, s_q}, 0) +   // dK
-                              memory_bound_time(gpu, softmax_bwd + dropout_bwd, params).time_s;
+                              elementwise_time(gpu, softmax_bwd + dropout_bwd, params).time_s;
 }
 
 }  // namespace
@@ -93,10 +95,14 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   const double ffn_out = (m.gated_ffn ? 2.0 : 1.0) * m.ffn_hidden;
   LayerKernels out;
 
-  // 1. Weight GEMMs (TP-local shapes: QKV and up column-split, out and down row-split).
+  // 1. Weight GEMMs (TP-local shapes: QKV and up column-split, out and down row-split). With TP
+  // communication overlap, Transformer Engine's userbuffers split each GEMM that an all-gather
+  // feeds or a reduce-scatter drains into tp chunks of tokens / tp rows, each computed while the
+  // ring passes the next (forward and data gradients; weight gradients run whole).
+  const int chunks = w.framework.tp_comm_overlap && par.tp > 1 ? par.tp : 1;
   for (const auto& [n, k] : {std::pair{(h + 2 * kv_dim) / t, h}, std::pair{h, h / t},
                              std::pair{ffn_out / t, h}, std::pair{h, m.ffn_hidden / t}}) {
-    const WeightGemm g = weight_gemm(gpu, p, tokens, n, k, params);
+    const WeightGemm g = weight_gemm(gpu, p, tokens, n, k, params, chunks);
     out.gemm_forward_s += g.forward_s;
     out.gemm_backward_s += g.backward_s;
   }
@@ -146,7 +152,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   bytes += (ffn_out + m.ffn_hidden) / t * e;      // activation: read the up (+ gate), write f
   if (m.position_embedding == PositionEmbedding::kRope) bytes += 2 * (h + kv_dim) / t * e;
   if (w.framework.attention == AttentionKernel::kUnfused) bytes += 2 * h / t * e;
-  out.memory_forward_s = memory_bound_time(gpu, bytes * tokens, params).time_s;
+  out.memory_forward_s = elementwise_time(gpu, bytes * tokens, params).time_s;
   out.memory_backward_s = 2 * out.memory_forward_s;
   return out;
 }
@@ -203,16 +209,16 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
     if (rc == Recompute::kSelective) c.tensor_s += n * att_fwd;
     if (s == 0) {
       // Embedding: gather h per token forward; backward accumulates into the fp32 gradient.
-      c.forward_s += memory_bound_time(gpu, 2 * h * e * tokens, params).time_s;
-      c.backward_s += memory_bound_time(gpu, (h * e + 2 * h * 4) * tokens, params).time_s;
+      c.forward_s += elementwise_time(gpu, 2 * h * e * tokens, params).time_s;
+      c.backward_s += elementwise_time(gpu, (h * e + 2 * h * 4) * tokens, params).time_s;
     }
     if (s == last) {
       const WeightGemm head = weight_gemm(gpu, w.precision, tokens, vocab_local, h, params);
       const double logits = tokens * vocab_local;
       c.forward_s += head.forward_s +
-                     memory_bound_time(gpu, logits * (e + kLossForwardBytesPerLogit), params).time_s;
+                     elementwise_time(gpu, logits * (e + kLossForwardBytesPerLogit), params).time_s;
       c.backward_s += head.backward_s +
-                      memory_bound_time(gpu, logits * kLossBackwardBytesPerLogit, params).time_s;
+                      elementwise_time(gpu, logits * kLossBackwardBytesPerLogit, params).time_s;
       c.tensor_s += head.forward_s + head.backward_s;
     }
     out.push_back(c);
