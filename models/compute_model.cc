@@ -38,7 +38,7 @@ ComputeParams default_compute_params(const GpuSpec& gpu) {
     p.sustained_clock = 0.863;
   }
   if (gpu.arch == "sm_80") {
-    p.gemm_max_efficiency = 0.87;
+    p.gemm_max_efficiency = kAmpereGemmMaxEfficiency;
     p.sustained_clock = 0.966;
   }
   // The SKU's datasheet cap is the reference (its peak is quoted at it); a scenario that lowers
@@ -49,6 +49,11 @@ ComputeParams default_compute_params(const GpuSpec& gpu) {
     p.sustained_clock *= std::pow(gpu.tdp_w / p.sustained_clock_reference_w, 1 / p.power_exponent);
   }
   return p;
+}
+
+double microbenchmark_gemm_efficiency(const GpuSpec& gpu) {
+  if (gpu.arch == "sm_80") return 0.87;
+  return default_compute_params(gpu).gemm_max_efficiency;
 }
 
 double power_clock(double tensor_share, const ComputeParams& params) {

@@ -16,9 +16,8 @@ struct ComputeParams {
   // (gemm_time() takes the shape's quantisation off it, power_clock() the power cap).
   // Hopper (H100/H200) bf16: 0.834, torch.matmul 8192^3 at 788 TFLOP/s on one H200 in a short
   // run (device notes, 2026-10; an H100 reaches 792, ml-engineering MAMF) over this model's
-  // 0.955 for that shape on 132 SMs. Ampere (A100) bf16/fp16: 0.87, ml-engineering MAMF's
-  // 267.9 of 312 TFLOP/s on its best shape (CUDA 12.1) over ~0.985. Others: 0.70, an
-  // assumption.
+  // 0.955 for that shape on 132 SMs. Ampere (A100) bf16/fp16: kAmpereGemmMaxEfficiency, fitted
+  // on the corpus (below). Others: 0.70, an assumption.
   // default_compute_params() fills this from the GPU's architecture; calibration replaces it.
   double gemm_max_efficiency = 0.70;
   // The clock a GPU settles at, over its full clock, when tensor-core kernels run back to back
@@ -72,6 +71,17 @@ struct ComputeParams {
   // fp32 parameters most eager ops are of this kind.
   double eager_elementwise_efficiency = 0.44;
 };
+
+// Ampere's in-tile GEMM efficiency at full clock: fitted on the accuracy corpus's A100 runs
+// (models/accuracy/corpus_fit.h, cross-validated leaving each source out by `clustersim
+// accuracy`). Public microbenchmarks reach higher (ml-engineering MAMF: 267.9 of 312 TFLOP/s,
+// 0.87 in-tile, on their best shape), training runs do not.
+inline constexpr double kAmpereGemmMaxEfficiency = 0.72;
+
+// The in-tile rate at full clock a GEMM microbenchmark reaches on this GPU (what an acceptance
+// burn is held to): Hopper 0.834 (as gemm_max_efficiency), Ampere 0.87 (ml-engineering MAMF's
+// 267.9 of 312 TFLOP/s on its best shape), others 0.70.
+double microbenchmark_gemm_efficiency(const GpuSpec& gpu);
 
 // The defaults for this GPU (the architecture picks gemm_max_efficiency and sustained_clock,
 // see above).

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/accuracy/accuracy_score.h"
+#include "models/accuracy/corpus_fit.h"
 #include "models/accuracy/published_run.h"
 #include "models/units.h"
 #include "sim/step_sim.h"
@@ -52,6 +53,11 @@ struct CorpusRun {
   models::Scenario scenario;
   double published_step_s = 0;
   EnginePrediction analytic, des;
+  // The analytic step with the corpus-fitted constants refitted without this run's source, and
+  // its ratio to the shipped prediction (applied to the simulator's step: 1 when no constant
+  // applies).
+  double left_out_analytic_s = 0;
+  double left_out_ratio = 1;
   double memory_bytes = 0;            // the planner's peak per GPU, everything
   double allocator_memory_bytes = 0;  // of which PyTorch's allocator reserves (what sources publish)
   double capacity_bytes = 0;
@@ -103,10 +109,78 @@ models::AccuracyScore score(const std::vector<CorpusRun>& runs, bool des) {
   std::vector<models::ScoredRun> scored;
   for (const CorpusRun& r : runs) {
     const EnginePrediction& e = des ? r.des : r.analytic;
-    scored.push_back({r.scenario.name, r.scenario.published->source, r.published_step_s,
-                      e.ran ? e.step_s : 0});
+    const double step = e.ran ? e.step_s : 0;
+    scored.push_back({r.scenario.name, r.scenario.published->source, r.published_step_s, step,
+                      step * r.left_out_ratio});
   }
   return models::score_runs(scored);
+}
+
+// One corpus-fitted constant: its fit on every run, and without each source.
+struct ConstantReport {
+  const models::CorpusConstant* constant = nullptr;
+  models::ConstantFit all;
+  std::vector<std::pair<std::string, models::ConstantFit>> without;  // per source it applies to
+};
+
+// Fits every corpus constant (analytic engine) and sets each run's left-out prediction: the
+// constants refitted without the run's source. REQUIRES: r.analytic predicted for every run.
+models::Result<std::vector<ConstantReport>> refit_constants(std::vector<CorpusRun>& runs) {
+  std::vector<ConstantReport> reports;
+  for (const models::CorpusConstant& c : models::corpus_constants()) {
+    std::vector<models::FitRun> fit_runs;
+    std::vector<std::string> sources;
+    for (const CorpusRun& r : runs) {
+      models::FitRun f{r.scenario.published->source, r.published_step_s, {}};
+      if (c.applies(r.scenario)) {
+        auto params = step_params_for(r.scenario, "");
+        if (!params) return models::Error{params.message()};
+        for (int i = 0; i < c.grid_size(); ++i) {
+          models::StepParams p = *params;
+          c.set(&p, c.grid(i));
+          auto step = models::predict_step(r.scenario, p);
+          if (!step) return models::Error{r.scenario.path + ": " + step.message()};
+          f.step_s_on_grid.push_back(step->step_time_s);
+        }
+        if (std::find(sources.begin(), sources.end(), f.source) == sources.end()) {
+          sources.push_back(f.source);
+        }
+      }
+      fit_runs.push_back(std::move(f));
+    }
+    ConstantReport rep;
+    rep.constant = &c;
+    rep.all = models::fit_constant(c, fit_runs);
+    for (const std::string& src : sources) {
+      const models::ConstantFit without = models::fit_constant(c, fit_runs, src);
+      rep.without.push_back({src, without});
+      if (without.index < 0) continue;  // no other source to fit on: the shipped value stands
+      for (std::size_t i = 0; i < runs.size(); ++i) {
+        if (fit_runs[i].source != src || !fit_runs[i].applies()) continue;
+        const double left_out = fit_runs[i].step_s_on_grid[static_cast<size_t>(without.index)];
+        runs[i].left_out_ratio *= left_out / runs[i].analytic.step_s;
+      }
+    }
+    reports.push_back(std::move(rep));
+  }
+  return reports;
+}
+
+void print_constants(const std::vector<ConstantReport>& reports) {
+  for (const ConstantReport& rep : reports) {
+    const models::CorpusConstant& c = *rep.constant;
+    std::printf("Fitted on the corpus: %s = %s (the corpus's best: %s over %d runs, mean |error| "
+                "%s); %s\n",
+                c.name.c_str(), format_significant(c.shipped, 4).c_str(),
+                format_significant(rep.all.value, 4).c_str(), rep.all.runs,
+                format_percent(rep.all.mean_abs).c_str(), c.why.c_str());
+    std::printf("  refitted without each source:");
+    for (const auto& [src, fit] : rep.without) {
+      std::printf(" %s %s;", src.c_str(),
+                  fit.index < 0 ? "(nothing else)" : format_significant(fit.value, 4).c_str());
+    }
+    std::printf("\n\n");
+  }
 }
 
 nlohmann::json stats_json(const models::ErrorStats& s) {
@@ -145,8 +219,8 @@ void print_score(const char* engine, const models::AccuracyScore& s) {
                format_percent(src.left_out_mean_abs)});
   }
   std::printf("%s", t.render(2).c_str());
-  std::printf("  leave one source out: mean |error| %s (no constant is fitted on the corpus, so "
-              "each source's left-out error is its own)\n\n",
+  std::printf("  leave one source out: mean |error| %s (each source predicted with the corpus's "
+              "constants refitted without it)\n\n",
               format_percent(s.leave_one_source_out_mean_abs).c_str());
 }
 
@@ -202,7 +276,7 @@ int run_accuracy(const AccuracyArgs& a) {
     r.allocator_memory_bytes = step->memory.allocator_bytes();
     r.capacity_bytes = step->memory_capacity_bytes;
     r.fits = step->fits;
-    if (want_analytic) r.analytic = {true, step->step_time_s, ""};
+    r.analytic = {true, step->step_time_s, ""};  // also the refit's reference (below)
     if (want_des) {
       auto sim = sim::simulate_step(r.scenario, *params);
       if (sim) {
@@ -214,6 +288,12 @@ int run_accuracy(const AccuracyArgs& a) {
     progress.update(i + 1, runs.size(), "runs");
   }
   progress.done();
+
+  // 3. The constants the model fits on the corpus, refitted without each source in turn: the
+  // leave-one-source-out predictions (the simulator's scaled by the analytic ratio).
+  auto refit = refit_constants(runs);
+  if (!refit) return fail_bad_input("accuracy", refit.message());
+  const std::vector<ConstantReport> constants = std::move(*refit);
 
   const models::AccuracyScore analytic = score(runs, false);
   const models::AccuracyScore des = score(runs, true);
@@ -258,7 +338,21 @@ int run_accuracy(const AccuracyArgs& a) {
       if (want_des) j["des"] = engine_json(r.des);
       rows.push_back(std::move(j));
     }
-    nlohmann::json out = {{"dir", a.dir}, {"runs", rows}, {"gates_missed", missed}};
+    nlohmann::json fitted = nlohmann::json::array();
+    for (const ConstantReport& rep : constants) {
+      nlohmann::json without = nlohmann::json::object();
+      for (const auto& [src, fit] : rep.without) {
+        without[src] = fit.index < 0 ? nlohmann::json(nullptr) : nlohmann::json(fit.value);
+      }
+      fitted.push_back({{"name", rep.constant->name},
+                        {"shipped", rep.constant->shipped},
+                        {"corpus_best", rep.all.value},
+                        {"runs", rep.all.runs},
+                        {"mean_abs_error_at_best", rep.all.mean_abs},
+                        {"without_source", without}});
+    }
+    nlohmann::json out = {{"dir", a.dir}, {"runs", rows}, {"gates_missed", missed},
+                          {"fitted_constants", fitted}};
     if (want_analytic) out["analytic"] = score_json(analytic);
     if (want_des) out["des"] = score_json(des);
     std::printf("%s\n", out.dump(2).c_str());
@@ -306,6 +400,7 @@ int run_accuracy(const AccuracyArgs& a) {
     std::printf("  %s: %s\n", r.scenario.name.c_str(), why.c_str());
   }
   if (heading) std::printf("\n");
+  print_constants(constants);
   if (want_analytic) print_score("analytic", analytic);
   if (want_des) print_score("des", des);
   if (!not_fitting.empty()) {

@@ -328,7 +328,8 @@ AcceptanceCheck check_gemm(const Context& x, double* min_rate) {
     return c;
   }
   const models::ComputeParams cp = models::default_compute_params(*x.spec);
-  const double sustained_ref = cp.gemm_max_efficiency * cp.sustained_clock *
+  const double sustained_ref = models::microbenchmark_gemm_efficiency(*x.spec) *
+                               cp.sustained_clock *
                                models::gemm_shape_efficiency(*x.spec, {8192, 8192, 8192}, cp) *
                                x.spec->bf16_flops;
   std::map<int, double> per_rank_sustained, per_rank_short;

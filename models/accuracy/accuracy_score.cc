@@ -9,6 +9,11 @@ double ScoredRun::error() const {
   return predicted() && published_step_s > 0 ? predicted_step_s / published_step_s - 1 : 0;
 }
 
+double ScoredRun::left_out_error() const {
+  const double s = left_out_step_s > 0 ? left_out_step_s : predicted_step_s;
+  return predicted() && published_step_s > 0 ? s / published_step_s - 1 : 0;
+}
+
 ErrorStats error_stats(const std::vector<ScoredRun>& runs) {
   ErrorStats s;
   std::vector<double> abs_errors;
@@ -50,7 +55,10 @@ AccuracyScore score_runs(const std::vector<ScoredRun>& runs) {
       if (r.source == source) own.push_back(r);
     }
     SourceScore s{source, error_stats(own), 0};
-    s.left_out_mean_abs = s.stats.mean_abs;  // nothing is fitted on the corpus to refit
+    for (const ScoredRun& r : own) {
+      if (r.predicted()) s.left_out_mean_abs += std::abs(r.left_out_error());
+    }
+    if (s.stats.runs > 0) s.left_out_mean_abs /= s.stats.runs;
     if (s.stats.runs > 0) {
       sum += s.left_out_mean_abs;
       ++scored;

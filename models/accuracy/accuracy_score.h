@@ -14,8 +14,12 @@ struct ScoredRun {
   std::string source;  // PublishedRun::source
   double published_step_s = 0;
   double predicted_step_s = 0;  // <= 0: no prediction (the engine failed); left out of stats
+  // The prediction with every corpus-fitted constant refitted without this run's source
+  // (corpus_fit.h); 0 = the same as predicted_step_s (no constant applies to the run).
+  double left_out_step_s = 0;
   // predicted / published - 1: negative when the model is too fast. 0 without a prediction.
   double error() const;
+  double left_out_error() const;
   bool predicted() const { return predicted_step_s > 0; }
 };
 
@@ -35,10 +39,7 @@ struct SourceScore {
   std::string source;
   ErrorStats stats;  // its own runs
   // Its runs' mean |error| when every constant fitted on the corpus is refitted without this
-  // source. The model fits no constant on the corpus (its parameters come from datasheets,
-  // kernel physics and the measurement files under scenarios/measurements/), so this equals
-  // stats.mean_abs; the field exists so that a corpus-fitted constant cannot be added without
-  // its cross-validation.
+  // source (ScoredRun::left_out_step_s): how well the model predicts a source it has not seen.
   double left_out_mean_abs = 0;
 };
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "models/accuracy/accuracy_score.h"
+#include "models/accuracy/corpus_fit.h"
 #include "models/transformer_model.h"
 
 namespace clustersim::models {
@@ -142,6 +143,41 @@ TEST_SUITE("accuracy") {
     CHECK(check_scenario_key("workload.dropout").ok());
   }
 
+  TEST_CASE("corpus constants: the grid fit and its refit without a source") {
+    CorpusConstant c;
+    c.name = "k";
+    c.lo = 0.5;
+    c.hi = 1.0;
+    c.step = 0.1;  // 0.5 0.6 0.7 0.8 0.9 1.0
+    REQUIRE(c.grid_size() == 6);
+    // Step time = 1 / value: source a is published at 1 / 0.8, source b at 1 / 0.6; a run the
+    // constant does not apply to is ignored.
+    auto run = [&](const char* src, double truth) {
+      FitRun r{src, 1 / truth, {}};
+      for (int i = 0; i < c.grid_size(); ++i) r.step_s_on_grid.push_back(1 / c.grid(i));
+      return r;
+    };
+    const std::vector<FitRun> runs = {run("a", 0.8), run("a", 0.8), run("b", 0.6),
+                                      FitRun{"c", 1, {}}};
+    const ConstantFit all = fit_constant(c, runs);
+    CHECK(all.runs == 3);
+    CHECK(all.value == doctest::Approx(0.8));  // two runs of a outweigh one of b (L1)
+    CHECK(all.mean_abs == doctest::Approx((1 - 0.6 / 0.8) / 3));  // b: 1/0.8 vs 1/0.6
+    CHECK(fit_constant(c, runs, "a").value == doctest::Approx(0.6));
+    CHECK(fit_constant(c, runs, "b").value == doctest::Approx(0.8));
+    CHECK(fit_constant(c, {FitRun{"c", 1, {}}}).index == -1);
+    // The shipped constants: A100's in-training GEMM rate, on A100 scenarios only.
+    REQUIRE_FALSE(corpus_constants().empty());
+    const CorpusConstant& a100 = corpus_constants().front();
+    CHECK(a100.shipped >= a100.lo);
+    CHECK(a100.shipped <= a100.hi);
+    auto sc = load_scenario_text(kRun, "p.yaml");
+    REQUIRE(sc.ok());
+    CHECK(a100.applies(*sc));
+    sc->cluster.node.gpu = *find_gpu("h100-sxm");
+    CHECK_FALSE(a100.applies(*sc));
+  }
+
   TEST_CASE("scores: mean, median, max, bias, per source and left out") {
     // Errors: a -10%, b +20%, c -30% (source x); d +5% (source y); e not predicted.
     const std::vector<ScoredRun> runs = {{"a", "x", 10, 9},  {"b", "x", 10, 12},
@@ -159,6 +195,12 @@ TEST_SUITE("accuracy") {
     CHECK(s.sources[0].stats.mean_abs == doctest::Approx(0.2));
     CHECK(s.sources[1].stats.runs == 1);
     CHECK(s.leave_one_source_out_mean_abs == doctest::Approx((0.2 + 0.05) / 2));
+    // With a refitted constant, a's left-out prediction is 11: source x's left-out mean uses it.
+    std::vector<ScoredRun> refit = runs;
+    refit[0].left_out_step_s = 11;
+    const AccuracyScore r = score_runs(refit);
+    CHECK(r.overall.mean_abs == doctest::Approx(s.overall.mean_abs));
+    CHECK(r.sources[0].left_out_mean_abs == doctest::Approx((0.1 + 0.2 + 0.3) / 3));
   }
 }
 
