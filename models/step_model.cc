@@ -54,6 +54,12 @@ double optimizer_seconds(const GpuSpec& gpu, const WorkloadConfig& w, const Memo
 
 }  // namespace
 
+double overlap_interference_s(const GpuSpec& gpu, double hidden_comm_s, const StepParams& params) {
+  const double sms = gpu.sm_count > 0 ? gpu.sm_count : 100;
+  const double share = std::clamp(params.overlap_comm_sms / sms, 0.0, 0.5);
+  return std::max(0.0, hidden_comm_s) * share / (1 - share);
+}
+
 StepParams default_step_params(const ClusterConfig& cluster) {
   StepParams p;
   p.compute = default_compute_params(cluster.node.gpu);
@@ -194,10 +200,14 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   // 5. The optimizer over the local shard.
   b.optimizer_s = optimizer_seconds(gpu, w, r.memory, params);
 
+  // 6. What the hidden collectives take from the compute they overlap.
+  b.overlap_interference_s = overlap_interference_s(gpu, b.hidden_comm_s(), params);
+  b.compute_s += b.overlap_interference_s;
+
   r.step_time_s = b.compute_s + b.tp.exposed_s + b.cp.exposed_s + b.pp.exposed_s + b.dp.exposed_s +
                   b.bubble_s + b.optimizer_s;
 
-  // 6. Throughput and utilisation.
+  // 7. Throughput and utilisation.
   const FlopsPerToken f = flops_per_token(w.model, w.seq_len, /*causal=*/true);
   r.tokens_per_step = w.tokens_per_step();
   r.tokens_per_s = r.tokens_per_step / r.step_time_s;

@@ -29,6 +29,11 @@ struct StepParams {
   // Gradient buckets: the last one cannot overlap with backward. Megatron-core DDP's default
   // bucket is 40M parameters (distributed_data_parallel_config.py, bucket_size).
   double dp_bucket_params = 40e6;
+  // A collective running beside compute occupies SMs: NCCL runs one thread block per channel
+  // (docs: NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS; 16 or more on NVLink and multi-NIC nodes), TE's
+  // userbuffers overlap 16-24 (NeMo's tp_comm_overlap configs, num_sm). The compute it overlaps
+  // runs on the other SMs for that long: hidden x s / (SMs - s) is added to the compute.
+  double overlap_comm_sms = 16;
   // The optimizer step's HBM traffic per parameter (Megatron-LM's mixed-precision optimizer,
   // optimizer.py): the gradient norm for clipping (read the fp32 gradient: 4; --clip-grad 1.0
   // is the default), Adam (read master weight, gradient, m, v: 16; write master, m, v: 12),
@@ -42,6 +47,10 @@ struct StepParams {
 
 // The defaults for this cluster's GPU (compute efficiency by architecture).
 StepParams default_step_params(const ClusterConfig& cluster);
+
+// The compute time a step loses to the collectives it hides: `hidden_comm_s` of them running
+// beside compute on params.overlap_comm_sms of the GPU's SMs.
+double overlap_interference_s(const GpuSpec& gpu, double hidden_comm_s, const StepParams& params);
 
 // One kind of collective of the step, timed.
 struct TimedComm {
@@ -60,7 +69,10 @@ struct DimComm {
 };
 
 struct StepBreakdown {
-  double compute_s = 0;    // m x (forward + backward incl. recompute) of the busiest stage
+  // m x (forward + backward incl. recompute) of the busiest stage, slowed where collectives run
+  // beside it (overlap_interference_s, part of it)
+  double compute_s = 0;
+  double overlap_interference_s = 0;
   DimComm tp, pp, dp, cp;  // exposed parts add to the step; hidden parts overlap compute
   double bubble_s = 0;     // pipeline fill and drain
   double optimizer_s = 0;  // the Adam update over the local shard

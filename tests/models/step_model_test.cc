@@ -68,7 +68,8 @@ TEST_SUITE("models") {
       CHECK(r.step_time_s ==
             doctest::Approx(b.compute_s + b.tp.exposed_s + b.pp.exposed_s + b.dp.exposed_s +
                             b.cp.exposed_s + b.bubble_s + b.optimizer_s));
-      CHECK(b.compute_s == doctest::Approx(r.micro_batches * (r.forward_s + r.backward_s)));
+      CHECK(b.compute_s - b.overlap_interference_s ==
+            doctest::Approx(r.micro_batches * (r.forward_s + r.backward_s)));
       for (const DimComm* d : {&b.tp, &b.pp, &b.dp, &b.cp}) {
         CHECK(d->exposed_s >= 0);
         CHECK(d->exposed_s <= d->total_s * (1 + 1e-12));
@@ -166,8 +167,12 @@ TEST_SUITE("models") {
     auto hidden = predict_step(s, params);
     REQUIRE(hidden.ok());
     CHECK(hidden->breakdown.tp.exposed_s == 0);
+    // The TP time leaves the step, and its SMs' share of it comes back as slower compute.
+    const auto& gpu = s.cluster.node.gpu;
     CHECK(hidden->step_time_s ==
-          doctest::Approx(exposed->step_time_s - exposed->breakdown.tp.total_s));
+          doctest::Approx(exposed->step_time_s - exposed->breakdown.tp.total_s +
+                          overlap_interference_s(gpu, exposed->breakdown.tp.total_s, params)));
+    CHECK(overlap_interference_s(gpu, 132, params) == doctest::Approx(132.0 * 16 / (132 - 16)));
   }
 
   TEST_CASE("step: context parallelism hides K/V exchange behind attention") {
