@@ -12,6 +12,7 @@
 #include "models/calibration_fit.h"
 #include "models/units.h"
 #include "tools/command_registry.h"
+#include "tools/measurement_input.h"
 #include "tools/scenario_input.h"
 #include "tools/text_table.h"
 #include "validate/measurement_samples.h"
@@ -24,6 +25,7 @@ using models::format_significant;
 
 struct CalibrateArgs {
   std::vector<std::string> files;
+  std::string scenario;  // the hardware of nccl-tests logs
   std::string out;
   bool json = false;
   std::vector<std::string> attention_references;
@@ -182,13 +184,9 @@ void print_calibration(const models::Calibration& c, const std::string& out) {
 
 int run_calibrate(const CalibrateArgs& a) {
   const std::string cmd = "calibrate";
-  std::vector<validate::MeasurementFile> files;
-  for (const auto& path : a.files) {
-    auto f = validate::load_measurement_file(path);
-    if (!f) return fail_bad_input(cmd, f.message());
-    files.push_back(std::move(*f));
-  }
-  auto input = validate::calibration_input(files);
+  auto files = load_measurements(a.files, a.scenario, "--scenario");
+  if (!files) return fail_bad_input(cmd, files.message());
+  auto input = validate::calibration_input(*files);
   if (!input) return fail_bad_input(cmd, input.message());
   for (const auto& path : a.attention_references) {
     auto ref = validate::load_attention_reference(path);
@@ -215,7 +213,12 @@ const bool kRegistered = register_command(
     {"calibrate", "fit the models to measurement files and write a calibration overlay", 70,
      [](CLI::App& sub) -> CommandAction {
        auto a = std::make_shared<CalibrateArgs>();
-       sub.add_option("measurements", a->files, "measurement files (one GPU model)")->required();
+       sub.add_option("measurements", a->files,
+                      "measurement files (one GPU model), or nccl-tests output (*_perf logs: "
+                      "give --scenario)")
+           ->required();
+       sub.add_option("--scenario", a->scenario,
+                      "the cluster nccl-tests logs ran on (their text does not say)");
        sub.add_option("-o,--out", a->out, "the overlay to write (YAML)")->required();
        sub.add_flag("--json", a->json, "print the fits as JSON");
        sub.add_option("--attention-reference", a->attention_references,

@@ -17,6 +17,7 @@
 #include "models/units.h"
 #include "tools/calibration_option.h"
 #include "tools/command_registry.h"
+#include "tools/measurement_input.h"
 #include "tools/range_option.h"
 #include "tools/scenario_input.h"
 #include "tools/text_table.h"
@@ -30,7 +31,7 @@ using models::format_percent;
 using models::format_significant;
 
 struct CheckArgs {
-  std::string file;
+  std::vector<std::string> files;
   std::string scenario;
   std::string calibration;
   std::string holdout = "none";
@@ -95,8 +96,13 @@ nlohmann::json comparison_json(const validate::Comparison& c, const std::string&
 
 int run_check(const CheckArgs& a) {
   const std::string cmd = "check";
-  auto file = validate::load_measurement_file(a.file);
-  if (!file) return fail_bad_input(cmd, file.message());
+  auto loaded = load_measurements(a.files, a.scenario, "--scenario");
+  if (!loaded) return fail_bad_input(cmd, loaded.message());
+  if (loaded->size() != 1) {
+    return fail_bad_input(cmd, "one measurement at a time: several nccl-tests logs make one, "
+                               "measurement files (JSON) do not merge");
+  }
+  const validate::MeasurementFile* file = &loaded->front();
   const validate::Measurement& m = file->data;
 
   // 1. The cluster and the calibration to predict with.
@@ -109,7 +115,7 @@ int run_check(const CheckArgs& a) {
     scenario_calibration = sc->calibration_path;
   } else {
     auto c = validate::measured_cluster(m);
-    if (!c) return fail_bad_input(cmd, a.file + ": " + c.message());
+    if (!c) return fail_bad_input(cmd, file->path + ": " + c.message());
     cluster = *c;
   }
   validate::Holdout holdout = validate::Holdout::kNone;
@@ -220,8 +226,12 @@ const bool kRegistered = register_command(
     {"check", "predicted vs measured per row, error per group, impossible figures flagged", 71,
      [](CLI::App& sub) -> CommandAction {
        auto a = std::make_shared<CheckArgs>();
-       sub.add_option("measurements", a->file, "a measurement file")->required();
-       sub.add_option("--scenario", a->scenario, "the cluster (default: the measured one)");
+       sub.add_option("measurements", a->files,
+                      "a measurement file, or nccl-tests output (one or several *_perf logs: "
+                      "give --scenario)")
+           ->required();
+       sub.add_option("--scenario", a->scenario,
+                      "the cluster (default: the measured one; required for nccl-tests logs)");
        sub.add_option("--calibration", a->calibration,
                       "overlay to predict with (default: the scenario's, else none)");
        sub.add_option("--holdout", a->holdout,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -10,6 +12,7 @@
 #include "models/catalog.h"
 #include "models/cluster_sketch.h"
 #include "models/text_file.h"
+#include "validate/nccl_tests_output.h"
 #include "validate/sha256.h"
 
 namespace clustersim::validate {
@@ -20,6 +23,86 @@ models::Result<MeasurementFile> load_measurement_file(const std::string& path) {
   auto m = parse_measurement(*bytes, path);
   if (!m) return m.error();
   return MeasurementFile{path, sha256_hex(*bytes), std::move(*m)};
+}
+
+bool is_nccl_tests_text(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && text[first] != '{';
+}
+
+models::Result<MeasurementFile> load_nccl_tests_files(const std::vector<std::string>& paths,
+                                                      const models::Scenario& scenario) {
+  const models::ClusterConfig& cluster = scenario.cluster;
+  const int total = cluster.total_gpus();
+  static constexpr std::string_view kOps[] = {"all_reduce", "all_gather", "reduce_scatter",
+                                              "alltoall",   "broadcast",  "sendrecv", "reduce"};
+  MeasurementFile out;
+  Measurement& m = out.data;
+  m.tool = "nccl-tests";
+  m.complete = true;
+  std::string all_bytes;
+  for (const std::string& path : paths) {
+    auto bytes = models::read_text_file(path);
+    if (!bytes) return bytes.error();
+    all_bytes += *bytes;
+    std::vector<CollectiveRow> rows = parse_nccl_tests_output(*bytes);
+    if (rows.empty()) return models::Error{path + ": no nccl-tests data line"};
+    // A "## ranks: N" comment names the communicator where the log shows no "#  Rank" lines.
+    int ranks_comment = 0;
+    if (const auto at = bytes->find("## ranks:"); at != std::string::npos) {
+      ranks_comment = std::atoi(bytes->c_str() + at + 9);
+    }
+    const std::string stem = std::filesystem::path(path).stem().string();
+    std::string op_from_name;
+    for (auto op : kOps) {
+      if (stem.find(op) != std::string::npos && op_from_name.size() < op.size()) {
+        op_from_name = std::string(op);  // "reduce_scatter" over "reduce"
+      }
+    }
+    for (CollectiveRow& r : rows) {
+      if (r.op.empty()) r.op = op_from_name;
+      if (r.op.empty()) {
+        return models::Error{path + ": which collective? Neither a '# Collective test starting: "
+                                    "<op>_perf' line nor the file name says (all_reduce, ...)"};
+      }
+      if (r.ranks <= 0) r.ranks = ranks_comment > 0 ? ranks_comment : total;
+      if (r.ranks > total) {
+        return models::Error{path + ": " + std::to_string(r.ranks) + " ranks, but the scenario's "
+                             "cluster has " + std::to_string(total) + " GPUs"};
+      }
+      m.collectives.push_back(r);
+    }
+    out.path += (out.path.empty() ? "" : " + ") + path;
+  }
+  // The cluster's GPUs and hosts, as a measurement of it would list them.
+  const models::GpuSpec& gpu = cluster.node.gpu;
+  const int gpn = cluster.node.gpus_per_node;
+  for (int node = 0; node < cluster.nodes; ++node) {
+    HostInfo h;
+    h.hostname = "node" + std::to_string(node);
+    for (int i = 0; i < gpn; ++i) h.ranks.push_back(node * gpn + i);
+    m.hosts.push_back(h);
+  }
+  for (int r = 0; r < total; ++r) {
+    GpuInfo g;
+    g.rank = r;
+    g.host = "node" + std::to_string(r / gpn);
+    g.cuda_index = r % gpn;
+    g.name = gpu.name;
+    g.pci.vendor_id = gpu.pci_vendor_id;
+    g.pci.device_id = gpu.pci_device_ids.empty() ? 0 : gpu.pci_device_ids.front();
+    g.sm_count = gpu.sm_count;
+    m.gpus.push_back(g);
+  }
+  m.run.world_size = total;
+  m.run.mode = "nccl-tests";
+  // NVLink without in-switch reduction in the scenario: the run had NVLS off.
+  if (cluster.node.scale_up.technology == models::LinkTechnology::kNvlink &&
+      !cluster.node.scale_up.switch_reduction) {
+    m.run.environment["NCCL_NVLS_ENABLE"] = "0";
+  }
+  out.sha256_hex = sha256_hex(all_bytes);
+  return out;
 }
 
 models::Result<std::string> measured_gpu_id(const Measurement& m) {

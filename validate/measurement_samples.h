@@ -23,6 +23,20 @@ struct MeasurementFile {
 // Reads, parses and hashes a file. Fails naming the path (unreadable, not JSON, wrong schema).
 models::Result<MeasurementFile> load_measurement_file(const std::string& path);
 
+// Whether a file's text is nccl-tests' own output rather than a measurement file (JSON).
+bool is_nccl_tests_text(std::string_view text);
+
+// NVIDIA/nccl-tests' text output (one or several *_perf logs) as one measurement of the
+// scenario's cluster: the data rows of every file (nccl_tests_output.h), the GPUs, hosts and
+// ranks of the scenario (GPU ranks fill nodes in order), and NVLS marked off when the scenario's
+// scale-up has no switch reduction. A table's op is its "# Collective test starting: X_perf"
+// line, else the op named in its file name (all_reduce_perf.txt); its communicator is the
+// "#  Rank" lines' count, else a "## ranks: N" comment, else every GPU of the cluster. Fails,
+// naming the file, on a file without data lines, without an op, or with more ranks than the
+// cluster has.
+models::Result<MeasurementFile> load_nccl_tests_files(const std::vector<std::string>& paths,
+                                                      const models::Scenario& scenario);
+
 // The catalog id of the measured GPUs: every GPU's PCI vendor and device id looked up in the
 // catalog (the name is not trusted). Fails when there are no GPUs, an id is unknown, or the
 // GPUs are of different models.

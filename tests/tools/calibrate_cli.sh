@@ -106,6 +106,19 @@ grep -qF "half_efficiency_flops: 4.1e+09" "$tmp/old.yaml" || fail "the old-style
 "$bin" calibrate "$synthetic" "$synthetic" -o "$tmp/two.yaml" >/dev/null || fail "two files"
 grep -q "sha256:" "$tmp/two.yaml" || fail "sources carry the files' SHA-256"
 
+# nccl-tests' own output with the scenario of its machine: calibrated, then checked with it.
+h2="$src/scenarios/measurements/h200-2gpu.scenario.yaml"
+"$bin" calibrate "$src/scenarios/measurements/nccl-tests-2gpu.txt" --scenario "$h2" \
+  -o "$tmp/nt.yaml" >"$tmp/nt.txt" || fail "calibrate on nccl-tests text exited $?"
+grep -q "all_reduce" "$tmp/nt.yaml" || fail "the overlay from nccl-tests text has no all_reduce"
+"$bin" check "$src/scenarios/measurements/nccl-tests-2gpu.txt" --scenario "$h2" \
+  --calibration "$tmp/nt.yaml" --sizes 64KiB:8GiB --max-median-error 0.05 >/dev/null ||
+  fail "nccl-tests text checked against its own calibration missed a 5% median"
+"$bin" calibrate "$src/scenarios/measurements/nccl-tests-2gpu.txt" -o "$tmp/x.yaml" \
+  >/dev/null 2>"$tmp/err.txt"
+[ $? -eq 2 ] || fail "calibrate on nccl-tests text without --scenario should exit 2"
+grep -qF -- "--scenario" "$tmp/err.txt" || fail "the error should name --scenario"
+
 # Bad input: exit 2.
 "$bin" calibrate /no/such.json -o "$tmp/x.yaml" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "a missing measurement file should exit 2"

@@ -83,4 +83,26 @@ done
 bash "$src/validate/device/after_x8.sh" "$bin" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "after_x8.sh without arguments should exit 2"
 
+# nccl-tests' own output: the per-size error table for a log and its scenario; several logs
+# make one measurement; a log without a scenario is bad input.
+logs="$src/scenarios/measurements/call7/rounds"
+h2="$src/scenarios/measurements/h200-2gpu.scenario.yaml"
+"$bin" check "$src/scenarios/measurements/nccl-tests-2gpu.txt" --scenario "$h2" \
+  --sizes 64KiB:8GiB >"$tmp/nt.txt" || fail "check on nccl-tests-2gpu.txt exited $?"
+for want in "nccl-tests-2gpu.txt" "uncalibrated analytic model" "all_reduce x2" "sendrecv x2" \
+            "median |err|"; do
+  grep -qF -- "$want" "$tmp/nt.txt" || fail "check of nccl-tests text lacks '$want'"
+done
+"$bin" check "$logs/nccl-tests-round1.txt" "$logs/nccl-tests-round2.txt" --scenario "$h2" --json \
+  >"$tmp/nt.json" || fail "check on two nccl-tests logs exited $?"
+python3 - "$tmp/nt.json" <<'PY' || fail "check on two nccl-tests logs: content"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ops = {r["group"] for r in d["rows"]}
+assert {"all_reduce x2", "all_gather x2", "reduce_scatter x2"} <= ops, ops
+assert d["cluster"]["gpu"] == "h200-sxm"
+PY
+expect_bad check "give --scenario SCENARIO" "$src/scenarios/measurements/nccl-tests-2gpu.txt"
+expect_bad check "one measurement at a time" "$real" "$src/scenarios/measurements/h200-1gpu.json"
+
 finish check_cli
