@@ -76,6 +76,8 @@ double LayerKernels::recompute_s(Recompute r) const {
       return 0;
     case Recompute::kSelective:
       return attention_forward_s;
+    case Recompute::kSelectiveOp:
+      return gemm_recomputed_by_op_s + memory_forward_s;
     case Recompute::kFull:
       return forward_s();
   }
@@ -100,11 +102,15 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   // feeds or a reduce-scatter drains into tp chunks of tokens / tp rows, each computed while the
   // ring passes the next (forward and data gradients; weight gradients run whole).
   const int chunks = w.framework.tp_comm_overlap && par.tp > 1 ? par.tp : 1;
+  // Each GEMM's share op-level checkpointing recomputes (see LayerKernels).
+  const double recomputed_share[] = {kv_dim / (h + 2 * kv_dim), 1, m.gated_ffn ? 0.5 : 0, 0};
+  int i = 0;
   for (const auto& [n, k] : {std::pair{(h + 2 * kv_dim) / t, h}, std::pair{h, h / t},
                              std::pair{ffn_out / t, h}, std::pair{h, m.ffn_hidden / t}}) {
     const WeightGemm g = weight_gemm(gpu, p, tokens, n, k, params, chunks);
     out.gemm_forward_s += g.forward_s;
     out.gemm_backward_s += g.backward_s;
+    out.gemm_recomputed_by_op_s += recomputed_share[i++] * g.forward_s;
   }
 
   // 2. The attention core: ring attention runs cp chunks of s/cp queries against s/cp keys.
@@ -197,7 +203,9 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
     const double n = c.layers;
     c.gemm_forward_s = n * l.gemm_forward_s;
     c.gemm_backward_s =
-        n * (l.gemm_backward_s + (rc == Recompute::kFull ? l.gemm_forward_s : 0));
+        n * (l.gemm_backward_s + (rc == Recompute::kFull          ? l.gemm_forward_s
+                                  : rc == Recompute::kSelectiveOp ? l.gemm_recomputed_by_op_s
+                                                                  : 0));
     c.attention_forward_s = n * l.attention_forward_s;
     c.attention_backward_s = n * l.attention_backward_s;
     c.forward_s = n * l.forward_s();
@@ -209,6 +217,7 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
     c.tensor_s = n * (l.gemm_forward_s + l.gemm_backward_s + att_fwd + att_bwd);
     if (rc == Recompute::kFull) c.tensor_s += n * (l.gemm_forward_s + att_fwd);
     if (rc == Recompute::kSelective) c.tensor_s += n * att_fwd;
+    if (rc == Recompute::kSelectiveOp) c.tensor_s += n * l.gemm_recomputed_by_op_s;
     if (s == 0) {
       // Embedding: gather h per token forward; backward accumulates into the fp32 gradient.
       c.forward_s += elementwise_time(gpu, 2 * h * e * tokens, params).time_s;

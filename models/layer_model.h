@@ -32,11 +32,16 @@ struct LayerKernels {
   // kernel's backward reads the output gradient and its saved inputs, writes input gradients).
   double memory_forward_s = 0;
   double memory_backward_s = 0;
+  // The forward GEMMs op-level selective checkpointing recomputes: of TorchTitan's seven
+  // matmuls (wq, wk, wv, wo, w1, w3, w2) every other one, wk, wo and w3: the K share of the
+  // fused QKV GEMM, the output projection and the up half of the gated up GEMM.
+  double gemm_recomputed_by_op_s = 0;
 
   double forward_s() const { return gemm_forward_s + attention_forward_s + memory_forward_s; }
   double backward_s() const { return gemm_backward_s + attention_backward_s + memory_backward_s; }
   // What recomputation adds to the backward: full repeats the whole forward, selective the
-  // attention core (Korthikanti et al. 2022).
+  // attention core (Korthikanti et al. 2022), op-level selective every memory-bound kernel and
+  // every other matmul (not attention).
   double recompute_s(Recompute r) const;
 };
 

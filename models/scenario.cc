@@ -45,6 +45,7 @@ std::string_view to_string(Recompute r) {
   switch (r) {
     case Recompute::kNone: return "none";
     case Recompute::kSelective: return "selective";
+    case Recompute::kSelectiveOp: return "selective-op";
     case Recompute::kFull: return "full";
   }
   return "?";
@@ -916,7 +917,10 @@ bool Loader::load_parallelism(const YAML::Node& node, const std::string& path) {
   if (!open_map(node, path, kParallelismKeys)) return false;
   ParallelismConfig& p = sc_.workload.parallelism;
   static constexpr std::pair<std::string_view, Recompute> kRecompute[] = {
-      {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}};
+      {"none", Recompute::kNone},
+      {"selective", Recompute::kSelective},
+      {"selective-op", Recompute::kSelectiveOp},
+      {"full", Recompute::kFull}};
   static constexpr std::pair<std::string_view, PipelineSchedule> kSchedules[] = {
       {"gpipe", PipelineSchedule::kGpipe},
       {"1f1b", PipelineSchedule::k1F1B},

@@ -20,7 +20,10 @@ namespace clustersim::models {
 
 enum class TopologyKind { kFatTree, kLeafSpine, kRailOptimized, kSingleSwitch };
 enum class Routing { kAdaptive, kEcmp, kStatic };
-enum class Recompute { kNone, kSelective, kFull };
+// Activation recomputation: none; Megatron's selective (the attention core, Korthikanti et al.
+// 2022); PyTorch's op-level selective checkpointing as TorchTitan runs it (the attention output
+// and every other matmul output kept, everything else recomputed); full (each layer's input).
+enum class Recompute { kNone, kSelective, kSelectiveOp, kFull };
 enum class PipelineSchedule { kGpipe, k1F1B, kInterleaved };
 
 std::string_view to_string(TopologyKind k);

@@ -101,6 +101,11 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   if (par.recompute == Recompute::kFull) {
     // Each layer's input, and one layer's activations while it is recomputed.
     out.activations_bytes = in_flight * layers * h * residual / sp * tokens + layer;
+  } else if (par.recompute == Recompute::kSelectiveOp) {
+    // The layer's input, the attention output and every other matmul output (wq, wv, w1, w2),
+    // and one layer's activations while its backward recomputes the rest.
+    const double kept = h * residual / sp + (2 * h + kv + f) / t * e + h / sp * e;
+    out.activations_bytes = in_flight * layers * kept * tokens + layer;
   } else {
     out.activations_bytes = in_flight * layers * layer;
   }
@@ -150,6 +155,11 @@ FlopsPerToken flops_per_token(const ModelSpec& model, int seq_len, bool causal) 
   f.head_forward = 2.0 * model.vocab * model.hidden;
   f.dense_forward = 2 * model.layers * pc.matmul_per_layer() + f.head_forward;
   f.attention_forward = 4.0 * seq_len * model.hidden * model.layers * (causal ? 0.5 : 1.0);
+  // wk, wo and w3 (the up half of a gated MLP): what op-level checkpointing recomputes.
+  const double h = model.hidden;
+  const double kv = double(model.kv_heads) * h / model.heads;
+  f.op_recomputed_forward =
+      2.0 * model.layers * (h * kv + h * h + (model.gated_ffn ? h * model.ffn_hidden : 0));
   return f;
 }
 
@@ -159,6 +169,8 @@ double hardware_flops_per_token(const FlopsPerToken& f, Recompute recompute) {
       return f.training();
     case Recompute::kSelective:
       return f.training() + f.attention_forward;
+    case Recompute::kSelectiveOp:
+      return f.training() + f.op_recomputed_forward;
     case Recompute::kFull:
       return f.training() + f.forward() - f.head_forward;
   }

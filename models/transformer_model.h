@@ -44,6 +44,7 @@ struct FlopsPerToken {
   double dense_forward = 0;      // 2 x (layer matmul weights + the output head's vocab x hidden)
   double attention_forward = 0;  // QK^T and AV: 4 s h per layer, halved when causal
   double head_forward = 0;       // the part of dense_forward that is the output head: 2 V h
+  double op_recomputed_forward = 0;  // op-level selective checkpointing's recomputed matmuls
 
   double forward() const { return dense_forward + attention_forward; }
   // Model FLOPs of a training step per token: forward + backward (2x forward), no recompute.
@@ -56,7 +57,8 @@ FlopsPerToken flops_per_token(const ModelSpec& model, int seq_len, bool causal =
 
 // Hardware FLOPs per token of a training step: model FLOPs plus what recomputation repeats:
 // full adds the forward of every layer (not the output head), selective adds the attention
-// forward (QK^T, softmax, AV: Korthikanti et al. 2022).
+// forward (QK^T, softmax, AV: Korthikanti et al. 2022), op-level selective the wk, wo and w3
+// matmuls.
 double hardware_flops_per_token(const FlopsPerToken& flops, Recompute recompute);
 
 // Memory assumptions that the scenario does not spell out.

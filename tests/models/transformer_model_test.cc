@@ -167,6 +167,33 @@ TEST_SUITE("models") {
     CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(4 * 24 * sbh / 2 * 32 / t));
   }
 
+  TEST_CASE("transformer: op-level selective checkpointing keeps every other matmul output") {
+    WorkloadConfig w;
+    w.model = preset("llama3-8b");  // h 4096, kv 1024, gated f 14336
+    w.seq_len = 8192;
+    w.micro_batch = 1;
+    w.global_batch = 8;
+    w.parallelism.dp = 8;
+    w.parallelism.zero = 3;
+    w.parallelism.recompute = Recompute::kSelectiveOp;
+    const double h = 4096, kv = 1024, f = 14336, s = 8192;
+    // Per token: the layer input, wq and wv outputs, w1 output, the attention output and the
+    // w2 output (2 bytes each); plus one whole layer while it is recomputed.
+    const double kept = 2 * h + 2 * (2 * h + kv + f) + 2 * h;
+    const double layer = 2 * (4 * h + (2 * h + 2 * kv) + 3 * f);
+    CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(32 * kept * s + layer * s));
+    // It recomputes wk, wo and w3: 2 (h kv + h^2 + h f) FLOPs per token and layer.
+    const auto fl = flops_per_token(w.model, 8192);
+    CHECK(hardware_flops_per_token(fl, Recompute::kSelectiveOp) ==
+          doctest::Approx(fl.training() + 2 * 32 * (h * kv + h * h + h * f)));
+    // Between Megatron's selective (the attention core) and full recompute in memory.
+    const double op = memory_per_gpu(w).activations_bytes;
+    w.parallelism.recompute = Recompute::kFull;
+    CHECK(memory_per_gpu(w).activations_bytes < op);
+    w.parallelism.recompute = Recompute::kSelective;
+    CHECK(memory_per_gpu(w).activations_bytes > op);
+  }
+
   TEST_CASE("transformer: pipeline stages hold micro-batches in flight") {
     auto w = llama2_70b_default();
     w.parallelism.zero = 1;
