@@ -139,8 +139,9 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     // Q and K (12 h) and V's contiguous copy (4 h), the output's transpose copy (4 h), two
     // residual adds of a 16-bit output to the fp32 stream (10 h each), SiLU (4 f) and the gate
     // product (6 f). Backward 196 h + 26 f: the same ops' gradients, the rotary slices and
-    // casts, the q/k/v and gate/up gradients concatenated. Every weight is cast to 16 bits per
-    // forward and its 16-bit gradient to fp32 (12 bytes per parameter per pass).
+    // casts, the q/k/v and gate/up gradients concatenated. Every weight is cast to 16 bits in
+    // the forward (read 4, write 2) and its 16-bit gradient to fp32 in the backward (read 2,
+    // write 4): 6 bytes per parameter each way.
     // Without rotary embedding the 64 h forward and 92 h backward of its ops go.
     const double weights = 2 * h * h + 2 * h * kv_dim + (ffn_out + m.ffn_hidden) * h;
     const double cast_per_token = 6 * weights / t / tokens;
