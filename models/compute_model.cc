@@ -50,16 +50,15 @@ ComputeParams default_compute_params(const GpuSpec& gpu) {
   }
   // The SKU's datasheet cap is the reference (its peak is quoted at it); a scenario that lowers
   // the GPU's tdp lowers the clock its tensor cores sustain.
-  if (const GpuSpec* catalog = find_gpu(gpu.id)) p.sustained_clock_reference_w = catalog->tdp_w;
-  if (p.sustained_clock_reference_w > 0 && gpu.tdp_w > 0 &&
-      gpu.tdp_w < p.sustained_clock_reference_w) {
-    p.sustained_clock *= std::pow(gpu.tdp_w / p.sustained_clock_reference_w, 1 / p.power_exponent);
+  const GpuSpec* datasheet = find_gpu(gpu.id);
+  if (datasheet != nullptr && gpu.tdp_w > 0 && gpu.tdp_w < datasheet->tdp_w) {
+    p.sustained_clock *= std::pow(gpu.tdp_w / datasheet->tdp_w, 1 / p.power_exponent);
   }
   return p;
 }
 
 double microbenchmark_gemm_efficiency(const GpuSpec& gpu) {
-  if (gpu.arch == "sm_80") return 0.87;
+  if (gpu.arch == "sm_80") return kAmpereMicrobenchmarkGemmEfficiency;
   return default_compute_params(gpu).gemm_max_efficiency;
 }
 

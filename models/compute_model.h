@@ -26,12 +26,11 @@ struct ComputeParams {
   // 258 TFLOP/s for torch.matmul 8192^3 on random data at 400 W (H. He, "Strangely, matrix
   // multiplications on GPUs run faster when given predictable data", 2024) against MAMF's
   // 267.9. 1 (no cap reached) for others, an assumption.
+  // It holds at the SKU's datasheet TDP (H100/H200 SXM 700 W, A100 SXM 400 W), at which its
+  // peak is quoted. A GPU run at a lower cap (a scenario's tdp override, e.g. Meta's H100s at
+  // 500 W) settles lower: default_compute_params() scales the clock by (tdp / datasheet
+  // tdp)^(1 / power_exponent), the law power_clock() uses.
   double sustained_clock = 1.0;
-  // The power cap sustained_clock holds at: the SKU's datasheet TDP (H100/H200 SXM 700 W, A100
-  // SXM 400 W), at which its peak is quoted. A GPU run at a lower cap (a scenario's tdp
-  // override, e.g. Meta's H100s at 500 W) settles lower: default_compute_params() scales the
-  // clock by (tdp / reference)^(1 / power_exponent), the law power_clock() uses. 0: unknown.
-  double sustained_clock_reference_w = 0;
   // How a step's kernel mix sets its clock: power ~ clock^power_exponent (dynamic power f V^2,
   // the voltage rising with the clock), and a memory-bound kernel draws memory_power_ratio of a
   // tensor-core kernel's power at the same clock. With a share g of the busy time in tensor-core
@@ -77,10 +76,13 @@ struct ComputeParams {
 // accuracy`). Public microbenchmarks reach higher (ml-engineering MAMF: 267.9 of 312 TFLOP/s,
 // 0.87 in-tile, on their best shape), training runs do not.
 inline constexpr double kAmpereGemmMaxEfficiency = 0.72;
+// What an A100 GEMM microbenchmark reaches in a tile at full clock: ml-engineering MAMF's 267.9
+// of 312 TFLOP/s on its best shape (CUDA 12.1), ~0.985 of which the shape allows.
+inline constexpr double kAmpereMicrobenchmarkGemmEfficiency = 0.87;
 
 // The in-tile rate at full clock a GEMM microbenchmark reaches on this GPU (what an acceptance
-// burn is held to): Hopper 0.834 (as gemm_max_efficiency), Ampere 0.87 (ml-engineering MAMF's
-// 267.9 of 312 TFLOP/s on its best shape), others 0.70.
+// burn is held to): Hopper 0.834 (as gemm_max_efficiency), Ampere
+// kAmpereMicrobenchmarkGemmEfficiency, others 0.70.
 double microbenchmark_gemm_efficiency(const GpuSpec& gpu);
 
 // The defaults for this GPU (the architecture picks gemm_max_efficiency and sustained_clock,

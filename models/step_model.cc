@@ -145,20 +145,21 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   // The busiest stage sets the pace of the steady state; the others add their fill and drain.
   std::size_t busiest = 0;
   double busiest_mb = -1, sum_mb = 0;
+  StageExposure x;
   for (std::size_t i = 0; i < r.stages.size(); ++i) {
-    const StageExposure x = exposure(r.stages[i]);
-    const double mb = r.stages[i].total_s() + x.tp + x.cp;
+    const StageExposure xi = exposure(r.stages[i]);
+    const double mb = r.stages[i].total_s() + xi.tp + xi.cp;
     sum_mb += mb;
     if (mb > busiest_mb) {
       busiest_mb = mb;
       busiest = i;
+      x = xi;
     }
   }
   const StageCompute& st = r.stages[busiest];
   r.busiest_stage = static_cast<int>(busiest);
   r.forward_s = st.forward_s;
   r.backward_s = st.backward_s;
-  const StageExposure x = exposure(st);
   b.tp.exposed_s = m * x.tp;
   b.cp.exposed_s = m * x.cp;
 

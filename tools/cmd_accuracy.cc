@@ -51,6 +51,7 @@ struct EnginePrediction {
 
 struct CorpusRun {
   models::Scenario scenario;
+  models::StepParams params;  // the step parameters both engines and the refits start from
   double published_step_s = 0;
   EnginePrediction analytic, des;
   // The analytic step with the corpus-fitted constants refitted without this run's source, and
@@ -124,7 +125,8 @@ struct ConstantReport {
 };
 
 // Fits every corpus constant (analytic engine) and sets each run's left-out prediction: the
-// constants refitted without the run's source. REQUIRES: r.analytic predicted for every run.
+// constants refitted without the run's source. REQUIRES: r.params set and r.analytic predicted
+// for every run.
 models::Result<std::vector<ConstantReport>> refit_constants(std::vector<CorpusRun>& runs) {
   std::vector<ConstantReport> reports;
   for (const models::CorpusConstant& c : models::corpus_constants()) {
@@ -133,10 +135,8 @@ models::Result<std::vector<ConstantReport>> refit_constants(std::vector<CorpusRu
     for (const CorpusRun& r : runs) {
       models::FitRun f{r.scenario.published->source, r.published_step_s, {}};
       if (c.applies(r.scenario)) {
-        auto params = step_params_for(r.scenario, "");
-        if (!params) return models::Error{params.message()};
         for (int i = 0; i < c.grid_size(); ++i) {
-          models::StepParams p = *params;
+          models::StepParams p = r.params;
           c.set(&p, c.grid(i));
           auto step = models::predict_step(r.scenario, p);
           if (!step) return models::Error{r.scenario.path + ": " + step.message()};
@@ -270,7 +270,8 @@ int run_accuracy(const AccuracyArgs& a) {
     CorpusRun& r = runs[i];
     auto params = step_params_for(r.scenario, "");
     if (!params) return fail_bad_input("accuracy", params.message());
-    auto step = models::predict_step(r.scenario, *params);
+    r.params = std::move(*params);
+    auto step = models::predict_step(r.scenario, r.params);
     if (!step) return fail_bad_input("accuracy", r.scenario.path + ": " + step.message());
     r.memory_bytes = step->memory.total();
     r.allocator_memory_bytes = step->memory.allocator_bytes();
@@ -278,7 +279,7 @@ int run_accuracy(const AccuracyArgs& a) {
     r.fits = step->fits;
     r.analytic = {true, step->step_time_s, ""};  // also the refit's reference (below)
     if (want_des) {
-      auto sim = sim::simulate_step(r.scenario, *params);
+      auto sim = sim::simulate_step(r.scenario, r.params);
       if (sim) {
         r.des = {true, sim->step.step_time_s, ""};
       } else {

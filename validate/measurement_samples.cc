@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -20,9 +19,14 @@ namespace clustersim::validate {
 models::Result<MeasurementFile> load_measurement_file(const std::string& path) {
   auto bytes = models::read_text_file(path);
   if (!bytes) return bytes.error();
-  auto m = parse_measurement(*bytes, path);
+  return measurement_from_text(path, *bytes);
+}
+
+models::Result<MeasurementFile> measurement_from_text(const std::string& path,
+                                                      const std::string& text) {
+  auto m = parse_measurement(text, path);
   if (!m) return m.error();
-  return MeasurementFile{path, sha256_hex(*bytes), std::move(*m)};
+  return MeasurementFile{path, sha256_hex(text), std::move(*m)};
 }
 
 bool is_nccl_tests_text(std::string_view text) {
@@ -32,6 +36,17 @@ bool is_nccl_tests_text(std::string_view text) {
 
 models::Result<MeasurementFile> load_nccl_tests_files(const std::vector<std::string>& paths,
                                                       const models::Scenario& scenario) {
+  std::vector<FileText> logs;
+  for (const std::string& path : paths) {
+    auto text = models::read_text_file(path);
+    if (!text) return text.error();
+    logs.push_back({path, std::move(*text)});
+  }
+  return nccl_tests_measurement(logs, scenario);
+}
+
+models::Result<MeasurementFile> nccl_tests_measurement(const std::vector<FileText>& logs,
+                                                       const models::Scenario& scenario) {
   const models::ClusterConfig& cluster = scenario.cluster;
   const int total = cluster.total_gpus();
   static constexpr std::string_view kOps[] = {"all_reduce", "all_gather", "reduce_scatter",
@@ -41,16 +56,19 @@ models::Result<MeasurementFile> load_nccl_tests_files(const std::vector<std::str
   m.tool = "nccl-tests";
   m.complete = true;
   std::string all_bytes;
-  for (const std::string& path : paths) {
-    auto bytes = models::read_text_file(path);
-    if (!bytes) return bytes.error();
-    all_bytes += *bytes;
-    std::vector<CollectiveRow> rows = parse_nccl_tests_output(*bytes);
+  for (const FileText& log : logs) {
+    const std::string& path = log.path;
+    all_bytes += log.text;
+    std::vector<CollectiveRow> rows = parse_nccl_tests_output(log.text);
     if (rows.empty()) return models::Error{path + ": no nccl-tests data line"};
     // A "## ranks: N" comment names the communicator where the log shows no "#  Rank" lines.
     int ranks_comment = 0;
-    if (const auto at = bytes->find("## ranks:"); at != std::string::npos) {
-      ranks_comment = std::atoi(bytes->c_str() + at + 9);
+    if (const auto at = log.text.find("## ranks:"); at != std::string::npos) {
+      std::istringstream in(log.text.substr(at + 9, log.text.find('\n', at) - at - 9));
+      std::string rest;
+      if (!(in >> ranks_comment) || ranks_comment < 1 || (in >> rest)) {
+        return models::Error{path + ": '## ranks:' needs a whole number of ranks"};
+      }
     }
     const std::string stem = std::filesystem::path(path).stem().string();
     std::string op_from_name;

@@ -22,6 +22,15 @@ struct MeasurementFile {
 
 // Reads, parses and hashes a file. Fails naming the path (unreadable, not JSON, wrong schema).
 models::Result<MeasurementFile> load_measurement_file(const std::string& path);
+// The same for a file's text already read.
+models::Result<MeasurementFile> measurement_from_text(const std::string& path,
+                                                      const std::string& text);
+
+// A file's path and its text, read once.
+struct FileText {
+  std::string path;
+  std::string text;
+};
 
 // Whether a file's text is nccl-tests' own output rather than a measurement file (JSON).
 bool is_nccl_tests_text(std::string_view text);
@@ -32,8 +41,11 @@ bool is_nccl_tests_text(std::string_view text);
 // scale-up has no switch reduction. A table's op is its "# Collective test starting: X_perf"
 // line, else the op named in its file name (all_reduce_perf.txt); its communicator is the
 // "#  Rank" lines' count, else a "## ranks: N" comment, else every GPU of the cluster. Fails,
-// naming the file, on a file without data lines, without an op, or with more ranks than the
-// cluster has.
+// naming the file, on a file without data lines, without an op, with a "## ranks:" that is not
+// a whole number, or with more ranks than the cluster has.
+models::Result<MeasurementFile> nccl_tests_measurement(const std::vector<FileText>& logs,
+                                                       const models::Scenario& scenario);
+// The same, reading the files.
 models::Result<MeasurementFile> load_nccl_tests_files(const std::vector<std::string>& paths,
                                                       const models::Scenario& scenario);
 

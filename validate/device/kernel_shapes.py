@@ -6,28 +6,20 @@ GEMM: bf16 torch.matmul, A [m x k] row-major times B [k x n], 10 products per ti
 median of CUDA-event timings over >= 0.15 s. Memory-bound: bytes read + written per second."""
 import json
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 
+import torch_reference  # the same folder: its CUDA-event median timer
+
 
 def bench(fn, seconds=0.15, inner=10, min_reps=3):
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    t0 = time.time()
-    while len(times) < min_reps or time.time() - t0 < seconds:
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
+    """Median seconds of one fn() call: torch_reference.bench over `inner` back-to-back calls."""
+    def loop():
         for _ in range(inner):
             fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e-3 / inner)
-    times.sort()
-    return times[len(times) // 2]
+    t, _ = torch_reference.bench(loop, seconds, min_reps)
+    return t / inner
 
 
 def main():
