@@ -94,6 +94,10 @@ TEST_SUITE("validate") {
     r = load_nccl_tests_files({empty}, *sc);
     REQUIRE_FALSE(r.ok());
     CHECK(r.message() == empty + ": no nccl-tests data line");
+    const std::string garbled = f.write("all_gather_perf.txt", std::string("## ranks: 8x\n") + kTable);
+    r = load_nccl_tests_files({garbled}, *sc);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.message() == garbled + ": '## ranks:' needs a whole number of ranks");
     const std::string big = f.write("all_gather_perf.txt", std::string("## ranks: 32\n") + kTable);
     r = load_nccl_tests_files({big}, *sc);
     REQUIRE_FALSE(r.ok());
