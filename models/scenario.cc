@@ -115,7 +115,8 @@ constexpr std::string_view kNodeKeys[] = {"gpu", "gpus_per_node", "scale_up",
                                           "nics_per_node", "nic", "links_per_nic"};
 constexpr std::string_view kFabricKeys[] = {
     "topology",         "tiers",          "switch_radix", "leaves",  "spines",
-    "uplinks_per_leaf", "oversubscription", "routing",    "in_network_reduction", "switch"};
+    "uplinks_per_leaf", "oversubscription", "routing",    "qps_per_connection",
+    "in_network_reduction", "switch"};
 constexpr std::string_view kStorageKeys[] = {"write_bandwidth"};
 constexpr std::string_view kWorkloadKeys[] = {
     "model",   "layers",    "hidden",       "heads",       "kv_heads",  "ffn_hidden",
@@ -782,6 +783,7 @@ bool Loader::load_fabric(const YAML::Node& node, const std::string& path) {
          read_int(node, path, "uplinks_per_leaf", 1, &f.uplinks_per_leaf) &&
          read_oversubscription(node, path) &&
          read_enum(node, path, "routing", kRoutings, &f.routing) &&
+         read_int(node, path, "qps_per_connection", 1, &f.qps_per_connection) &&
          read_bool(node, path, "in_network_reduction", &f.in_network_reduction) &&
          read_spec<SwitchSpec>(node, path, "switch", "switch", find_switch, known_switch_ids,
                                switch_fields(), &f.switch_spec, &switch_given_);
@@ -1017,6 +1019,12 @@ bool Loader::check_combinations() {
       return fail_key(k, "applies to topology: leaf-spine only (this fabric is " +
                              std::string(to_string(f.topology)) + ")");
     }
+  }
+  // NCCL caps NCCL_IB_QPS_PER_CONNECTION at 128 (NCCL_IB_MAX_QPS, src/transport/net_ib/common.h).
+  if (f.qps_per_connection > 128) {
+    return fail_key("cluster.fabric.qps_per_connection",
+                    "NCCL allows at most 128 queue pairs per connection, got " +
+                        str(f.qps_per_connection));
   }
   if (f.in_network_reduction) {
     const std::string k = "cluster.fabric.in_network_reduction";

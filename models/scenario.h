@@ -71,6 +71,12 @@ struct FabricConfig {
   int uplinks_per_leaf = 0;       // leaf-spine only; 0 = spread the leaf's remaining ports evenly
   double oversubscription = 1.0;  // leaf downlink : uplink bandwidth
   Routing routing = Routing::kAdaptive;
+  // Queue pairs per NCCL connection across nodes (NCCL_IB_QPS_PER_CONNECTION; NCCL's default 1).
+  // Each QP is its own flow to the switches (RoCE's UDP source port comes from the QP number), so
+  // an ECMP hash sees qps x channels flows per NIC: more QPs, smaller and better-spread flows
+  // (Gangidi et al., "RDMA over Ethernet for Distributed AI Training at Meta Scale", SIGCOMM
+  // 2024, sec. 5: QP scaling against ECMP collisions). No effect with adaptive routing.
+  int qps_per_connection = 1;
   bool in_network_reduction = false;  // SHARP-style reduction in the switches
   SwitchSpec switch_spec;  // `switch:` id, or the catalog default for the NIC; empty without NIC
 };

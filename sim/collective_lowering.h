@@ -31,6 +31,7 @@
 // bandwidth term to Simple's for the same topology.
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include "models/collective_model.h"
@@ -46,7 +47,8 @@ struct LoweringOptions {
   int channels_per_nic = 2;
   // Queue pairs per connection across nodes (NCCL_IB_QPS_PER_CONNECTION, default 1): a channel's
   // bytes split evenly over this many flows, each hashed on its own by ECMP. Raising it is the
-  // mitigation Meta used against ECMP collisions (Gangidi et al., SIGCOMM 2024, sec. 5).
+  // mitigation Meta used against ECMP collisions (Gangidi et al., SIGCOMM 2024, sec. 5). The
+  // step and cluster-level simulations take it from the scenario (cluster.fabric).
   int qps_per_connection = 1;
   // Symmetry: the NVLink segments of a ring or tree are the same on every node, so simulate them
   // on each communicator's first node only (their time is the same; the NICs and the fabric,
@@ -56,6 +58,12 @@ struct LoweringOptions {
   // Above this many flows, alltoall samples its shift pattern (see above).
   int max_alltoall_flows = 65536;
 };
+
+// The flows one NIC's traffic to one peer forms on the fabric: channels x queue pairs. A link
+// that carries no more than this many flows is not congested (FabricModel's congestion_flows).
+inline int flows_per_nic(const LoweringOptions& o) {
+  return std::max(1, o.channels_per_nic) * std::max(1, o.qps_per_connection);
+}
 
 // A communicator: the global GPU ranks of its members in communicator-rank order.
 using Communicator = std::vector<int>;

@@ -83,11 +83,13 @@ models::Result<DesCollective> simulate_collective(const topology::ClusterGraph& 
                                                   int ranks, const SimParams& params) {
   auto topo = models::collective_topology(graph.cluster(), ranks);
   if (!topo) return models::Error{topo.message()};
-  FabricModel fabric(graph, params.transport, scale_up_efficiency(graph.cluster(), params.collective),
-                     params.lowering.channels_per_nic);
+  SimParams own = params;
+  own.lowering.qps_per_connection = graph.cluster().fabric.qps_per_connection;
+  FabricModel fabric(graph, own.transport, scale_up_efficiency(graph.cluster(), own.collective),
+                     flows_per_nic(own.lowering));
   Communicator comm(static_cast<size_t>(ranks));
   std::iota(comm.begin(), comm.end(), 0);
-  return simulate_collective(fabric, request, {comm}, *topo, params);
+  return simulate_collective(fabric, request, {comm}, *topo, own);
 }
 
 }  // namespace clustersim::sim

@@ -4,9 +4,10 @@
 // analytic collective model uses: NVLink per GPU architecture, the NIC's protocol efficiency,
 // PCIe raw as the NIC's cap), and which loses TransportParams' congestion efficiency while more
 // flows cross it than it carries at their demand. A flow's demand is its NIC's rate over the
-// NIC's channels (NCCL spreads a NIC over channels_per_nic connections), so a switch port or a
-// cable is overloaded with more than channels_per_nic flows, a bundle of k cables with more than
-// k x channels_per_nic; a NIC's own uplink never is (the NIC paces its queue pairs itself).
+// NIC's flows (NCCL spreads a NIC over channels_per_nic connections of qps_per_connection queue
+// pairs each: flows_per_nic), so a switch port or a cable is overloaded with more than that many
+// flows, a bundle of k cables with more than k times it; a NIC's own uplink never is (the NIC
+// paces its queue pairs itself).
 // Routing follows the scenario:
 //  - static (D-mod-k) and ECMP: the graph's single path per flow (ECMP hashes the flow id, so two
 //    flows can collide on one spine cable, as on real RoCE fabrics);
@@ -40,8 +41,8 @@ struct FabricRoute {
 class FabricModel {
  public:
   // scale_up_efficiency: the achievable fraction of the raw NVLink (or PCIe scale-up) bandwidth;
-  // scale_up_efficiency() below gives the analytic model's figure. channels_per_nic: NCCL's
-  // connections per NIC (LoweringOptions), the unit of demand for congestion (see above).
+  // scale_up_efficiency() below gives the analytic model's figure. channels_per_nic: the flows
+  // one NIC forms (flows_per_nic of the LoweringOptions), the unit of demand for congestion.
   FabricModel(const topology::ClusterGraph& graph, const TransportParams& transport,
               double scale_up_efficiency, int channels_per_nic = 2);
 

@@ -130,10 +130,11 @@ class StepBuilder {
   models::Status prepare_pp(CommKind& kind, DesStepResult* out);
   const std::vector<SimFlow>& footprint(CommKind& kind, int stage);
   // A stage-boundary send: NCCL's p2p spreads it over channels_per_nic connections per peer
-  // across nodes (each its own ECMP hash), one inside a node.
+  // across nodes, each of qps_per_connection queue pairs (each its own ECMP hash), one flow
+  // inside a node.
   void pp_flows(int src, int dst, double bytes, int boundary, std::vector<SimFlow>& out) {
     const int gpn = fabric_.graph().gpus_per_node();
-    const int k = src / gpn == dst / gpn ? 1 : std::max(1, opt_.sim.lowering.channels_per_nic);
+    const int k = src / gpn == dst / gpn ? 1 : flows_per_nic(opt_.sim.lowering);
     for (int c = 0; c < k; ++c) {
       FabricRoute r = fabric_.route(src, dst, 0x5eed0000ULL + static_cast<std::uint64_t>(boundary) * 64 + c);
       const double cap = fabric_.window_cap_Bps(r);
@@ -782,8 +783,9 @@ models::Result<DesStepResult> simulate_step(const models::Scenario& scenario,
   if (!graph) return models::Error{graph.message()};
   StepSimOptions opt = options;
   opt.sim.collective = params.collective;  // one set of constants for both engines
+  opt.sim.lowering.qps_per_connection = scenario.cluster.fabric.qps_per_connection;
   FabricModel fabric(*graph, opt.sim.transport, scale_up_efficiency(scenario.cluster, params.collective),
-                     opt.sim.lowering.channels_per_nic);
+                     flows_per_nic(opt.sim.lowering));
   const auto& par = scenario.workload.parallelism;
   Layout layout;
   layout.tp = par.tp;

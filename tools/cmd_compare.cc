@@ -58,6 +58,14 @@ struct CompareArgs {
   bool json = false;
 };
 
+// The same design simulated with one fabric setting changed: what a user could switch on their
+// fabric instead of buying another.
+struct WhatIf {
+  std::string setting;  // "NCCL_IB_QPS_PER_CONNECTION=4", "adaptive routing"
+  double step_time_s = 0;
+  double worst_slowdown = 1;  // the most contended pattern's simulated / uncontended time
+};
+
 // One design evaluated by one engine.
 struct Design {
   models::Scenario scenario;
@@ -66,7 +74,9 @@ struct Design {
   std::optional<sim::DesStepResult> des;
   models::RunCost cost;
   std::vector<std::pair<int, double>> scaling;  // (GPUs, tokens/s)
+  std::vector<WhatIf> what_ifs;  // fabric settings that would change the step (ECMP collisions)
 };
+
 
 models::Result<models::StepResult> evaluate(const models::Scenario& s, const models::StepParams& p,
                                             bool des, std::optional<sim::DesStepResult>* out) {
@@ -125,6 +135,49 @@ void compute_scaling(Design& d, bool des) {
   }
 }
 
+double worst_slowdown(const sim::DesStepResult& r) {
+  double worst = 1;
+  for (const auto& p : r.patterns) worst = std::max(worst, p.slowdown());
+  return worst;
+}
+
+// Under ECMP with flows colliding (a pattern more than kCollisionSlowdown slower than
+// uncontended), the step again with more queue pairs per connection (each QP its own flow for the
+// hash: Meta's QP scaling, Gangidi et al., SIGCOMM 2024, sec. 5) and with adaptive routing
+// (InfiniBand AR, Spectrum-X, flowlet switching: every path of a leaf used), each simulated.
+void compute_what_ifs(Design& d) {
+  if (!d.des || d.scenario.cluster.fabric.routing != models::Routing::kEcmp ||
+      worst_slowdown(*d.des) <= kCollisionSlowdown) {
+    return;
+  }
+  auto add = [&](const std::string& setting, const models::Scenario& s) {
+    auto r = sim::simulate_step(s, d.params);
+    if (r) d.what_ifs.push_back({setting, r->step.step_time_s, worst_slowdown(*r)});
+  };
+  for (int qps : {4, 16}) {
+    if (qps <= d.scenario.cluster.fabric.qps_per_connection) continue;
+    models::Scenario s = d.scenario;
+    s.cluster.fabric.qps_per_connection = qps;
+    add("NCCL_IB_QPS_PER_CONNECTION=" + std::to_string(qps) + " (qps_per_connection: " +
+            std::to_string(qps) + ")",
+        s);
+  }
+  models::Scenario s = d.scenario;
+  s.cluster.fabric.routing = models::Routing::kAdaptive;
+  add("adaptive routing (routing: adaptive)", s);
+}
+
+// One line per what-if: the setting, the step it gives and its change.
+std::vector<std::string> what_if_lines(const Design& d) {
+  std::vector<std::string> out;
+  for (const auto& w : d.what_ifs) {
+    out.push_back(w.setting + ": step " + format_time(w.step_time_s) + " (" +
+                  models::format_signed_percent(w.step_time_s / d.step.step_time_s - 1) +
+                  "), worst contention " + format_significant(w.worst_slowdown, 3) + "x");
+  }
+  return out;
+}
+
 std::string network_line(const models::Scenario& s) {
   const auto& n = s.cluster.node;
   const auto& f = s.cluster.fabric;
@@ -136,6 +189,10 @@ std::string network_line(const models::Scenario& s) {
          std::string(models::to_string(f.topology));
   if (f.topology == models::TopologyKind::kFatTree) out += " " + std::to_string(f.tiers) + "-tier";
   out += ", " + std::string(models::to_string(f.routing));
+  if (f.routing == models::Routing::kEcmp || f.qps_per_connection > 1) {
+    out += " (" + std::to_string(f.qps_per_connection) + " QP" +
+           (f.qps_per_connection > 1 ? "s" : "") + "/connection)";
+  }
   if (f.oversubscription > 1) out += ", " + format_significant(f.oversubscription, 3) + ":1";
   if (f.in_network_reduction) out += ", SHARP";
   return out;
@@ -240,8 +297,7 @@ std::vector<std::string> reasons(const Design& a, const Design& b) {
     const bool lossy = nb.nic.technology == models::LinkTechnology::kRoce ||
                        nb.nic.technology == models::LinkTechnology::kEthernetTcp;
     if (nb.nic.technology != na.nic.technology && lossy && b.des) {
-      double worst = 1;
-      for (const auto& p : b.des->patterns) worst = std::max(worst, p.slowdown());
+      const double worst = worst_slowdown(*b.des);
       out.push_back(
           worst > kCollisionSlowdown
               ? std::string(models::to_string(nb.nic.technology)) +
@@ -296,6 +352,12 @@ std::vector<std::string> reasons(const Design& a, const Design& b) {
       }
     }
   }
+  if (!b.what_ifs.empty()) {
+    out.push_back("behind the collisions: ECMP hashes each of NCCL's connections (" +
+                  std::to_string(b.scenario.cluster.fabric.qps_per_connection) +
+                  " queue pair(s) each) onto one path; on the same fabric:");
+    for (auto& line : what_if_lines(b)) out.push_back("  " + line);
+  }
   return out;
 }
 
@@ -333,11 +395,8 @@ void print_table(const std::vector<Design>& ds, bool des) {
   if (des) {
     t.add_separator();
     row("busiest link per tier*", [](const Design& d) { return saturation_line(d); });
-    row("worst contention", [](const Design& d) {
-      double worst = 1;
-      for (const auto& p : d.des->patterns) worst = std::max(worst, p.slowdown());
-      return format_significant(worst, 3) + "x";
-    });
+    row("worst contention",
+        [](const Design& d) { return format_significant(worst_slowdown(*d.des), 3) + "x"; });
   }
   t.add_separator();
   row("memory per GPU", [](const Design& d) {
@@ -455,6 +514,14 @@ nlohmann::json design_json(const Design& d) {
                           {"tiers", tiers}});
     }
     j["fabric"] = {{"patterns", patterns}, {"critical_stage", d.des->critical_stage}};
+    nlohmann::json what_if = nlohmann::json::array();
+    for (const auto& w : d.what_ifs) {
+      what_if.push_back({{"setting", w.setting},
+                         {"step_time_s", w.step_time_s},
+                         {"step_time_ratio", w.step_time_s / d.step.step_time_s},
+                         {"worst_slowdown", w.worst_slowdown}});
+    }
+    j["fabric"]["what_if"] = what_if;
     j["analytic_step_time_s"] = d.des->analytic.step_time_s;
   }
   if (!d.scaling.empty()) {
@@ -487,6 +554,7 @@ int run_compare(const CompareArgs& a) {
   }
   if (!a.plot.empty())
     for (auto& d : ds) compute_scaling(d, des);
+  for (auto& d : ds) compute_what_ifs(d);
 
   std::string plot_error;
   if (!a.plot.empty()) plot_error = draw_plot(ds, a.plot);
@@ -519,7 +587,14 @@ int run_compare(const CompareArgs& a) {
           ds[0].scenario.name.c_str(), models::format_signed_percent(r - 1).c_str(),
           models::format_signed_percent(ds[i].step.tokens_per_s / ds[0].step.tokens_per_s - 1)
               .c_str());
-      for (const auto& why : reasons(ds[0], ds[i])) std::printf("  - %s\n", why.c_str());
+      for (const auto& why : reasons(ds[0], ds[i])) {
+        // Lines that begin with two spaces belong to the reason above them.
+        if (why.rfind("  ", 0) == 0) {
+          std::printf("      %s\n", why.c_str() + 2);
+        } else {
+          std::printf("  - %s\n", why.c_str());
+        }
+      }
       std::printf("\n");
     }
     if (!a.plot.empty() && plot_error.empty()) {

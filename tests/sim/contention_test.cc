@@ -56,7 +56,7 @@ double strided_all_reduce_s(const topology::ClusterGraph& g, const SimParams& pa
                             const std::vector<SimFlow>& background = {},
                             FabricModel* shared_fabric = nullptr) {
   FabricModel own(g, params.transport, scale_up_efficiency(g.cluster(), params.collective),
-                  params.lowering.channels_per_nic);
+                  flows_per_nic(params.lowering));
   FabricModel& fabric = shared_fabric ? *shared_fabric : own;
   auto topo = models::collective_topology(g.cluster(), kHosts);
   REQUIRE(topo.ok());

@@ -61,7 +61,38 @@ ls = [t for p in hit for t in p["tiers"] if t["tier"] == "leaf-spine"]
 assert ls and all(t["saturated"] and t["mean_utilisation"] < t["max_utilisation"] for t in ls), ls
 assert roce["step_time_s"] > 1.5 * ib["step_time_s"]
 assert any("ECMP collisions" in r for r in d["differences"][0]["reasons"]), d["differences"]
+# What the fabric's settings would give: more queue pairs per connection (each its own flow for
+# the hash) and adaptive routing, each simulated. Fewer collisions, never slower than before,
+# and adaptive routing removes them (no pattern slower than uncontended).
+assert ib["fabric"]["what_if"] == []
+w = {x["setting"].split(" ")[0]: x for x in roce["fabric"]["what_if"]}
+assert set(w) == {"NCCL_IB_QPS_PER_CONNECTION=4", "NCCL_IB_QPS_PER_CONNECTION=16", "adaptive"}, w
+worst = max(p["slowdown"] for p in roce["fabric"]["patterns"])
+q4, q16, ar = w["NCCL_IB_QPS_PER_CONNECTION=4"], w["NCCL_IB_QPS_PER_CONNECTION=16"], w["adaptive"]
+assert q16["step_time_ratio"] <= q4["step_time_ratio"] < 1, w
+assert q4["worst_slowdown"] < worst and ar["worst_slowdown"] < 1.01, w
+assert any("NCCL_IB_QPS_PER_CONNECTION=4" in r for r in d["differences"][0]["reasons"])
 PY
+grep -qF "behind the collisions: ECMP hashes each of NCCL's connections" "$tmp/ecmp.txt" ||
+  fail "compare does not name the QP and routing settings: $(cat "$tmp/ecmp.txt")"
+grep -qE "^      adaptive routing \(routing: adaptive\): step .* \(-[0-9.]+%\)" "$tmp/ecmp.txt" ||
+  fail "compare does not say what adaptive routing would give"
+
+# The scenario key itself: 16 QPs per connection spread the same fabric's flows.
+sed 's/^    routing: ecmp/    routing: ecmp\n    qps_per_connection: 16/' "$roce_ecmp" >"$tmp/qps16.yaml"
+grep -q "qps_per_connection: 16" "$tmp/qps16.yaml" || fail "test setup: no qps line in $tmp/qps16.yaml"
+"$bin" plan "$tmp/qps16.yaml" --json >"$tmp/qps16.json" 2>"$tmp/err.txt" ||
+  fail "plan with qps_per_connection exited $? ($(cat "$tmp/err.txt"))"
+"$bin" plan "$roce_ecmp" --json >"$tmp/qps1.json" 2>"$tmp/err.txt" || fail "plan ecmp exited $?"
+python3 - "$tmp/qps1.json" "$tmp/qps16.json" <<'PY' || fail "qps_per_connection had no effect"
+import json, sys
+one, many = (json.load(open(f)) for f in sys.argv[1:3])
+assert many["step_time_s"] < 0.9 * one["step_time_s"], (one["step_time_s"], many["step_time_s"])
+PY
+sed 's/^    routing: ecmp/    routing: ecmp\n    qps_per_connection: 0/' "$roce_ecmp" >"$tmp/qps0.yaml"
+expect_bad_match plan "qps0.yaml:[0-9]+:[0-9]+: .*qps_per_connection.*must be at least 1" "$tmp/qps0.yaml"
+sed 's/^    routing: ecmp/    routing: ecmp\n    qps_per_connection: 129/' "$roce_ecmp" >"$tmp/qps129.yaml"
+expect_bad_match plan "qps129.yaml:[0-9]+:[0-9]+: .*at most 128 queue pairs" "$tmp/qps129.yaml"
 
 # Analytic engine: the same designs, no fabric section.
 if "$bin" compare "$ib" "$roce" --engine analytic --json >"$tmp/an.json" 2>"$tmp/err.txt"; then
