@@ -102,6 +102,11 @@ class Model {
  public:
   Model(const CollectiveTopology& t, const CollectiveParams& p) : t_(t), p_(p) {}
 
+  // NCCL's channels for one peer of a p2p send, at its per-channel rate.
+  double p2p_peer_cap_Bps(double per_peer_bytes) const {
+    return p2p_channels(per_peer_bytes) * channel_Bps();
+  }
+
   Result<Terms> terms(Op op, double bytes, Algo algo, Proto proto) const {
     switch (algo) {
       case Algo::kRing:
@@ -155,6 +160,34 @@ class Model {
   }
   // Achievable scale-up bandwidth per GPU per direction (370.8 GB/s for 18 Hopper links).
   double scale_up_Bps() const { return t_.scale_up_Bps * scale_up_efficiency(); }
+  // What one NCCL channel (one thread block) moves over the scale-up fabric: NCCL's per-link
+  // figure (topo.h SM*_NVLINK_BW, PCI_BW).
+  double channel_Bps() const {
+    if (t_.scale_up_technology != LinkTechnology::kNvlink) return 12.0e9;
+    if (t_.gpu_arch == "sm_80") return 20.0e9;
+    if (t_.gpu_arch == "sm_90") return 20.6e9;
+    if (t_.gpu_arch == "sm_100") return 40.1e9;
+    return 20.0e9;
+  }
+  // The channels NCCL gives a send of `bytes` to one peer (enqueue.cc addP2pToPlan).
+  int p2p_channels(double bytes) const {
+    const int max_per_peer = std::max(1, p_.p2p_channels_per_peer);
+    int min_per_peer = max_per_peer;
+    while (min_per_peer > 1 && static_cast<long>(min_per_peer) * n() > p_.p2p_channels) {
+      min_per_peer /= 2;
+    }
+    if (bytes <= 0) return 1;
+    const double chunk = p_.p2p_chunk_bytes;
+    const double min_part = multi_node() ? chunk / 2 : chunk / 8;
+    const double max_part = multi_node() ? chunk : chunk * 32;
+    int nch = static_cast<int>(std::min<double>(min_per_peer, std::ceil(bytes / min_part)));
+    double part = std::max(min_part, std::ceil(bytes / nch));
+    while (part > max_part && nch <= max_per_peer / 2) {
+      nch *= 2;
+      part = std::ceil(bytes / nch);
+    }
+    return nch;
+  }
 
   // The LL bus-bandwidth cap of a communicator on one node, or across this many nodes.
   double ll_max_Bps() const { return ll_max_Bps(multi_node()); }
@@ -378,13 +411,18 @@ class Model {
     const double link_factor = p == Proto::kLL ? p_.ring_ll_fraction : 1.0;
     Leg intra{0, Neck::kScaleUp};
     Leg net{0, Neck::kNetwork};
+    // Inside the node each peer gets what its channels copy, all peers together at most the
+    // GPU's links.
+    auto intra_Bps = [&](double per_peer_bytes, int peers) {
+      return std::min(scale_up_Bps(), peers * p2p_peer_cap_Bps(per_peer_bytes)) * link_factor;
+    };
     if (op == Op::kSendRecv) {
-      if (g() > 1) intra.seconds = bytes / (scale_up_Bps() * link_factor);
+      if (g() > 1) intra.seconds = bytes / intra_Bps(bytes, 1);
       if (multi_node()) {
         net.seconds = bytes / (std::min(t_.nic_Bps, t_.node_network_Bps) * link_factor);
       }
     } else {
-      intra.seconds = bytes * (g() - 1) / n() / (scale_up_Bps() * link_factor);
+      intra.seconds = bytes * (g() - 1) / n() / intra_Bps(bytes / n(), g() - 1);
       if (multi_node()) {
         net.seconds = bytes * g() * (n() - g()) / n() / (t_.node_network_Bps * link_factor);
       }
@@ -606,6 +644,11 @@ Result<CollectiveEstimate> estimate_collective(const CollectiveTopology& topolog
   if (all.empty()) return Error{first_error};
   return *std::min_element(all.begin(), all.end(),
                            [](const auto& a, const auto& b) { return a.time_s < b.time_s; });
+}
+
+double p2p_peer_channel_cap_Bps(const CollectiveTopology& topology, const CollectiveParams& params,
+                                double per_peer_bytes) {
+  return Model(topology, params).p2p_peer_cap_Bps(per_peer_bytes);
 }
 
 void apply_correction(const CollectiveCorrection& c, CollectiveAlgorithm algorithm,

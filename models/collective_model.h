@@ -205,6 +205,18 @@ struct CollectiveParams {
   // alltoall issues n-1 sends and receives: NCCL does not model it; we charge each extra peer
   // the same 0.4 us serialization as CollNet's arity term (an assumption; calibrate it).
   double p2p_per_peer_latency_s = 0.4e-6;
+  // Point-to-point channels (src/enqueue.cc addP2pToPlan, src/graph/paths.cc): NCCL spreads a
+  // send to one peer over nch channels, each one thread block copying at about one NVLink's
+  // worth (NCCL's per-link figure: SM80 20.0, SM90 20.6, SM100 40.1 GB/s, topo.h; PCIe 12), so
+  // inside a node a peer's rate is min(the GPU's links, nch x that). nch grows with the bytes
+  // per peer: from min(p2p_channels_per_peer / 2^k fitting p2p_channels over the ranks,
+  // bytes / (chunk/8)), doubled while a channel's part exceeds 32 chunks (one node; across
+  // nodes chunk/2 and 1 chunk). Defaults: 32 channels and 32 per peer on NVSwitch systems, a
+  // 512 KiB chunk (NCCL_DEBUG=INFO of our 2 x H200: "32 p2p channels, 32 p2p channels per peer",
+  // "P2P Chunksize set to 524288"; scenarios/measurements/nccl-debug-info-2xh200.log).
+  int p2p_channels = 32;
+  int p2p_channels_per_peer = 32;
+  double p2p_chunk_bytes = 512.0 * 1024;
   // Calibration fits; the first match (op, algorithm, protocol, ranks, nodes, size) wins.
   std::vector<CollectiveFit> fits;
   // Calibration corrections, for estimates no fit matched; the first of the op and scope wins.
@@ -237,6 +249,13 @@ struct CollectiveEstimate {
   double busbw_Bps = 0;    // algbw x bus_bandwidth_factor
   CollectiveBottleneck bottleneck = CollectiveBottleneck::kNone;
 };
+
+// What NCCL's point-to-point channels give one peer inside a node for a send of
+// `per_peer_bytes` (the channels CollectiveParams::p2p_channels* assign it, each at NCCL's
+// per-channel NVLink or PCIe figure), before the GPU's links limit all peers together. The
+// simulator caps each intra-node p2p flow at it, as the analytic p2p term does.
+double p2p_peer_channel_cap_Bps(const CollectiveTopology& topology, const CollectiveParams& params,
+                                double per_peer_bytes);
 
 // Predicts one collective. One rank or zero bytes costs nothing (time 0). Fails, naming what is
 // missing, when the algorithm cannot run the op or on this topology (tree: all_reduce only;

@@ -63,8 +63,9 @@ class Lowering {
     return out_->phases[i];
   }
 
-  // A GPU-to-GPU flow; `edge` makes the connection id unique within the collective.
-  void flow(size_t ph, int src, int dst, double bytes, std::uint64_t edge) {
+  // A GPU-to-GPU flow; `edge` makes the connection id unique within the collective; `cap` (> 0)
+  // bounds its rate (NCCL's channels for a p2p peer).
+  void flow(size_t ph, int src, int dst, double bytes, std::uint64_t edge, double cap = 0) {
     if (src == dst || bytes <= 0) return;
     const int qps = src / gpn_ == dst / gpn_ ? 1 : std::max(1, options_.qps_per_connection);
     for (int q = 0; q < qps; ++q) {
@@ -72,7 +73,9 @@ class Lowering {
           mix(mix(comm_index_ * 0x100000001ULL + edge) ^ static_cast<std::uint64_t>(shape_.op) ^
               (std::uint64_t(q) << 40));
       FabricRoute r = fabric_.route(src, dst, id);
-      phase(ph).push_back({std::move(r.resources), bytes / qps, fabric_.window_cap_Bps(r)});
+      double rate = fabric_.window_cap_Bps(r);
+      if (cap > 0) rate = rate > 0 ? std::min(rate, cap / qps) : cap / qps;
+      phase(ph).push_back({std::move(r.resources), bytes / qps, rate});
     }
   }
   void flow_on(size_t ph, std::vector<int> route, double bytes, double cap = 0) {
@@ -376,13 +379,21 @@ class Lowering {
   models::Status p2p(const Communicator& comm, const std::vector<std::vector<int>>& nodes) {
     const double S = shape_.size_bytes * wire_;
     const size_t n = comm.size();
+    // Inside a node a peer gets what NCCL's channels for its bytes copy (the analytic p2p cap).
+    auto intra_cap = [&](double per_peer_payload) {
+      return models::p2p_peer_channel_cap_Bps(topo_, params_, per_peer_payload) * wire_;
+    };
     if (shape_.op == CollectiveOp::kSendRecv) {
       // Across nodes NCCL spreads a peer's traffic over several connections (channels).
       const int C = std::max(1, options_.channels_per_nic);
+      const double cap = intra_cap(shape_.size_bytes);
       for (size_t r = 0; r < n; ++r) {
         const int src = comm[r], dst = comm[(r + 1) % n];
-        const int k = src / gpn_ == dst / gpn_ ? 1 : C;
-        for (int c = 0; c < k; ++c) flow(0, src, dst, S / k, r * 64 + static_cast<size_t>(c));
+        const bool inside = src / gpn_ == dst / gpn_;
+        const int k = inside ? 1 : C;
+        for (int c = 0; c < k; ++c) {
+          flow(0, src, dst, S / k, r * 64 + static_cast<size_t>(c), inside ? cap : 0);
+        }
       }
       return models::Status::Ok();
     }
@@ -390,11 +401,12 @@ class Lowering {
       return models::Error{"p2p runs alltoall and sendrecv"};
     }
     const double share = S / static_cast<double>(n);
+    const double cap = intra_cap(shape_.size_bytes / static_cast<double>(n));
     std::uint64_t edge = 0;
     for (size_t j = 0; j < nodes.size(); ++j) {
       if (!keep_intra(j)) continue;
       for (int a : nodes[j])
-        for (int b : nodes[j]) flow(0, a, b, share, ++edge);
+        for (int b : nodes[j]) flow(0, a, b, share, ++edge, cap);
     }
     const size_t N = nodes.size();
     if (N < 2) return models::Status::Ok();

@@ -324,6 +324,37 @@ TEST_SUITE("models") {
     CHECK(a2a_one.bandwidth_s == doctest::Approx(7.0 / 8 * kS / 100e9));
   }
 
+  TEST_CASE("collective: a p2p peer gets the channels NCCL gives its bytes") {
+    // 2 x sm_90 on NVSwitch (370.8 GB/s achievable): 32 p2p channels, 32 per peer, 512 KiB
+    // chunk; with 2 ranks at least 16 channels per peer, doubled to 32 once a channel's part
+    // exceeds 32 chunks (16 MiB). Each channel copies 20.6 GB/s (NCCL's Hopper per-link figure).
+    auto t = hand_topology(1, 2);
+    t.scale_up_Bps = 450e9;
+    const CollectiveParams p;
+    const double ch = 20.6e9;
+    CHECK(p2p_peer_channel_cap_Bps(t, p, 64 * kKiB) == doctest::Approx(1 * ch));   // 64 KiB / 64 KiB
+    CHECK(p2p_peer_channel_cap_Bps(t, p, 4 * kMiB) == doctest::Approx(16 * ch));
+    CHECK(p2p_peer_channel_cap_Bps(t, p, 256 * kMiB) == doctest::Approx(16 * ch));  // 16 MiB parts
+    CHECK(p2p_peer_channel_cap_Bps(t, p, 512 * kMiB) == doctest::Approx(32 * ch));
+    auto mid = estimate(t, CollectiveOp::kSendRecv, 64 * kMiB, CollectiveAlgorithm::kP2p,
+                        CollectiveProtocol::kSimple, p);
+    CHECK(mid.bandwidth_s == doctest::Approx(64 * kMiB / (16 * ch)));
+    auto big = estimate(t, CollectiveOp::kSendRecv, kGiB, CollectiveAlgorithm::kP2p,
+                        CollectiveProtocol::kSimple, p);
+    CHECK(big.bandwidth_s == doctest::Approx(kGiB / (450e9 * 20.6 / 25)));
+    // alltoall of S sends S/2 to the one peer: 512 MiB -> 256 MiB per peer -> 16 channels.
+    auto a2a = estimate(t, CollectiveOp::kAllToAll, 512 * kMiB, CollectiveAlgorithm::kP2p,
+                        CollectiveProtocol::kSimple, p);
+    CHECK(a2a.bandwidth_s == doctest::Approx(256 * kMiB / (16 * ch)));
+    // With 8 ranks each peer starts at 4 channels, and 7 peers at once fill the links.
+    auto t8 = hand_topology(1, 8);
+    t8.scale_up_Bps = 450e9;
+    CHECK(p2p_peer_channel_cap_Bps(t8, p, 4 * kMiB) == doctest::Approx(4 * ch));
+    auto a2a8 = estimate(t8, CollectiveOp::kAllToAll, 32 * kMiB, CollectiveAlgorithm::kP2p,
+                         CollectiveProtocol::kSimple, p);
+    CHECK(a2a8.bandwidth_s == doctest::Approx(7.0 / 8 * 32 * kMiB / (450e9 * 20.6 / 25)));
+  }
+
   TEST_CASE("collective: auto picks the cheapest candidate") {
     const auto t = topology_of(hgx_h100(4), 32);
     for (double bytes : {8.0, 64 * kKiB, 16 * kMiB, 4 * kGiB}) {

@@ -80,6 +80,21 @@ TEST_SUITE("sim") {
     for (const Case& c : cases) check_agreement(graph, c, models::kGiB);
   }
 
+  TEST_CASE("two GPUs: p2p limited by NCCL's channels agrees with the formula within 1%") {
+    // 64 MiB to one peer rides 16 channels (below the links); 1 GiB, 32 (link-bound); alltoall
+    // of 64 MiB sends 32 MiB per peer, LL in the small case.
+    const auto graph = h100_cluster(1);
+    const Case cases[] = {
+        {"p2p sendrecv x2", CollectiveOp::kSendRecv, CollectiveAlgorithm::kP2p, CollectiveProtocol::kSimple, 2},
+        {"p2p alltoall x2", CollectiveOp::kAllToAll, CollectiveAlgorithm::kP2p, CollectiveProtocol::kSimple, 2},
+        {"p2p sendrecv x2 LL", CollectiveOp::kSendRecv, CollectiveAlgorithm::kP2p, CollectiveProtocol::kLL, 2},
+    };
+    for (const Case& c : cases) {
+      check_agreement(graph, c, 64 * models::kMiB);
+      check_agreement(graph, c, models::kGiB);
+    }
+  }
+
   TEST_CASE("four nodes: every algorithm and collective agrees with the formula within 1%") {
     const auto graph = h100_cluster(4);
     const Case cases[] = {
