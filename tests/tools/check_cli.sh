@@ -102,6 +102,41 @@ ops = {r["group"] for r in d["rows"]}
 assert {"all_reduce x2", "all_gather x2", "reduce_scatter x2"} <= ops, ops
 assert d["cluster"]["gpu"] == "h200-sxm"
 PY
+# Every committed public nccl-tests table (scenarios/measurements/public) is checked the way a
+# user would check theirs: `check <table> --scenario <its hardware>`, uncalibrated, 64 KiB - 16 GiB
+# (the A100 tables have one 10 GiB row). The ceilings are today's median |error| plus a margin,
+# so that a change which makes the default curve worse fails here; they come down as the model
+# improves (the target is 10% per table). The four B200 InfiniBand tables are clusters that ran
+# far below their hardware (their README): the model must say so, i.e. predict every row at least 40% faster.
+pub="$src/scenarios/measurements/public"
+for entry in a100-2node-roce-all_reduce:0.10 a100-8gpu-all_reduce:0.06 \
+  b200-2node-roce-all_reduce:0.17 h100-2node-ib-all_reduce:0.35 h100-2node-roce-all_reduce:0.12 \
+  h100-8gpu-nvls-all_gather:0.12 h100-8gpu-nvls-all_reduce:0.28 \
+  h100-8gpu-nvls-reduce_scatter:0.10 h100-8gpu-ring-all_reduce:0.05 \
+  b200-2node-ib-all_reduce:-0.5 b200-2node-ib-alltoall:-0.4 \
+  b200-2node-ib-sharp-off-all_reduce:-0.5 b200-2node-ib-sharp-on-all_reduce:-0.4; do
+  name="${entry%%:*}" ceiling="${entry##*:}"
+  [ -f "$pub/$name.txt" ] || { fail "missing public table $name.txt"; continue; }
+  "$bin" check "$pub/$name.txt" --scenario "$pub/$name.scenario.yaml" --sizes 64KiB:16GiB \
+    >"$tmp/pub.txt" 2>"$tmp/pub.err" || fail "check $name exited $? ($(cat "$tmp/pub.err"))"
+  grep -qE "^  (all_reduce|all_gather|reduce_scatter|alltoall) x[0-9]+ +[0-9]+ (K|M|G)iB " \
+    "$tmp/pub.txt" || fail "check $name: no per-size rows"
+  "$bin" check "$pub/$name.txt" --scenario "$pub/$name.scenario.yaml" --sizes 64KiB:16GiB --json \
+    >"$tmp/pub.json" 2>/dev/null || fail "check $name --json exited $?"
+  python3 - "$tmp/pub.json" "$ceiling" "$name" <<'PY' || fail "check $name: error above its ceiling"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ceiling, name = float(sys.argv[2]), sys.argv[3]
+(st,) = [s for s in d["stats"] if s["set"] == "all"]
+rows = [r for r in d["rows"] if r["in_range"]]
+assert st["rows"] == len(rows) >= 1, (name, st)
+if ceiling >= 0:
+    assert st["median_abs_error"] <= ceiling, (name, st["median_abs_error"], ceiling)
+else:  # an underperforming cluster: every row measured far slower than predicted
+    assert all(r["error"] < ceiling for r in rows), (name, [r["error"] for r in rows])
+PY
+done
+
 expect_bad check "give --scenario SCENARIO" "$src/scenarios/measurements/nccl-tests-2gpu.txt"
 expect_bad check "one measurement at a time" "$real" "$src/scenarios/measurements/h200-1gpu.json"
 
