@@ -7,6 +7,8 @@
 // overrides fields; the catalog itself never changes.
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -106,6 +108,35 @@ enum class PositionEmbedding { kRope, kLearned, kAlibi };
 std::string_view to_string(Normalization n);
 std::string_view to_string(PositionEmbedding p);
 
+// Multi-head latent attention (DeepSeek-V2/V3, Kimi K2; DeepSeek-AI 2024, "DeepSeek-V3
+// Technical Report" sec. 2.1.1): queries through a low-rank latent of q_lora_rank (0: projected
+// directly), keys and values through a shared latent of kv_lora_rank plus a decoupled rotary key
+// of qk_rope_head_dim; each head's query and key have qk_nope_head_dim + qk_rope_head_dim
+// dimensions, its value v_head_dim. Training materialises every head's K and V (no KV sharing).
+struct MlaSpec {
+  int q_lora_rank = 0;
+  int kv_lora_rank = 0;  // > 0: MLA
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+  bool enabled() const { return kv_lora_rank > 0; }
+  int qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
+};
+
+// Mixture of experts (Shazeer et al. 2017; Mixtral, DeepSeek-V3): after the first dense_layers
+// layers (which keep the dense MLP of ffn_hidden), every layer's MLP is `experts` routed experts,
+// of which a router (a hidden x experts matmul) sends each token to top_k, plus shared_experts
+// that every token goes through; each expert is an MLP of expert_ffn_hidden, gated like the
+// model's dense MLP.
+struct MoeSpec {
+  int experts = 0;  // 0: a dense model
+  int top_k = 0;
+  int expert_ffn_hidden = 0;
+  int shared_experts = 0;
+  int dense_layers = 0;
+  bool enabled() const { return experts > 0; }
+};
+
 struct ModelSpec {
   std::string id;    // "llama2-70b"
   std::string name;  // "Llama 2 70B"
@@ -113,13 +144,27 @@ struct ModelSpec {
   int hidden = 0;
   int heads = 0;
   int kv_heads = 0;     // == heads without grouped-query attention
-  int ffn_hidden = 0;
+  int ffn_hidden = 0;   // the dense MLP (MoE models: of their dense_layers)
   int vocab = 0;
   bool gated_ffn = true;        // SwiGLU: three FFN matrices instead of two
   bool tied_embeddings = false;  // input and output embedding share weights
   Normalization normalization = Normalization::kRmsNorm;
   PositionEmbedding position_embedding = PositionEmbedding::kRope;
+  int head_dim_override = 0;  // 0: hidden / heads (Qwen3-235B-A22B: 128 with 64 heads of 4096)
+  MlaSpec mla;
+  MoeSpec moe;
   std::string source;
+
+  // Attention geometry: a query (and key) head's dimension, a value head's, the widths of all
+  // query heads and of the K and V projections (MLA: every head, as training materialises them).
+  double head_dim() const { return head_dim_override > 0 ? head_dim_override : double(hidden) / heads; }
+  double qk_head_dim() const { return mla.enabled() ? mla.qk_head_dim() : head_dim(); }
+  double v_head_dim() const { return mla.enabled() ? mla.v_head_dim : head_dim(); }
+  double q_width() const { return heads * qk_head_dim(); }
+  double kv_width() const { return (mla.enabled() ? heads : kv_heads) * qk_head_dim(); }
+  double v_width() const { return (mla.enabled() ? heads : kv_heads) * v_head_dim(); }
+  // Layers whose MLP is a mixture of experts.
+  int moe_layers() const { return moe.enabled() ? std::max(0, layers - moe.dense_layers) : 0; }
 };
 
 const std::vector<GpuSpec>& gpu_catalog();

@@ -136,15 +136,36 @@ double working_bytes(Precision p) { return mixed_precision(p) ? 2 : 4; }
 
 ParameterCount count_parameters(const ModelSpec& model) {
   const double h = model.hidden;
-  const double head_dim = h / model.heads;
-  const double kv_dim = model.kv_heads * head_dim;
+  const double matrices = model.gated_ffn ? 3 : 2;
   ParameterCount pc;
   pc.layers = model.layers;
   pc.embedding = double(model.vocab) * h;
   pc.output_head = model.tied_embeddings ? 0 : double(model.vocab) * h;
-  pc.attention_per_layer = 2 * h * h + 2 * h * kv_dim;
-  pc.ffn_per_layer = (model.gated_ffn ? 3 : 2) * h * model.ffn_hidden;
   pc.norms_per_layer = 2 * h;
+  if (model.mla.enabled()) {
+    const MlaSpec& a = model.mla;
+    const double heads = model.heads;
+    const double q = a.q_lora_rank > 0
+                         ? h * a.q_lora_rank + double(a.q_lora_rank) * heads * a.qk_head_dim()
+                         : h * heads * a.qk_head_dim();
+    const double kv = h * (a.kv_lora_rank + a.qk_rope_head_dim) +
+                      double(a.kv_lora_rank) * heads * (a.qk_nope_head_dim + a.v_head_dim);
+    pc.attention_per_layer = q + kv + heads * a.v_head_dim * h;
+    pc.norms_per_layer += a.q_lora_rank + a.kv_lora_rank;
+  } else {
+    pc.attention_per_layer = h * (model.q_width() + model.kv_width() + model.v_width()) +
+                             model.heads * model.v_head_dim() * h;
+  }
+  pc.ffn_per_layer = matrices * h * model.ffn_hidden;
+  if (model.moe.enabled()) {
+    const MoeSpec& e = model.moe;
+    pc.moe_layers = model.moe_layers();
+    pc.experts = e.experts;
+    pc.top_k = e.top_k;
+    pc.expert = matrices * h * e.expert_ffn_hidden;
+    pc.shared_per_layer = e.shared_experts * pc.expert;
+    pc.router_per_layer = h * e.experts;
+  }
   pc.final_norm = h;
   return pc;
 }
@@ -153,13 +174,15 @@ FlopsPerToken flops_per_token(const ModelSpec& model, int seq_len, bool causal) 
   const ParameterCount pc = count_parameters(model);
   FlopsPerToken f;
   f.head_forward = 2.0 * model.vocab * model.hidden;
-  f.dense_forward = 2 * model.layers * pc.matmul_per_layer() + f.head_forward;
-  f.attention_forward = 4.0 * seq_len * model.hidden * model.layers * (causal ? 0.5 : 1.0);
-  // wk, wo and w3 (the up half of a gated MLP): what op-level checkpointing recomputes.
+  f.dense_forward = 2 * pc.active_layer_matmuls() + f.head_forward;
+  f.attention_forward = 2.0 * seq_len * model.heads * (model.qk_head_dim() + model.v_head_dim()) *
+                        model.layers * (causal ? 0.5 : 1.0);
+  // wk, wo and w3 (the up half of a gated MLP): what op-level checkpointing recomputes (of the
+  // dense layers' MLPs; TorchTitan's recipe is for dense models).
   const double h = model.hidden;
-  const double kv = double(model.kv_heads) * h / model.heads;
   f.op_recomputed_forward =
-      2.0 * model.layers * (h * kv + h * h + (model.gated_ffn ? h * model.ffn_hidden : 0));
+      2.0 * (model.layers * (h * model.kv_width() + model.heads * model.v_head_dim() * h) +
+             pc.dense_layers() * (model.gated_ffn ? h * model.ffn_hidden : 0));
   return f;
 }
 

@@ -25,16 +25,48 @@ double working_bytes(Precision p);
 struct ParameterCount {
   double embedding = 0;            // vocab x hidden (input)
   double output_head = 0;          // vocab x hidden; 0 when tied to the embedding
-  double attention_per_layer = 0;  // Q, O: h x h; K, V: h x kv_heads * head_dim
-  double ffn_per_layer = 0;        // gated: 3 h x ffn; else 2
-  double norms_per_layer = 0;      // two norm weight vectors of h
+  // Q: h x heads*qk_dim, K, V: h x kv_heads*head_dim each, O: heads*v_dim x h. MLA: the query
+  // down (h x q_lora) and up (q_lora x heads*qk_dim) projections, the joint KV down projection
+  // with the rotary key (h x (kv_lora + rope)), the KV up projection (kv_lora x heads*(nope +
+  // v)) and O.
+  double attention_per_layer = 0;
+  double ffn_per_layer = 0;        // the dense MLP: gated 3 h x ffn; else 2
+  double norms_per_layer = 0;      // two norm weight vectors of h (MLA: + its latents' norms)
   double final_norm = 0;           // h
   int layers = 0;
+  // Mixture of experts: of the layers, moe_layers replace the dense MLP by experts routed
+  // experts of expert each, top_k per token, shared experts and a router.
+  int moe_layers = 0;
+  int experts = 0;
+  int top_k = 0;
+  double expert = 0;            // one routed expert's MLP
+  double shared_per_layer = 0;  // the shared experts of one MoE layer
+  double router_per_layer = 0;  // h x experts
 
-  // The weights of one layer's matmuls (what 2 x params FLOPs per token multiplies).
+  int dense_layers() const { return layers - moe_layers; }
+  // The weights of one dense layer's matmuls (what 2 x params FLOPs per token multiplies).
   double matmul_per_layer() const { return attention_per_layer + ffn_per_layer; }
-  double per_layer() const { return matmul_per_layer() + norms_per_layer; }
-  double total() const { return embedding + output_head + layers * per_layer() + final_norm; }
+  // One MoE layer's MLP weights: every expert, and what one token multiplies.
+  double moe_mlp_per_layer() const {
+    return experts * expert + shared_per_layer + router_per_layer;
+  }
+  double moe_active_mlp_per_layer() const {
+    return top_k * expert + shared_per_layer + router_per_layer;
+  }
+  double total() const {
+    return embedding + output_head + layers * (attention_per_layer + norms_per_layer) +
+           dense_layers() * ffn_per_layer + moe_layers * moe_mlp_per_layer() + final_norm;
+  }
+  // What one token passes through (the model cards' "activated parameters").
+  double active() const {
+    return embedding + output_head + layers * (attention_per_layer + norms_per_layer) +
+           dense_layers() * ffn_per_layer + moe_layers * moe_active_mlp_per_layer() + final_norm;
+  }
+  // Matmul weights one token multiplies in all layers (not the output head).
+  double active_layer_matmuls() const {
+    return layers * attention_per_layer + dense_layers() * ffn_per_layer +
+           moe_layers * moe_active_mlp_per_layer();
+  }
 };
 
 ParameterCount count_parameters(const ModelSpec& model);
@@ -42,7 +74,9 @@ ParameterCount count_parameters(const ModelSpec& model);
 // Forward FLOPs per token of a sequence of seq_len tokens (the training figures follow).
 struct FlopsPerToken {
   double dense_forward = 0;      // 2 x (layer matmul weights + the output head's vocab x hidden)
-  double attention_forward = 0;  // QK^T and AV: 4 s h per layer, halved when causal
+  // QK^T and AV: 2 s heads (qk_dim + v_dim) per layer (4 s h for ordinary attention), halved
+  // when causal.
+  double attention_forward = 0;
   double head_forward = 0;       // the part of dense_forward that is the output head: 2 V h
   double op_recomputed_forward = 0;  // op-level selective checkpointing's recomputed matmuls
 

@@ -68,6 +68,52 @@ TEST_SUITE("models") {
     CHECK(g.matmul_per_layer() == 12.0 * 12288 * 12288);
   }
 
+  // Mixtures of experts against their model cards: total and activated parameters.
+  // Mixtral 8x7B 46.7B / 12.9B (Jiang et al. 2024); 8x22B 141B / 39B (Mistral AI); DeepSeek-V3
+  // 671B / 37B (its report, without the 14B MTP module); Qwen3-235B-A22B 235B / 22B (Qwen3
+  // report); Kimi K2 1.04T / 32B (Kimi Team 2025).
+  TEST_CASE("transformer: MoE parameters, total and activated, against the model cards") {
+    struct Card {
+      const char* id;
+      double total, active, tolerance;
+    };
+    for (const Card& c : {Card{"mixtral-8x7b", 46.7e9, 12.9e9, 0.01},
+                          Card{"mixtral-8x22b", 141e9, 39e9, 0.01},
+                          Card{"deepseek-v3", 671e9, 37e9, 0.02},
+                          Card{"qwen3-235b-a22b", 235e9, 22e9, 0.02},
+                          Card{"kimi-k2", 1.04e12, 32e9, 0.03}}) {
+      CAPTURE(c.id);
+      const auto pc = count_parameters(preset(c.id));
+      CHECK(pc.total() == doctest::Approx(c.total).epsilon(c.tolerance));
+      CHECK(pc.active() == doctest::Approx(c.active).epsilon(c.tolerance));
+    }
+  }
+
+  TEST_CASE("transformer: MoE and MLA parameters by hand (DeepSeek-V3)") {
+    const ModelSpec& m = preset("deepseek-v3");
+    const auto pc = count_parameters(m);
+    const double h = 7168;
+    // MLA: q down 7168 x 1536, q up 1536 x 128 heads x (128 + 64), kv down 7168 x (512 + 64), kv
+    // up 512 x 128 x (128 + 128), out 128 x 128 x 7168.
+    CHECK(pc.attention_per_layer ==
+          h * 1536 + 1536.0 * 128 * 192 + h * 576 + 512.0 * 128 * 256 + 128.0 * 128 * h);
+    CHECK(pc.layers == 61);
+    CHECK(pc.moe_layers == 58);
+    CHECK(pc.dense_layers() == 3);
+    CHECK(pc.expert == 3 * h * 2048);
+    CHECK(pc.shared_per_layer == pc.expert);
+    CHECK(pc.router_per_layer == h * 256);
+    CHECK(pc.moe_mlp_per_layer() == 257 * pc.expert + h * 256);
+    CHECK(pc.moe_active_mlp_per_layer() == 9 * pc.expert + h * 256);
+    // Attention FLOPs: QK^T over 192 dimensions and AV over 128, 128 heads, causal.
+    const auto f = flops_per_token(m, 4096);
+    CHECK(f.attention_forward == doctest::Approx(2.0 * 4096 * 128 * (192 + 128) * 61 * 0.5));
+    CHECK(f.dense_forward == doctest::Approx(2 * pc.active_layer_matmuls() + 2 * 129280 * h));
+    // A dense model is unchanged: active = total.
+    const auto d = count_parameters(preset("llama3-70b"));
+    CHECK(d.active() == d.total());
+  }
+
   TEST_CASE("transformer: 6N FLOPs plus attention") {
     const ModelSpec& m = preset("llama3-8b");
     const auto pc = count_parameters(m);
