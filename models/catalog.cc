@@ -126,28 +126,6 @@ std::vector<GpuSpec> make_gpus() {
                  "with sparsity (dense = half), 989 tf32 sparse, 67 fp32, 80 GB HBM3 at 3.35 "
                  "TB/s, NVLink4 900 GB/s bidirectional = 18 links x 25 GB/s/dir, up to 700 W; 132 "
                  "SMs and PCI id 0x2330: REFERENCE.md; price approximate"},
-      {.id = "h800-sxm",
-       .name = "NVIDIA H800 80GB HBM3",
-       .vendor = "nvidia",
-       .bf16_flops = 989 * kT,
-       .fp16_flops = 989 * kT,
-       .fp8_flops = 1979 * kT,
-       .tf32_flops = 494.5 * kT,
-       .fp32_flops = 67 * kT,
-       .hbm_bytes = 80 * kGiB,
-       .hbm_Bps = 3350 * kG,
-       .nvlink_links = 8,
-       .nvlink_link_Bps = 25 * kG,
-       .pcie_gen = 5,
-       .tdp_w = 700,
-       .list_price_usd = 30000,
-       .sm_count = 132,
-       .arch = "sm_90",
-       .pci_device_ids = {0x2324},
-       .source = "The H100 SXM's compute and memory with NVLink cut to 400 GB/s bidirectional "
-                 "(8 links x 25 GB/s/dir = 200 GB/s per direction; DeepSeek-AI 2024, "
-                 "'DeepSeek-V3 Technical Report' sec. 3.2.1: NVLink 160 GB/s achievable against IB's "
-                 "50 GB/s, on 2048 H800); PCI id 0x2324: REFERENCE.md; price approximate"},
       {.id = "h100-pcie",
        .name = "NVIDIA H100 PCIe",
        .vendor = "nvidia",

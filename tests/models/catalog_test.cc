@@ -64,7 +64,11 @@ TEST_SUITE("models") {
       CHECK(find_nic(id) != nullptr);
     }
     CHECK(known_gpu_ids().find("h100-sxm, ") != std::string::npos);
-    CHECK(known_model_ids().rfind("llama3-405b") == known_model_ids().size() - 11);
+    for (const char* id : {"llama3-405b", "mixtral-8x7b", "mixtral-8x22b", "deepseek-v3",
+                           "qwen3-235b-a22b", "kimi-k2"}) {
+      CHECK(find_model(id) != nullptr);
+      CHECK(known_model_ids().find(id) != std::string::npos);
+    }
   }
 
   TEST_CASE("GPU peaks are ordered fp8 >= bf16 >= tf32 >= fp32 and fields are filled") {
