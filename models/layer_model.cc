@@ -84,17 +84,29 @@ double LayerKernels::recompute_s(Recompute r) const {
   return 0;
 }
 
+int moe_layers_of_stage(const WorkloadConfig& w, int stage) {
+  if (!w.model.moe.enabled()) return 0;
+  const std::vector<int> layers = layers_of_stages(w);
+  int first = 0;
+  for (int s = 0; s < stage; ++s) first += layers[static_cast<size_t>(s)];
+  const int n = layers[static_cast<size_t>(stage)];
+  const int dense = std::clamp(w.model.moe.dense_layers - first, 0, n);
+  return n - dense;
+}
+
 LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
-                           const ComputeParams& params) {
+                           const ComputeParams& params, bool moe_layer) {
   const ModelSpec& m = w.model;
   const auto& par = w.parallelism;
   const Precision p = w.precision;
   const double t = par.tp;
   const double h = m.hidden;
-  const double head_dim = h / m.heads;
-  const double kv_dim = m.kv_heads * head_dim;
+  const double head_dim = m.head_dim();
+  const double q_width = m.q_width();
+  const double kv_dim = m.kv_width();  // the K projection's width (MLA: every head's key)
   const double tokens = double(w.seq_len) / par.cp * w.micro_batch;
   const double ffn_out = (m.gated_ffn ? 2.0 : 1.0) * m.ffn_hidden;
+  const bool moe = moe_layer && m.moe.enabled();
   LayerKernels out;
 
   // 1. Weight GEMMs (TP-local shapes: QKV and up column-split, out and down row-split). With TP
@@ -102,15 +114,60 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   // feeds or a reduce-scatter drains into tp chunks of tokens / tp rows, each computed while the
   // ring passes the next (forward and data gradients; weight gradients run whole).
   const int chunks = w.framework.tp_comm_overlap && par.tp > 1 ? par.tp : 1;
-  // Each GEMM's share op-level checkpointing recomputes (see LayerKernels).
-  const double recomputed_share[] = {kv_dim / (h + 2 * kv_dim), 1, m.gated_ffn ? 0.5 : 0, 0};
-  int i = 0;
-  for (const auto& [n, k] : {std::pair{(h + 2 * kv_dim) / t, h}, std::pair{h, h / t},
-                             std::pair{ffn_out / t, h}, std::pair{h, m.ffn_hidden / t}}) {
-    const WeightGemm g = weight_gemm(gpu, p, tokens, n, k, params, chunks);
-    out.gemm_forward_s += g.forward_s;
-    out.gemm_backward_s += g.backward_s;
-    out.gemm_recomputed_by_op_s += recomputed_share[i++] * g.forward_s;
+  struct Gemm {
+    double m, n, k;
+    double recomputed_share;  // what op-level checkpointing recomputes of it (LayerKernels)
+    int chunks;
+  };
+  std::vector<Gemm> gemms;
+  if (m.mla.enabled()) {
+    // MLA (DeepSeek-V3): the down projections unsplit, the up and output projections TP-split.
+    const MlaSpec& a = m.mla;
+    const double heads_t = m.heads / t;
+    if (a.q_lora_rank > 0) {
+      gemms.push_back({tokens, double(a.q_lora_rank), h, 0, 1});
+      gemms.push_back({tokens, heads_t * a.qk_head_dim(), double(a.q_lora_rank), 0, chunks});
+    } else {
+      gemms.push_back({tokens, heads_t * a.qk_head_dim(), h, 0, chunks});
+    }
+    gemms.push_back({tokens, double(a.kv_lora_rank + a.qk_rope_head_dim), h, 0, 1});
+    gemms.push_back({tokens, heads_t * (a.qk_nope_head_dim + a.v_head_dim),
+                     double(a.kv_lora_rank), 0, chunks});
+    gemms.push_back({tokens, h, heads_t * a.v_head_dim, 1, chunks});
+  } else {
+    gemms.push_back({tokens, (q_width + kv_dim + m.v_width()) / t, h,
+                     kv_dim / (q_width + kv_dim + m.v_width()), chunks});
+    gemms.push_back({tokens, h, m.heads * m.v_head_dim() / t, 1, chunks});
+  }
+  if (!moe) {
+    gemms.push_back({tokens, ffn_out / t, h, m.gated_ffn ? 0.5 : 0, chunks});
+    gemms.push_back({tokens, h, m.ffn_hidden / t, 0, chunks});
+  } else {
+    // The router on the sequence-parallel shard; the routed experts, each over its share of
+    // the routed tokens; the shared experts TP-split like a dense MLP.
+    const MoeSpec& e = m.moe;
+    const double shard = tokens / t;
+    const double local_experts = double(e.experts) / par.ep;
+    const double routed = shard * e.top_k * w.moe_routing.busiest_share();
+    const double per_expert = routed / local_experts;
+    const double out_e = (m.gated_ffn ? 2.0 : 1.0) * e.expert_ffn_hidden;
+    gemms.push_back({shard, double(e.experts), h, 0, 1});
+    for (int x = 0; x < static_cast<int>(local_experts); ++x) {
+      gemms.push_back({per_expert, out_e, h, 0, 1});
+      gemms.push_back({per_expert, h, double(e.expert_ffn_hidden), 0, 1});
+    }
+    if (e.shared_experts > 0) {
+      const double f_s = double(e.shared_experts) * e.expert_ffn_hidden;
+      gemms.push_back({tokens, (m.gated_ffn ? 2.0 : 1.0) * f_s / t, h, 0, chunks});
+      gemms.push_back({tokens, h, f_s / t, 0, chunks});
+    }
+  }
+  for (const Gemm& g : gemms) {
+    if (g.m <= 0) continue;
+    const WeightGemm wg = weight_gemm(gpu, p, g.m, g.n, g.k, params, g.chunks);
+    out.gemm_forward_s += wg.forward_s;
+    out.gemm_backward_s += wg.backward_s;
+    out.gemm_recomputed_by_op_s += g.recomputed_share * wg.forward_s;
   }
 
   // 2. The attention core: ring attention runs cp chunks of s/cp queries against s/cp keys.
@@ -119,8 +176,10 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     AttentionShape a;
     a.batch = w.micro_batch;
     a.heads = heads_local;
-    a.kv_heads = std::max(1.0, m.kv_heads / t);
-    a.head_dim = head_dim;
+    a.kv_heads = std::max(1.0, (m.mla.enabled() ? m.heads : m.kv_heads) / t);
+    // MLA's query/key heads are 192 wide and its value heads 128: the core's FLOPs follow
+    // their mean (2 s (qk + v) per head).
+    a.head_dim = 0.5 * (m.qk_head_dim() + m.v_head_dim());
     a.q_tokens = double(w.seq_len) / par.cp;
     a.kv_tokens = a.q_tokens;
     out.attention_forward_s = par.cp * attention_time(gpu, p, a, false, params).time_s;
@@ -158,8 +217,28 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   double bytes = 0;
   bytes += 2 * (2 * h * e) / sp;                  // two norms: read h, write h
   bytes += 2 * (3 * h * e + h * drop_mask) / sp;  // two residual adds (with dropout's mask)
-  bytes += (ffn_out + m.ffn_hidden) / t * e;      // activation: read the up (+ gate), write f
-  if (m.position_embedding == PositionEmbedding::kRope) bytes += 2 * (h + kv_dim) / t * e;
+  if (!moe) {
+    bytes += (ffn_out + m.ffn_hidden) / t * e;  // activation: read the up (+ gate), write f
+  } else {
+    // Per token of the micro-batch: the routed copies (top_k x the busiest share, on the
+    // sequence shard) permuted into expert order and back (read + write h each way), the
+    // experts' activation, the shared experts' activation, the router's fp32 softmax.
+    const MoeSpec& x = m.moe;
+    const double copies = x.top_k * w.moe_routing.busiest_share() / t;
+    const double out_e = (m.gated_ffn ? 2.0 : 1.0) * x.expert_ffn_hidden;
+    bytes += copies * (2 * 2 * h * e + (out_e + x.expert_ffn_hidden) * e);
+    bytes += x.shared_experts * (out_e + x.expert_ffn_hidden) / t * e;
+    bytes += 2.0 * x.experts * 4 / t;
+  }
+  if (m.mla.enabled()) {
+    // The latents' two norms; rotary on the decoupled query and key parts.
+    bytes += 2 * (m.mla.q_lora_rank + m.mla.kv_lora_rank) * e;
+    if (m.position_embedding == PositionEmbedding::kRope) {
+      bytes += 2 * (m.heads / t + 1) * m.mla.qk_rope_head_dim * e;
+    }
+  } else if (m.position_embedding == PositionEmbedding::kRope) {
+    bytes += 2 * (q_width + kv_dim) / t * e;
+  }
   if (w.framework.attention == AttentionKernel::kUnfused) bytes += 2 * h / t * e;
   out.memory_forward_s = elementwise_time(gpu, bytes * tokens, params).time_s;
   out.memory_backward_s = 2 * out.memory_forward_s;
@@ -187,7 +266,9 @@ std::vector<int> layers_of_stages(const WorkloadConfig& w) {
 
 std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig& w,
                                         const ComputeParams& params) {
-  const LayerKernels l = layer_kernels(gpu, w, params);
+  const LayerKernels dense_layer = layer_kernels(gpu, w, params);
+  const LayerKernels moe_layer =
+      w.model.moe.enabled() ? layer_kernels(gpu, w, params, true) : dense_layer;
   const Recompute rc = w.parallelism.recompute;
   const double t = w.parallelism.tp;
   const double h = w.model.hidden;
@@ -201,24 +282,29 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
     StageCompute c;
     c.stage = s;
     c.layers = layers[static_cast<size_t>(s)];
-    const double n = c.layers;
-    c.gemm_forward_s = n * l.gemm_forward_s;
-    c.gemm_backward_s =
-        n * (l.gemm_backward_s + (rc == Recompute::kFull          ? l.gemm_forward_s
-                                  : rc == Recompute::kSelectiveOp ? l.gemm_recomputed_by_op_s
-                                                                  : 0));
-    c.attention_forward_s = n * l.attention_forward_s;
-    c.attention_backward_s = n * l.attention_backward_s;
-    c.forward_s = n * l.forward_s();
-    c.backward_s = n * (l.backward_s() + l.recompute_s(rc));
-    // Unfused attention's kernels are bound by the scores' memory traffic: not tensor time.
-    const bool flash = w.framework.attention == AttentionKernel::kFlash;
-    const double att_fwd = flash ? l.attention_forward_s : 0;
-    const double att_bwd = flash ? l.attention_backward_s : 0;
-    c.tensor_s = n * (l.gemm_forward_s + l.gemm_backward_s + att_fwd + att_bwd);
-    if (rc == Recompute::kFull) c.tensor_s += n * (l.gemm_forward_s + att_fwd);
-    if (rc == Recompute::kSelective) c.tensor_s += n * att_fwd;
-    if (rc == Recompute::kSelectiveOp) c.tensor_s += n * l.gemm_recomputed_by_op_s;
+    const int n_moe = moe_layers_of_stage(w, s);
+    // n layers of kind l: their kernels, with recomputation.
+    auto add = [&](double n, const LayerKernels& l) {
+      c.gemm_forward_s += n * l.gemm_forward_s;
+      c.gemm_backward_s +=
+          n * (l.gemm_backward_s + (rc == Recompute::kFull          ? l.gemm_forward_s
+                                    : rc == Recompute::kSelectiveOp ? l.gemm_recomputed_by_op_s
+                                                                    : 0));
+      c.attention_forward_s += n * l.attention_forward_s;
+      c.attention_backward_s += n * l.attention_backward_s;
+      c.forward_s += n * l.forward_s();
+      c.backward_s += n * (l.backward_s() + l.recompute_s(rc));
+      // Unfused attention's kernels are bound by the scores' memory traffic: not tensor time.
+      const bool flash = w.framework.attention == AttentionKernel::kFlash;
+      const double att_fwd = flash ? l.attention_forward_s : 0;
+      const double att_bwd = flash ? l.attention_backward_s : 0;
+      c.tensor_s += n * (l.gemm_forward_s + l.gemm_backward_s + att_fwd + att_bwd);
+      if (rc == Recompute::kFull) c.tensor_s += n * (l.gemm_forward_s + att_fwd);
+      if (rc == Recompute::kSelective) c.tensor_s += n * att_fwd;
+      if (rc == Recompute::kSelectiveOp) c.tensor_s += n * l.gemm_recomputed_by_op_s;
+    };
+    add(c.layers - n_moe, dense_layer);
+    add(n_moe, moe_layer);
     if (s == 0) {
       // Embedding: gather h per token forward; backward accumulates into the fp32 gradient.
       c.forward_s += elementwise_time(gpu, 2 * h * e * tokens, params).time_s;

@@ -45,8 +45,21 @@ struct LayerKernels {
   double recompute_s(Recompute r) const;
 };
 
+// One layer of the model. moe_layer: a mixture-of-experts layer (ModelSpec::moe), whose MLP is
+// the router (hidden x experts), the routed experts this GPU holds (experts / ep of them, each a
+// gated MLP of expert_ffn_hidden over the tokens routed to it: the GPU's sequence-parallel
+// shard x top_k x the busiest GPU's share, ExpertRouting) and the shared experts (TP-split like
+// the dense MLP); its memory-bound kernels add the tokens' permutation into expert order and
+// back (read + write of top_k x hidden per token each way) and the experts' activation.
+// Attention: MLA runs its query and key/value down projections unsplit (replicated over TP) and
+// its up projections and the output projection TP-split; the attention core has qk_dim = 192
+// and v_dim = 128 per head.
 LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& workload,
-                           const ComputeParams& params);
+                           const ComputeParams& params, bool moe_layer = false);
+
+// Of `stage`'s layers, how many are mixture-of-experts layers (the model's first dense_layers
+// layers keep the dense MLP).
+int moe_layers_of_stage(const WorkloadConfig& workload, int stage);
 
 // One pipeline stage's work per micro-batch, all its model chunks together.
 struct StageCompute {

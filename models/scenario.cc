@@ -121,15 +121,21 @@ constexpr std::string_view kStorageKeys[] = {"write_bandwidth"};
 constexpr std::string_view kWorkloadKeys[] = {
     "model",   "layers",    "hidden",       "heads",       "kv_heads",  "ffn_hidden",
     "vocab",   "gated_ffn", "tied_embeddings", "normalization", "position_embedding",
+    "head_dim", "mla", "moe",
     "seq_len", "global_batch", "micro_batch", "precision", "dropout", "framework",
     "parallelism", "train_tokens"};
+constexpr std::string_view kMlaKeys[] = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                                         "qk_rope_head_dim", "v_head_dim"};
+constexpr std::string_view kMoeKeys[] = {"experts",       "top_k",           "expert_ffn_hidden",
+                                         "shared_experts", "dense_layers",   "capacity_factor",
+                                         "imbalance"};
 constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
-                                               "tp_comm_overlap",
+                                               "tp_comm_overlap",     "ep_comm_overlap",
                                                "grad_reduce_overlap", "weights_in_fp32",
                                                "fp32_gradients"};
 constexpr std::string_view kParallelismKeys[] = {"tp",   "pp",        "dp",          "cp",
                                                  "sp",   "zero",      "recompute",   "pp_schedule",
-                                                 "virtual_stages"};
+                                                 "virtual_stages", "ep"};
 constexpr std::string_view kCostKeys[] = {"gpu_hour"};
 constexpr std::string_view kReliabilityKeys[] = {"gpu_mtbf", "checkpoint_interval",
                                                  "restart_time"};
@@ -908,6 +914,73 @@ bool Loader::load_model(const YAML::Node& node) {
     return false;
   }
   if (!given && !kv_given) m.kv_heads = m.heads;  // no grouped-query attention
+  if (!dim("head_dim", &m.head_dim_override)) return false;
+  // Multi-head latent attention and the experts: maps of their own; each key given overrides
+  // the preset's.
+  const YAML::Node mla = node["mla"];
+  if (mla.IsDefined()) {
+    const std::string mp = child(path, "mla");
+    if (!open_map(mla, mp, kMlaKeys)) return false;
+    overridden.emplace_back("mla");
+    MlaSpec& a = m.mla;
+    const bool had_mla = a.enabled();
+    if (!read_int(mla, mp, "q_lora_rank", 0, &a.q_lora_rank) ||
+        !read_int(mla, mp, "kv_lora_rank", 1, &a.kv_lora_rank) ||
+        !read_int(mla, mp, "qk_nope_head_dim", 1, &a.qk_nope_head_dim) ||
+        !read_int(mla, mp, "qk_rope_head_dim", 1, &a.qk_rope_head_dim) ||
+        !read_int(mla, mp, "v_head_dim", 1, &a.v_head_dim)) {
+      return false;
+    }
+    for (auto key : {"kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}) {
+      if (!had_mla && !required(mla, mp, key,
+                                " (multi-head latent attention needs kv_lora_rank, "
+                                "qk_nope_head_dim, qk_rope_head_dim and v_head_dim)")) {
+        return false;
+      }
+    }
+  }
+  const YAML::Node moe = node["moe"];
+  if (moe.IsDefined()) {
+    const std::string ep = child(path, "moe");
+    if (!open_map(moe, ep, kMoeKeys)) return false;
+    MoeSpec& e = m.moe;
+    const bool had_experts = e.enabled();
+    for (auto key : {"experts", "top_k", "expert_ffn_hidden", "shared_experts", "dense_layers"}) {
+      if (moe[key].IsDefined()) overridden.emplace_back(std::string("moe.") + key);
+    }
+    if (!read_int(moe, ep, "experts", 2, &e.experts) || !read_int(moe, ep, "top_k", 1, &e.top_k) ||
+        !read_int(moe, ep, "expert_ffn_hidden", 1, &e.expert_ffn_hidden) ||
+        !read_int(moe, ep, "shared_experts", 0, &e.shared_experts) ||
+        !read_int(moe, ep, "dense_layers", 0, &e.dense_layers)) {
+      return false;
+    }
+    if (!had_experts && e.enabled()) {
+      for (auto key : {"top_k", "expert_ffn_hidden"}) {
+        if (!required(moe, ep, key, " (a mixture of experts needs experts, top_k and "
+                                    "expert_ffn_hidden)")) {
+          return false;
+        }
+      }
+    }
+    ExpertRouting& r = sc_.workload.moe_routing;
+    if (!read_quantity(moe, ep, "capacity_factor", FieldKind::kCount, false, &r.capacity_factor) ||
+        !read_quantity(moe, ep, "imbalance", FieldKind::kCount, false, &r.imbalance)) {
+      return false;
+    }
+    if (moe["imbalance"].IsDefined() && r.imbalance < 1) {
+      return fail(moe["imbalance"], child(ep, "imbalance"),
+                  "the busiest GPU's share over the even share is at least 1, got " +
+                      format_significant(r.imbalance, 4));
+    }
+    if (moe["capacity_factor"].IsDefined() && moe["imbalance"].IsDefined()) {
+      return fail(moe["imbalance"], child(ep, "imbalance"),
+                  "give capacity_factor (tokens dropped beyond it) or imbalance (dropless), not "
+                  "both");
+    }
+    if ((moe["capacity_factor"].IsDefined() || moe["imbalance"].IsDefined()) && !e.enabled()) {
+      return fail(moe, ep, "routing settings need a mixture-of-experts model (experts)");
+    }
+  }
   if (given && !overridden.empty()) {
     m.name += " (modified)";
     m.source += "; overridden by " + sc_.path + ": " + join(overridden);
@@ -932,7 +1005,8 @@ bool Loader::load_parallelism(const YAML::Node& node, const std::string& path) {
       !read_bool(node, path, "sp", &p.sp) || !read_int(node, path, "zero", 0, &p.zero) ||
       !read_enum(node, path, "recompute", kRecompute, &p.recompute) ||
       !read_enum(node, path, "pp_schedule", kSchedules, &p.pp_schedule) ||
-      !read_int(node, path, "virtual_stages", 1, &p.virtual_stages)) {
+      !read_int(node, path, "virtual_stages", 1, &p.virtual_stages) ||
+      !read_int(node, path, "ep", 1, &p.ep)) {
     return false;
   }
   if (p.zero > 3) {
@@ -973,6 +1047,7 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_enum(fw, fp, "attention", kAttention, &f.attention) ||
         !read_enum(fw, fp, "kernels", kKernels, &f.kernels) ||
         !read_bool(fw, fp, "tp_comm_overlap", &f.tp_comm_overlap) ||
+        !read_bool(fw, fp, "ep_comm_overlap", &f.ep_comm_overlap) ||
         !read_bool(fw, fp, "grad_reduce_overlap", &f.grad_reduce_overlap) ||
         !read_bool(fw, fp, "weights_in_fp32", &f.weights_in_fp32) ||
         !read_bool(fw, fp, "fp32_gradients", &f.fp32_gradients)) {
@@ -1177,7 +1252,7 @@ Status check_parallelism(const Scenario& scenario) {
 
   // Parallelism against the model.
   const std::string model_key = cite("workload.model", "workload");
-  if (m.hidden % m.heads != 0) {
+  if (m.hidden % m.heads != 0 && m.head_dim_override == 0 && !m.mla.enabled()) {
     return fail_key(cite("workload.hidden", model_key),
                     "hidden " + str(m.hidden) + " is not divisible by heads " + str(m.heads));
   }
@@ -1194,6 +1269,43 @@ Status check_parallelism(const Scenario& scenario) {
     return fail_key(tp_key, "kv_heads " + str(m.kv_heads) + " and tp " + str(p.tp) +
                                 ": kv_heads must be divisible by tp, or tp a multiple of "
                                 "kv_heads (each KV head then replicated on tp/kv_heads ranks)");
+  }
+  // Experts.
+  const MoeSpec& e = m.moe;
+  const std::string ep_key = cite(par + ".ep", par);
+  if (e.enabled()) {
+    const std::string moe_key = cite("workload.moe", model_key);
+    if (e.top_k > e.experts) {
+      return fail_key(cite("workload.moe.top_k", moe_key),
+                      "top_k " + str(e.top_k) + " exceeds the " + str(e.experts) + " experts");
+    }
+    if (e.dense_layers >= m.layers) {
+      return fail_key(cite("workload.moe.dense_layers", moe_key),
+                      "dense_layers " + str(e.dense_layers) + " leaves none of the " +
+                          str(m.layers) + " layers with experts");
+    }
+    if (e.experts % p.ep != 0) {
+      return fail_key(ep_key, "ep " + str(p.ep) + " does not divide the " + str(e.experts) +
+                                  " experts: each GPU of an expert-parallel group holds "
+                                  "experts / ep of them");
+    }
+    if (p.tp > 1 && !p.sp) {
+      // Megatron-Core asserts it (transformer_config.py: "When using expert parallelism and
+      // tensor parallelism, sequence parallelism must be used").
+      return fail_key(cite(par + ".sp", par),
+                      "a mixture of experts with tp " + str(p.tp) +
+                          " needs sp: true (the experts take each rank's sequence shard)");
+    }
+  } else if (p.ep > 1) {
+    return fail_key(ep_key, "ep " + str(p.ep) + " needs a mixture-of-experts model (workload.moe "
+                                                "or a MoE preset such as mixtral-8x7b)");
+  }
+  const int stage_gpus = p.tp * p.cp * p.dp;
+  if (stage_gpus % p.ep != 0) {
+    return fail_key(ep_key, "ep " + str(p.ep) + " does not divide tp x cp x dp = " +
+                                str(stage_gpus) +
+                                ": expert-parallel groups are carved from a pipeline stage's "
+                                "GPUs");
   }
   const bool interleaved = p.pp_schedule == PipelineSchedule::kInterleaved;
   const std::string vs_key = par + ".virtual_stages";

@@ -103,6 +103,12 @@ struct ParallelismConfig {
   Recompute recompute = Recompute::kNone;
   PipelineSchedule pp_schedule = PipelineSchedule::k1F1B;
   int virtual_stages = 1;  // interleaved schedule: model chunks per pipeline stage
+  // Expert parallelism (mixture-of-experts models): the experts of each MoE layer split over ep
+  // GPUs of a pipeline stage, which exchange tokens by all-to-all. As Megatron-Core places it
+  // (expert tensor parallelism 1): ep consecutive ranks of the stage's tp x cp x dp, tokens on
+  // their sequence-parallel shard; each expert's weights replicated over the
+  // tp x cp x dp / ep ranks that hold the same experts (the expert data-parallel group).
+  int ep = 1;
   int gpus() const { return tp * pp * dp * cp; }
   bool operator==(const ParallelismConfig&) const = default;
 };
@@ -131,6 +137,10 @@ struct FrameworkConfig {
   // TP/SP collectives hidden behind the GEMMs they feed (Transformer Engine userbuffers,
   // NeMo's tp_comm_overlap). false: they sit between the GEMMs (Megatron-LM's default).
   bool tp_comm_overlap = false;
+  // MoE dispatch and combine all-to-alls overlapped with another micro-batch's compute
+  // (DeepSeek-V3's DualPipe; Megatron-Core's --overlap-moe-expert-parallel-comm). false: they
+  // sit between the router and the experts (the common default).
+  bool ep_comm_overlap = false;
   // DP gradient reduction overlapped with the backward bucket by bucket (Megatron-Core
   // --overlap-grad-reduce, PyTorch DDP/FSDP, DeepSpeed). false: after the whole backward
   // (Megatron-LM of 2021).
@@ -146,8 +156,22 @@ struct FrameworkConfig {
   bool operator==(const FrameworkConfig&) const = default;
 };
 
+// How tokens reach the experts during training (workload.moe, beside the MoE dimensions).
+struct ExpertRouting {
+  // > 0: each expert takes at most capacity_factor x its even share of the tokens and drops
+  // the rest, padding to it (GShard, Switch Transformer; Megatron-Core --moe-expert-capacity-
+  // factor with padding): the busiest GPU computes exactly this share. 0: dropless.
+  double capacity_factor = 0;
+  // Dropless: the tokens the busiest GPU's experts receive over the even share (a measured
+  // load imbalance; 1 = perfectly balanced, as auxiliary-loss-free balancing aims for).
+  double imbalance = 1.0;
+  // The busiest GPU's expert tokens over the even share.
+  double busiest_share() const { return capacity_factor > 0 ? capacity_factor : imbalance; }
+};
+
 struct WorkloadConfig {
   ModelSpec model;  // a preset copied from the catalog, or the given dimensions
+  ExpertRouting moe_routing;
   int seq_len = 4096;
   int global_batch = 1024;  // sequences per optimizer step
   int micro_batch = 1;

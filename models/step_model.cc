@@ -19,6 +19,8 @@ DimComm& dim_of(StepBreakdown& b, ParallelDim d) {
       return b.dp;
     case ParallelDim::kCp:
       return b.cp;
+    case ParallelDim::kEp:
+      return b.ep;
   }
   return b.tp;
 }
@@ -33,23 +35,27 @@ double phase_seconds(const std::vector<TimedComm>& comms, ParallelDim d, CommPha
   return s;
 }
 
-// The collective of this dimension, phase and op, or nullptr.
-const TimedComm* find_comm(const std::vector<TimedComm>& comms, ParallelDim d, CommPhase p,
-                           CollectiveOp op) {
+// The collectives of this dimension, phase and op (a MoE model reduces its dense weights and
+// its experts in two groups).
+std::vector<const TimedComm*> find_comms(const std::vector<TimedComm>& comms, ParallelDim d,
+                                         CommPhase p, CollectiveOp op) {
+  std::vector<const TimedComm*> out;
   for (const auto& c : comms) {
-    if (c.call.dim == d && c.call.phase == p && c.call.op == op) return &c;
+    if (c.call.dim == d && c.call.phase == p && c.call.op == op) out.push_back(&c);
   }
-  return nullptr;
+  return out;
 }
 
 double optimizer_seconds(const GpuSpec& gpu, const WorkloadConfig& w, const MemoryBreakdown& mem,
                          const StepParams& params) {
   const auto& par = w.parallelism;
-  const double shard = par.zero >= 1 ? double(par.dp) * par.cp : 1;
+  const bool sharded = par.zero >= 1;
+  const double local = mem.parameters / (sharded ? double(par.dp) * par.cp : 1) +
+                       mem.expert_parameters / (sharded ? expert_data_parallel(w) : 1);
   const double per_param = !mixed_precision(w.precision)  ? params.optimizer_bytes_per_param_fp32
                            : w.precision == Precision::kFp16 ? params.optimizer_bytes_per_param_fp16
                                                              : params.optimizer_bytes_per_param;
-  return memory_bound_time(gpu, mem.parameters / shard * per_param, params.compute).time_s;
+  return memory_bound_time(gpu, local * per_param, params.compute).time_s;
 }
 
 }  // namespace
@@ -123,9 +129,15 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   const double tp_bwd_layer = phase_seconds(r.comms, D::kTp, P::kBackward) / ref_layers;
   const double cp_fwd_layer = phase_seconds(r.comms, D::kCp, P::kForward) / ref_layers;
   const double cp_bwd_layer = phase_seconds(r.comms, D::kCp, P::kBackward) / ref_layers;
+  // EP: per MoE layer (the list counts the stage with the most of them).
+  double ref_moe = 0;
+  for (int s = 0; s < par.pp; ++s) ref_moe = std::max<double>(ref_moe, moe_layers_of_stage(w, s));
+  ref_moe = std::max(1.0, std::min<double>(ref_moe, layers_per_stage(w)));
+  const double ep_fwd_layer = phase_seconds(r.comms, D::kEp, P::kForward) / ref_moe;
+  const double ep_bwd_layer = phase_seconds(r.comms, D::kEp, P::kBackward) / ref_moe;
   const bool tp_overlap = w.framework.tp_comm_overlap;
   struct StageExposure {
-    double tp = 0, cp = 0;
+    double tp = 0, cp = 0, ep = 0;
   };
   auto exposure = [&](const StageCompute& st) {
     StageExposure x;
@@ -140,6 +152,14 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
     // Ring attention overlaps each K/V step with the attention of the chunk in hand.
     x.cp = std::max(0.0, n * cp_fwd_layer - st.attention_forward_s) +
            std::max(0.0, n * cp_bwd_layer - st.attention_backward_s);
+    // The dispatch and combine sit between the router and the experts and after them: exposed,
+    // unless the framework overlaps them with another micro-batch's compute (DualPipe,
+    // workload.framework.ep_comm_overlap), where what outlasts that compute stays exposed.
+    const double moe = moe_layers_of_stage(w, st.stage);
+    x.ep = w.framework.ep_comm_overlap
+               ? std::max(0.0, moe * ep_fwd_layer - st.backward_s) +
+                     std::max(0.0, moe * ep_bwd_layer - st.forward_s)
+               : moe * (ep_fwd_layer + ep_bwd_layer);
     return x;
   };
   // The busiest stage sets the pace of the steady state; the others add their fill and drain.
@@ -148,7 +168,7 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   StageExposure x;
   for (std::size_t i = 0; i < r.stages.size(); ++i) {
     const StageExposure xi = exposure(r.stages[i]);
-    const double mb = r.stages[i].total_s() + xi.tp + xi.cp;
+    const double mb = r.stages[i].total_s() + xi.tp + xi.cp + xi.ep;
     sum_mb += mb;
     if (mb > busiest_mb) {
       busiest_mb = mb;
@@ -162,6 +182,7 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   r.backward_s = st.backward_s;
   b.tp.exposed_s = m * x.tp;
   b.cp.exposed_s = m * x.cp;
+  b.ep.exposed_s = m * x.ep;
 
   // Pipeline: each micro-batch's activation and gradient cross a stage boundary on the critical
   // path (Megatron's batched send/recv pairs are waited on before the next compute).
@@ -176,20 +197,24 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   // Once-per-step gradient reduction overlaps the last micro-batch's backward, except its last
   // bucket (grad_reduce_overlap); without overlap it follows the whole backward. ZeRO-1/2's
   // parameter all-gather overlaps the next step's first forward.
+  // A MoE model's two groups (dense weights, experts) reduce one after the other.
   for (auto op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter}) {
-    const TimedComm* c = find_comm(r.comms, D::kDp, P::kStep, op);
-    if (c == nullptr) continue;
+    double total = 0;
+    for (const TimedComm* c : find_comms(r.comms, D::kDp, P::kStep, op)) total += c->total_s();
+    if (total <= 0) continue;
     if (!w.framework.grad_reduce_overlap) {
-      dp_exposed += c->total_s();
+      dp_exposed += total;
       continue;
     }
-    const double bucket_fraction =
-        std::min(1.0, params.dp_bucket_params / std::max(1.0, r.memory.parameters));
-    dp_exposed += std::max(c->total_s() - st.backward_s, c->total_s() * bucket_fraction);
+    const double params_held = r.memory.parameters + r.memory.expert_parameters;
+    const double bucket_fraction = std::min(1.0, params.dp_bucket_params / std::max(1.0, params_held));
+    dp_exposed += std::max(total - st.backward_s, total * bucket_fraction);
   }
-  if (const TimedComm* ag = find_comm(r.comms, D::kDp, P::kStep, CollectiveOp::kAllGather)) {
-    dp_exposed += std::max(0.0, ag->total_s() - st.forward_s);
+  double gathers = 0;
+  for (const TimedComm* ag : find_comms(r.comms, D::kDp, P::kStep, CollectiveOp::kAllGather)) {
+    gathers += ag->total_s();
   }
+  dp_exposed += std::max(0.0, gathers - st.forward_s);
   b.dp.exposed_s = std::min(dp_exposed, b.dp.total_s);
 
   // 4. Bubble: the other stages' fill and drain, over the virtual stages (Narayanan et al.
@@ -205,8 +230,8 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   b.overlap_interference_s = overlap_interference_s(gpu, b.hidden_comm_s(), params);
   b.compute_s += b.overlap_interference_s;
 
-  r.step_time_s = b.compute_s + b.tp.exposed_s + b.cp.exposed_s + b.pp.exposed_s + b.dp.exposed_s +
-                  b.bubble_s + b.optimizer_s;
+  r.step_time_s = b.compute_s + b.tp.exposed_s + b.cp.exposed_s + b.ep.exposed_s +
+                  b.pp.exposed_s + b.dp.exposed_s + b.bubble_s + b.optimizer_s;
 
   // 7. Throughput and utilisation.
   const FlopsPerToken f = flops_per_token(w.model, w.seq_len, /*causal=*/true);
@@ -319,6 +344,12 @@ std::vector<std::string> step_advice(const Scenario& scenario, const StepResult&
   if (b.pp.exposed_s > 0) {
     losses.push_back({b.pp.exposed_s, "pipeline sends are " + share(b.pp.exposed_s) +
                                           ": fewer stages, or stages placed closer together"});
+  }
+  if (b.ep.exposed_s > 0) {
+    losses.push_back({b.ep.exposed_s,
+                      "MoE all-to-all is " + share(b.ep.exposed_s) +
+                          ": keep ep inside a node, overlap it with compute "
+                          "(framework.ep_comm_overlap, DualPipe-like), or more NIC bandwidth"});
   }
   if (b.cp.exposed_s > 0) {
     losses.push_back({b.cp.exposed_s, "ring-attention K/V exchange is " + share(b.cp.exposed_s) +

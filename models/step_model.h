@@ -73,15 +73,15 @@ struct StepBreakdown {
   // beside it (overlap_interference_s, part of it)
   double compute_s = 0;
   double overlap_interference_s = 0;
-  DimComm tp, pp, dp, cp;  // exposed parts add to the step; hidden parts overlap compute
+  DimComm tp, pp, dp, cp, ep;  // exposed parts add to the step; hidden parts overlap compute
   double bubble_s = 0;     // pipeline fill and drain
   double optimizer_s = 0;  // the Adam update over the local shard
   double hidden_comm_s() const {
-    return tp.hidden_s() + pp.hidden_s() + dp.hidden_s() + cp.hidden_s();
+    return tp.hidden_s() + pp.hidden_s() + dp.hidden_s() + cp.hidden_s() + ep.hidden_s();
   }
   // The communication the step waits for: the exposed parts of every dimension.
   double exposed_comm_s() const {
-    return tp.exposed_s + pp.exposed_s + dp.exposed_s + cp.exposed_s;
+    return tp.exposed_s + pp.exposed_s + dp.exposed_s + cp.exposed_s + ep.exposed_s;
   }
 };
 

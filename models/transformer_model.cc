@@ -14,13 +14,24 @@ double stage_parameters(const WorkloadConfig& w, const ParameterCount& pc, int s
   const auto& par = w.parallelism;
   const int last = par.pp - 1;
   const double layers = layers_of_stages(w)[static_cast<size_t>(stage)];
-  double p = layers * (pc.matmul_per_layer() / par.tp + pc.norms_per_layer);
+  const double moe = moe_layers_of_stage(w, stage);
+  // Attention (MLA's down projections are replicated over TP, a small share: counted split),
+  // the dense MLPs, and of the MoE layers what is not an expert: the shared experts (TP-split)
+  // and the router (replicated).
+  double p = layers * (pc.attention_per_layer / par.tp + pc.norms_per_layer) +
+             (layers - moe) * pc.ffn_per_layer / par.tp +
+             moe * (pc.shared_per_layer / par.tp + pc.router_per_layer);
   if (stage == 0) p += pc.embedding / par.tp;
   if (stage == last) {
     const double head = pc.output_head > 0 ? pc.output_head : (last > 0 ? pc.embedding : 0);
     p += head / par.tp + pc.final_norm;
   }
   return p;
+}
+
+// The routed experts one GPU of `stage` holds: experts / ep of each MoE layer's.
+double stage_expert_parameters(const WorkloadConfig& w, const ParameterCount& pc, int stage) {
+  return moe_layers_of_stage(w, stage) * pc.experts * pc.expert / w.parallelism.ep;
 }
 
 // Micro-batches whose activations a stage holds at its peak, in units of "one micro-batch
@@ -52,6 +63,8 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   MemoryBreakdown out;
   out.stage = stage;
   out.parameters = stage_parameters(w, pc, stage);
+  out.expert_parameters = stage_expert_parameters(w, pc, stage);
+  const double expert_shard = expert_data_parallel(w);
   // 1. Weights, gradients, optimizer state. 16-bit weights with an fp32 master copy in the
   // optimizer (Megatron-LM, DeepSpeed: 2 + 12 bytes), or fp32 parameters cast per use (PyTorch
   // autocast, FSDP mixed precision: 4 + 8); fp32 or 16-bit gradient buffers.
@@ -59,14 +72,30 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   const double weight_bytes = fp32_params ? 4 : e;
   const double grad_bytes = gradient_bytes(w);
   const double state_bytes = fp32_params ? 8 : 12;  // Adam m, v (+ the fp32 master)
-  out.weights_bytes = out.parameters * weight_bytes / (par.zero >= 3 ? shard : 1);
-  out.gradients_bytes = out.parameters * grad_bytes / (par.zero >= 2 ? shard : 1);
-  out.optimizer_bytes = out.parameters * state_bytes / (par.zero >= 1 ? shard : 1);
+  // ZeRO shards the dense weights over dp x cp, the experts over their expert data-parallel
+  // group.
+  const double experts = out.expert_parameters;
+  auto sharded = [&](int zero_level) {
+    return par.zero >= zero_level ? out.parameters / shard + experts / expert_shard
+                                  : out.parameters + experts;
+  };
+  out.weights_bytes = sharded(3) * weight_bytes;
+  out.gradients_bytes = sharded(2) * grad_bytes;
+  out.optimizer_bytes = sharded(1) * state_bytes;
   out.gradients_replace_activations = fw.weights_in_fp32;
   // Autocast keeps a 16-bit copy of every fp32 weight it casts from the forward until the
   // backward has used it; FSDP instead gathers 16-bit layers (below).
-  if (fp32_params && mixed && par.zero < 3) out.gathered_weights_bytes = out.parameters * e;
-  if (par.zero >= 3) out.gathered_weights_bytes = 2 * pc.matmul_per_layer() / t * e;
+  if (fp32_params && mixed && par.zero < 3) {
+    out.gathered_weights_bytes = (out.parameters + experts) * e;
+  }
+  if (par.zero >= 3) {
+    // The current and the prefetched layer, whole (a MoE layer with its local experts).
+    const double layer = pc.moe_layers > 0
+                             ? pc.attention_per_layer / t + pc.shared_per_layer / t +
+                                   pc.router_per_layer + pc.experts * pc.expert / par.ep
+                             : pc.matmul_per_layer() / t;
+    out.gathered_weights_bytes = 2 * layer * e;
+  }
 
   // 2. Activations each layer keeps for its backward, bytes per token (transformer_model.h).
   const double s = double(w.seq_len) / par.cp;
@@ -82,21 +111,41 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   const bool drop = w.dropout > 0;
   const bool eager = fw.kernels == KernelFusion::kEager;
   double per_token = 2 * (h * residual + h * e) / sp;  // norm inputs and outputs
+  // The MLP's part, dense and (MoE layers) routed: each routed copy of a token (top_k x the
+  // busiest share, on the sequence shard) keeps its permuted input, the expert's up (+ gate)
+  // output and activation; the shared experts like a dense MLP; the router's fp32 scores.
+  double mlp_dense = 0, mlp_moe = 0;
   if (eager) {
     // PyTorch eager keeps the whole QKV output (Q, K, V are views of it), SDPA's 16-bit casts
     // of rotated Q and K and its output, the output projection's input copy, and the whole
     // up+gate output, SiLU's output and the gate product (layer_model.cc's op list).
-    per_token += (2 * h + 3 * kv + 2 * h) / t * e + 4 * f / t * e;
+    per_token += (2 * h + 3 * kv + 2 * h) / t * e;
+    mlp_dense = 4 * f / t * e;
+  } else if (m.mla.enabled()) {
+    // MLA: the two latents (and their norms' outputs), every head's Q, K, V and the output.
+    per_token += 2 * (m.mla.q_lora_rank + m.mla.kv_lora_rank) * e +
+                 (m.q_width() + m.kv_width() + 2 * m.v_width()) / t * e;
+    mlp_dense = (ffn_out + f) / t * e;
   } else {
-    per_token += (2 * h + 2 * kv) / t * e;  // Q, K, V and the attention output
-    per_token += (ffn_out + f) / t * e;     // MLP up (+ gate) output, activation
+    per_token += (m.q_width() + kv + m.v_width() + m.heads * m.v_head_dim()) / t * e;
+    mlp_dense = (ffn_out + f) / t * e;  // MLP up (+ gate) output, activation
+  }
+  if (m.moe.enabled()) {
+    const MoeSpec& x = m.moe;
+    const double out_e = (m.gated_ffn ? 2.0 : 1.0) * x.expert_ffn_hidden;
+    const double copies = x.top_k * w.moe_routing.busiest_share() / t;
+    mlp_moe = copies * (h + out_e + x.expert_ffn_hidden) * e +
+              x.shared_experts * (out_e + x.expert_ffn_hidden) / t * e + x.experts * 4.0 / t;
   }
   if (drop) per_token += 2 * h / sp;                   // 1-byte masks of the two dropouts
   const bool keep_scores = w.framework.attention == AttentionKernel::kUnfused &&
                            par.recompute == Recompute::kNone;
   if (keep_scores) per_token += m.heads / t * s * (drop ? 2 * e + 1 : e);  // softmax (+ dropout)
-  const double layer = per_token * tokens;
   const double layers = layers_of_stages(w)[static_cast<size_t>(stage)];
+  const double moe_layers = moe_layers_of_stage(w, stage);
+  const double layer_dense = (per_token + mlp_dense) * tokens;
+  const double layer_moe = (per_token + mlp_moe) * tokens;
+  const double layer = moe_layers > 0 ? std::max(layer_moe, layer_dense) : layer_dense;
   const double in_flight = microbatches_in_flight(w, stage);
   if (par.recompute == Recompute::kFull) {
     // Each layer's input, and one layer's activations while it is recomputed.
@@ -107,7 +156,8 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
     const double kept = h * residual / sp + (2 * h + kv + f) / t * e + h / sp * e;
     out.activations_bytes = in_flight * layers * kept * tokens + layer;
   } else {
-    out.activations_bytes = in_flight * layers * layer;
+    out.activations_bytes =
+        in_flight * ((layers - moe_layers) * layer_dense + moe_layers * layer_moe);
   }
   // Embedding output on the first stage; on the last, the final norm's output and the fp32
   // logits of the loss with their 16-bit source (Korthikanti et al. 2022 sec. 4.3 count 4 s b V
@@ -223,8 +273,15 @@ std::string_view to_string(ParallelDim d) {
       return "dp";
     case ParallelDim::kCp:
       return "cp";
+    case ParallelDim::kEp:
+      return "ep";
   }
   return "?";
+}
+
+int expert_data_parallel(const WorkloadConfig& w) {
+  const auto& par = w.parallelism;
+  return std::max(1, par.tp * par.cp * par.dp / std::max(1, par.ep));
 }
 
 double gradient_bytes(const WorkloadConfig& w) {
@@ -248,9 +305,17 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
     }
   };
 
+  // Mixture-of-experts layers of the stage with the most of them (the dense layers come first).
+  double moe_layers = 0;
+  for (int st = 0; st < par.pp; ++st) moe_layers = std::max<double>(moe_layers, moe_layers_of_stage(w, st));
+  moe_layers = std::min(moe_layers, layers);
+
   // TP: the attention and MLP blocks each end in an all-reduce (forward) and begin with one
-  // (backward); SP splits each into a reduce-scatter and an all-gather of the same total.
-  const double tp_per_pass = 2 * layers;
+  // (backward); SP splits each into a reduce-scatter and an all-gather of the same total. A MoE
+  // layer's routed experts take the sequence shard without TP collectives (EP all-to-all
+  // instead); its shared experts, TP-split, keep the MLP block's pair.
+  const double mlp_blocks_moe = m.moe.shared_experts > 0 ? 1 : 0;
+  const double tp_per_pass = 2 * (layers - moe_layers) + (1 + mlp_blocks_moe) * moe_layers;
   const double tp_backward = tp_per_pass * (full ? 2 : 1);  // the recompute forward repeats it
   if (par.sp) {
     for (auto op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
@@ -292,33 +357,66 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
   add(ParallelDim::kPp, CommPhase::kBackward, CollectiveOp::kSendRecv, pp_bytes, chunks, par.pp,
       stage_stride, "stage-boundary activation gradients");
 
-  // DP over the dp x cp ranks that hold the same weights.
+  // EP: each MoE layer sends its tokens' routed copies to the experts' GPUs (dispatch) and
+  // brings the results back (combine), an all-to-all each, forward and (gradients) backward,
+  // again in the recompute forward. One rank's send buffer: its sequence shard x top_k x hidden,
+  // scaled by the busiest GPU's share (the all-to-all ends when the busiest receiver has its
+  // tokens). ep consecutive ranks of the stage (stride 1).
+  if (m.moe.enabled() && par.ep > 1) {
+    const double routed_bytes = s * w.micro_batch / par.tp * m.moe.top_k *
+                                w.moe_routing.busiest_share() * m.hidden * ab;
+    add(ParallelDim::kEp, CommPhase::kForward, CollectiveOp::kAllToAll, routed_bytes,
+        2 * moe_layers, par.ep, 1, "MoE token dispatch and combine");
+    add(ParallelDim::kEp, CommPhase::kBackward, CollectiveOp::kAllToAll, routed_bytes,
+        2 * moe_layers * (full ? 2 : 1), par.ep, 1,
+        "MoE dispatch and combine gradients (and recompute)");
+  }
+
+  // DP over the dp x cp ranks that hold the same weights; a MoE model's experts over their
+  // expert data-parallel group (tp x cp x dp / ep ranks, ep apart).
   const ParameterCount pc = count_parameters(m);
+  auto data_parallel = [&](double params, int size, int stride, const char* grads,
+                           const char* gather, const char* z3_fwd, const char* z3_bwd,
+                           const char* z3_rs) {
+    const double grad_bytes = params * gradient_bytes(w);
+    const double weight_bytes = params * ab;
+    switch (par.zero) {
+      case 0:
+        add(ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllReduce, grad_bytes, 1, size,
+            stride, grads);
+        break;
+      case 1:
+      case 2:
+        add(ParallelDim::kDp, par.zero == 1 ? CommPhase::kStep : CommPhase::kBackward,
+            CollectiveOp::kReduceScatter, grad_bytes, 1, size, stride, grads);
+        add(ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllGather, weight_bytes, 1, size,
+            stride, gather);
+        break;
+      default:
+        add(ParallelDim::kDp, CommPhase::kForward, CollectiveOp::kAllGather, weight_bytes, 1, size,
+            stride, z3_fwd);
+        add(ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kAllGather, weight_bytes, 1,
+            size, stride, z3_bwd);
+        add(ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kReduceScatter, grad_bytes, 1,
+            size, stride, z3_rs);
+        break;
+    }
+  };
   double stage_params = stage_parameters(w, pc, 0);
   if (par.pp > 1) stage_params = std::max(stage_params, stage_parameters(w, pc, par.pp - 1));
-  const double grad_bytes = stage_params * gradient_bytes(w);
-  const double weight_bytes = stage_params * ab;
-  const int dp_size = par.dp * par.cp;
-  switch (par.zero) {
-    case 0:
-      add(ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllReduce, grad_bytes, 1, dp_size,
-          par.tp, "gradient all-reduce");
-      break;
-    case 1:
-    case 2:
-      add(ParallelDim::kDp, par.zero == 1 ? CommPhase::kStep : CommPhase::kBackward,
-          CollectiveOp::kReduceScatter, grad_bytes, 1, dp_size, par.tp, "gradient reduce-scatter");
-      add(ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllGather, weight_bytes, 1, dp_size,
-          par.tp, "updated-parameter all-gather");
-      break;
-    default:
-      add(ParallelDim::kDp, CommPhase::kForward, CollectiveOp::kAllGather, weight_bytes, 1, dp_size,
-          par.tp, "ZeRO-3 parameter gather (forward)");
-      add(ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kAllGather, weight_bytes, 1,
-          dp_size, par.tp, "ZeRO-3 parameter gather (backward)");
-      add(ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kReduceScatter, grad_bytes, 1,
-          dp_size, par.tp, "ZeRO-3 gradient reduce-scatter");
-      break;
+  data_parallel(stage_params, par.dp * par.cp, par.tp,
+                par.zero == 0 ? "gradient all-reduce" : "gradient reduce-scatter",
+                "updated-parameter all-gather", "ZeRO-3 parameter gather (forward)",
+                "ZeRO-3 parameter gather (backward)", "ZeRO-3 gradient reduce-scatter");
+  if (m.moe.enabled()) {
+    double experts = 0;
+    for (int st = 0; st < par.pp; ++st) {
+      experts = std::max(experts, moe_layers_of_stage(w, st) * pc.experts * pc.expert / par.ep);
+    }
+    data_parallel(experts, expert_data_parallel(w), par.ep,
+                  par.zero == 0 ? "expert gradient all-reduce" : "expert gradient reduce-scatter",
+                  "updated-expert all-gather", "ZeRO-3 expert gather (forward)",
+                  "ZeRO-3 expert gather (backward)", "ZeRO-3 expert gradient reduce-scatter");
   }
   return calls;
 }

@@ -126,7 +126,10 @@ struct MemoryBreakdown {
   // 2.0) and allocates them as the backward frees the activations, so the two do not add up:
   // the peak holds the larger. Megatron-LM and DeepSpeed keep persistent gradient buffers.
   bool gradients_replace_activations = false;
-  double parameters = 0;              // parameters this GPU holds before ZeRO sharding
+  // Parameters this GPU holds before ZeRO sharding: the dense ones (replicated over dp x cp),
+  // and besides them its routed experts (replicated over the expert data-parallel group).
+  double parameters = 0;
+  double expert_parameters = 0;
   int stage = 0;                      // the pipeline stage (0-based) this breakdown is for
   // What the tensors need at the peak (the allocator's allocated peak).
   double tensor_bytes() const {
@@ -164,7 +167,8 @@ struct MemoryBreakdown {
 MemoryBreakdown memory_per_gpu(const WorkloadConfig& workload, const MemoryParams& params = {});
 
 // Which parallel dimension a collective belongs to.
-enum class ParallelDim { kTp, kPp, kDp, kCp };
+// kEp: the expert-parallel all-to-all of mixture-of-experts layers.
+enum class ParallelDim { kTp, kPp, kDp, kCp, kEp };
 std::string_view to_string(ParallelDim d);
 
 // When a collective runs: inside the forward or backward pass of each micro-batch (backward
@@ -184,6 +188,10 @@ struct CommCall {
   int group_stride = 1;   // global-rank distance between group members (rank order tp, cp, dp, pp)
   const char* what = "";  // "attention+MLP outputs", "ZeRO-3 parameter gather", ...
 };
+
+// The ranks that hold the same experts and reduce their gradients: tp x cp x dp / ep (expert
+// tensor parallelism 1, Megatron-Core's expert data-parallel group); 1 for a dense model.
+int expert_data_parallel(const WorkloadConfig& workload);
 
 // Bytes per gradient element as the framework accumulates and reduces them: 4 with
 // fp32_gradients or fp32 training, else the working precision's (workload.framework).

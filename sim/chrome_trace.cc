@@ -11,7 +11,7 @@
 namespace clustersim::sim {
 
 std::string chrome_trace_json(const DesStepResult& result, const std::string& scenario_name) {
-  static const char* const kLanes[] = {"compute", "TP", "PP", "DP", "CP"};
+  static const char* const kLanes[] = {"compute", "TP", "PP", "DP", "CP", "EP"};
   nlohmann::json events = nlohmann::json::array();
   std::set<int> stages;
   for (const TraceEvent& e : result.trace) {
@@ -31,7 +31,7 @@ std::string chrome_trace_json(const DesStepResult& result, const std::string& sc
                       {"args", {{"name", "stage " + std::to_string(s)}}}});
     events.push_back(
         {{"name", "process_sort_index"}, {"ph", "M"}, {"pid", s}, {"args", {{"sort_index", s}}}});
-    for (int lane = 0; lane < 5; ++lane) {
+    for (int lane = 0; lane < 6; ++lane) {
       events.push_back({{"name", "thread_name"},
                         {"ph", "M"},
                         {"pid", s},

@@ -21,7 +21,7 @@ using models::CommPhase;
 using models::ParallelDim;
 using models::TimedComm;
 
-constexpr int kLaneCompute = 0, kLaneTp = 1, kLanePp = 2, kLaneDp = 3, kLaneCp = 4;
+constexpr int kLaneCompute = 0, kLaneTp = 1, kLanePp = 2, kLaneDp = 3, kLaneCp = 4, kLaneEp = 5;
 
 // Global rank order tp, cp, dp, pp (transformer_model.h); physical GPUs through the placement.
 struct Layout {
@@ -73,6 +73,16 @@ struct TaskInfo {
 };
 
 std::string dim_name(ParallelDim d) { return std::string(models::to_string(d)); }
+
+// A collective's entry in the op graph: its name, trace category and lane, and dimension.
+TaskInfo comm_info(std::string name, const char* category, int lane, ParallelDim dim) {
+  TaskInfo info;
+  info.name = std::move(name);
+  info.category = category;
+  info.lane = lane;
+  info.dim = dim;
+  return info;
+}
 
 class StepBuilder {
  public:
@@ -200,12 +210,34 @@ class StepBuilder {
     }
     return out;
   }
+  // Calls of the expert-parallel kinds of one phase per MoE layer, for `moe_layers` of them.
+  std::vector<std::pair<CommKind*, double>> per_moe_layer(CommPhase phase, double moe_layers) {
+    std::vector<std::pair<CommKind*, double>> out;
+    for (auto& k : kinds_) {
+      const auto& call = k.timed->call;
+      if (call.dim == ParallelDim::kEp && call.phase == phase && moe_ref_ > 0) {
+        out.push_back({&k, call.count / moe_ref_ * moe_layers});
+      }
+    }
+    return out;
+  }
   CommKind* find_kind(ParallelDim dim, CommPhase phase, CollectiveOp op) {
     for (auto& k : kinds_) {
       const auto& call = k.timed->call;
       if (call.dim == dim && call.phase == phase && call.op == op) return &k;
     }
     return nullptr;
+  }
+  // Every kind of the dimension, phase and op (a MoE model's dense weights and experts reduce in
+  // two groups), each `share` of a call.
+  std::vector<std::pair<CommKind*, double>> all_kinds(ParallelDim dim, CommPhase phase,
+                                                      CollectiveOp op, double share) {
+    std::vector<std::pair<CommKind*, double>> out;
+    for (auto& k : kinds_) {
+      const auto& call = k.timed->call;
+      if (call.dim == dim && call.phase == phase && call.op == op) out.push_back({&k, share});
+    }
+    return out;
   }
 
   void emit_dp_start_gathers(int stage);
@@ -235,6 +267,7 @@ class StepBuilder {
     return it == first_forward_.end() ? -1 : it->second;
   }
   double layers_ = 1;      // layers the collective list counts per stage (ceil(layers / pp))
+  double moe_ref_ = 0;     // MoE layers the list counts the expert all-to-alls for
   int chunks_ = 1;         // virtual stages
   int groups_ = 1;         // layer groups per chunk
   // Per stage (the stages differ: embedding, output head, Llama 3's layout): layers per group,
@@ -242,6 +275,7 @@ class StepBuilder {
   // attention (what ring attention hides behind).
   struct GroupCompute {
     double layers = 1;
+    double moe_layers = 0;  // of them, mixture-of-experts layers
     double fwd_s = 0, bwd_s = 0;
     double gemm_fwd_s = 0, gemm_bwd_s = 0;
     double att_fwd_s = 0, att_bwd_s = 0;
@@ -372,16 +406,15 @@ models::Status StepBuilder::prepare_kinds(DesStepResult* out) {
 // ZeRO-1/2: the parameter all-gather after the optimizer, modelled at the start of the step it
 // feeds (steady state), chunk by chunk and layer group by layer group on the DP stream.
 void StepBuilder::emit_dp_start_gathers(int stage) {
-  CommKind* ag = find_kind(ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllGather);
-  if (ag == nullptr) return;
+  const auto ags = all_kinds(ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllGather,
+                             1.0 / (chunks_ * groups_));
+  if (ags.empty()) return;
   for (int c = 0; c < chunks_; ++c)
     for (int g = 0; g < groups_; ++g) {
-      TaskInfo info;
-      info.name = "DP all_gather params c" + std::to_string(c) + " g" + std::to_string(g);
-      info.category = "dp";
-      info.lane = kLaneDp;
-      info.dim = ParallelDim::kDp;
-      const int t = transfer(stage, {{ag, 1.0 / (chunks_ * groups_)}}, std::move(info));
+      const int t = transfer(
+          stage, ags,
+          comm_info("DP all_gather params c" + std::to_string(c) + " g" + std::to_string(g), "dp",
+                    kLaneDp, ParallelDim::kDp));
       on_dp_stream(stage, t);
       start_gather_[{stage, c, g}] = t;
     }
@@ -398,27 +431,30 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
   const bool tp_overlap = sc_.workload.framework.tp_comm_overlap && !tp_calls.empty();
   const int zero = sc_.workload.parallelism.zero;
   CommKind* z3_gather = zero == 3 ? find_kind(ParallelDim::kDp, phase, CollectiveOp::kAllGather) : nullptr;
-  CommKind* grad_rs = nullptr;
+  const double group_share = 1.0 / (chunks_ * groups_);
+  std::vector<std::pair<CommKind*, double>> grad_rs;
   if (!fwd) {
-    if (zero >= 2) grad_rs = find_kind(ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kReduceScatter);
+    if (zero >= 2) {
+      grad_rs = all_kinds(ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kReduceScatter,
+                          group_share);
+    }
     if (zero <= 1 && last_backward_of_chunk) {
-      grad_rs = find_kind(ParallelDim::kDp, CommPhase::kStep,
-                          zero == 0 ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter);
+      grad_rs = all_kinds(ParallelDim::kDp, CommPhase::kStep,
+                          zero == 0 ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter,
+                          group_share);
     }
   }
-  const double group_share = 1.0 / (chunks_ * groups_);
+  const auto ep_calls = per_moe_layer(phase, gc.moe_layers);
+  const bool ep_overlap = sc_.workload.framework.ep_comm_overlap;
   auto dp_info = [&](const std::string& what) {
-    TaskInfo info;
-    info.name = "DP " + what + " " + tag;
-    info.category = "dp";
-    info.lane = kLaneDp;
-    info.dim = ParallelDim::kDp;
-    return info;
+    return comm_info("DP " + what + " " + tag, "dp", kLaneDp, ParallelDim::kDp);
   };
   // ZeRO-3: gather group i's parameters while group i-1 computes (one group ahead).
   std::vector<int> gathers(static_cast<size_t>(groups_), -1);
   auto gather = [&](int i) {
-    const int t = transfer(stage, {{z3_gather, group_share}}, dp_info("all_gather params"));
+    const int t = transfer(stage, all_kinds(ParallelDim::kDp, phase, CollectiveOp::kAllGather,
+                                            group_share),
+                           dp_info("all_gather params"));
     dep(last_stream_[stage], t);
     on_dp_stream(stage, t);
     gathers[static_cast<size_t>(i)] = t;
@@ -438,12 +474,8 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
     if (!cp_calls.empty() && att > 0) {
       // Ring attention: the K/V exchange runs beside the attention kernels of the group.
       first = compute(stage, att, layer_tag + " attention");
-      TaskInfo info;
-      info.name = "CP K/V ring " + layer_tag;
-      info.category = "cp";
-      info.lane = kLaneCp;
-      info.dim = ParallelDim::kCp;
-      const int cp = transfer(stage, cp_calls, std::move(info));
+      const int cp = transfer(stage, cp_calls,
+                              comm_info("CP K/V ring " + layer_tag, "cp", kLaneCp, ParallelDim::kCp));
       dep(last_stream_[stage], cp);
       dep(input, cp);
       if (gathers[static_cast<size_t>(i)] >= 0) dep(gathers[static_cast<size_t>(i)], cp);
@@ -466,12 +498,8 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
     }
     on_stream(stage, last);
     if (!tp_calls.empty()) {
-      TaskInfo info;
-      info.name = "TP " + layer_tag;
-      info.category = "tp";
-      info.lane = kLaneTp;
-      info.dim = ParallelDim::kTp;
-      const int tp = transfer(stage, tp_calls, std::move(info));
+      const int tp = transfer(stage, tp_calls,
+                              comm_info("TP " + layer_tag, "tp", kLaneTp, ParallelDim::kTp));
       if (tp_overlap) {
         // Beside the GEMMs; a zero-length join waits for both (a late collective is exposed).
         const int gemm = compute(stage, overlapped, layer_tag + " GEMMs");
@@ -484,9 +512,25 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
         on_stream(stage, tp);
       }
     }
-    if (grad_rs != nullptr) {
-      const std::string what = std::string(models::to_string(grad_rs->timed->call.op)) + " grads";
-      const int t = transfer(stage, {{grad_rs, group_share}}, dp_info(what));
+    if (!ep_calls.empty() && gc.moe_layers > 0) {
+      // The MoE dispatch and combine of the group's MoE layers: between its router and experts
+      // and after them (on the stream), or beside its compute (ep_comm_overlap: DualPipe-like),
+      // a zero-length join waiting for both.
+      const int ep = transfer(stage, ep_calls, comm_info("EP all-to-all " + layer_tag, "ep",
+                                                         kLaneEp, ParallelDim::kEp));
+      if (ep_overlap) {
+        dep(first, ep);
+        const int join = compute(stage, 0, layer_tag + " EP join");
+        dep(ep, join);
+        on_stream(stage, join);
+      } else {
+        on_stream(stage, ep);
+      }
+    }
+    if (!grad_rs.empty()) {
+      const std::string what =
+          std::string(models::to_string(grad_rs.front().first->timed->call.op)) + " grads";
+      const int t = transfer(stage, grad_rs, dp_info(what));
       dep(last_stream_[stage], t);
       on_dp_stream(stage, t);
     }
@@ -505,6 +549,10 @@ models::Status StepBuilder::build(DesStepResult* out) {
   const int m = an_.micro_batches;
   chunks_ = par.pp_schedule == models::PipelineSchedule::kInterleaved ? par.virtual_stages : 1;
   layers_ = models::layers_per_stage(sc_.workload);
+  for (int st = 0; st < par.pp; ++st) {
+    moe_ref_ = std::max<double>(moe_ref_, models::moe_layers_of_stage(sc_.workload, st));
+  }
+  moe_ref_ = std::min(moe_ref_, layers_);
   // 1. Layer groups: at most max_tasks ops (about 2 per layer group and pass, plus PP and DP).
   const double per_stage_units = 2.0 * m * chunks_;
   const double layers_per_chunk = layers_ / chunks_;
@@ -516,6 +564,7 @@ models::Status StepBuilder::build(DesStepResult* out) {
     GroupCompute& g = group_[static_cast<size_t>(st.stage)];
     const double parts = double(chunks_) * groups_;
     g.layers = st.layers / parts;
+    g.moe_layers = models::moe_layers_of_stage(sc_.workload, st.stage) / parts;
     g.fwd_s = st.forward_s / parts;
     g.bwd_s = st.backward_s / parts;
     g.gemm_fwd_s = st.gemm_forward_s / parts;
@@ -598,13 +647,11 @@ models::Status StepBuilder::build(DesStepResult* out) {
                                              : (s > 0 || op.chunk > 0);
         CommKind* kind = op.forward ? pp_fwd : pp_bwd;
         if (has_consumer && kind != nullptr) {
-          TaskInfo info;
-          info.name = std::string("PP send ") + (op.forward ? "act" : "grad") + " mb" +
-                      std::to_string(op.micro_batch) + " c" + std::to_string(op.chunk);
-          info.category = "pp";
-          info.lane = kLanePp;
-          info.dim = ParallelDim::kPp;
-          const int t = transfer(s, {{kind, 1.0}}, std::move(info));
+          const int t = transfer(
+              s, {{kind, 1.0}},
+              comm_info(std::string("PP send ") + (op.forward ? "act" : "grad") + " mb" +
+                            std::to_string(op.micro_batch) + " c" + std::to_string(op.chunk),
+                        "pp", kLanePp, ParallelDim::kPp));
           on_stream(s, t);
           (op.forward ? fwd_out_ : bwd_out_)[{s, op.micro_batch, op.chunk, op.forward ? 0 : 1}] = t;
         } else if (has_consumer) {
@@ -697,7 +744,8 @@ void StepBuilder::account(DesStepResult* out, const RunStats& run) {
   b.optimizer_s = optimizer_s;
   b.bubble_s = bubble_s;
   for (auto [dim, slot] : {std::pair{ParallelDim::kTp, &b.tp}, std::pair{ParallelDim::kPp, &b.pp},
-                           std::pair{ParallelDim::kDp, &b.dp}, std::pair{ParallelDim::kCp, &b.cp}}) {
+                           std::pair{ParallelDim::kDp, &b.dp}, std::pair{ParallelDim::kCp, &b.cp},
+                           std::pair{ParallelDim::kEp, &b.ep}}) {
     slot->total_s = std::max(total[dim], exposed[dim]);
     slot->exposed_s = exposed[dim];
   }

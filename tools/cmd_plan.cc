@@ -117,7 +117,8 @@ std::string parallelism_line(const models::WorkloadConfig& w, int micro_batches)
   if (p.pp_schedule == models::PipelineSchedule::kInterleaved) {
     s += " x" + std::to_string(p.virtual_stages);
   }
-  s += ", dp " + std::to_string(p.dp) + ", cp " + std::to_string(p.cp) + ", zero " +
+  s += ", dp " + std::to_string(p.dp) + ", cp " + std::to_string(p.cp) +
+       (p.ep > 1 ? ", ep " + std::to_string(p.ep) : std::string()) + ", zero " +
        std::to_string(p.zero) + ", recompute " + std::string(models::to_string(p.recompute)) +
        "; micro-batches per step: " + std::to_string(micro_batches) + " of " +
        std::to_string(w.micro_batch) + (w.micro_batch == 1 ? " sequence" : " sequences");
@@ -138,8 +139,15 @@ void print_header(const models::Scenario& s, const models::StepResult& r,
         n.links_per_nic > 1 ? (" (" + std::to_string(n.links_per_nic) + " links)").c_str() : "",
         std::string(models::to_string(c.fabric.topology)).c_str());
   }
-  std::printf("\n  workload  %s (%s parameters), seq %d, %d sequences = %s tokens per step, %s\n",
-              w.model.id.c_str(), format_count(models::count_parameters(w.model).total()).c_str(),
+  const auto pc = models::count_parameters(w.model);
+  const std::string params =
+      format_count(pc.total()) + " parameters" +
+      (w.model.moe.enabled() ? ", " + format_count(pc.active()) + " active: " +
+                                   std::to_string(w.model.moe.experts) + " experts, top " +
+                                   std::to_string(w.model.moe.top_k)
+                             : std::string());
+  std::printf("\n  workload  %s (%s), seq %d, %d sequences = %s tokens per step, %s\n",
+              w.model.id.c_str(), params.c_str(),
               w.seq_len, w.global_batch, format_count(r.tokens_per_step).c_str(),
               std::string(models::to_string(w.precision)).c_str());
   std::printf("  parallel  %s\n\n", parallelism_line(w, r.micro_batches).c_str());
@@ -208,6 +216,7 @@ void print_breakdown(const models::StepResult& r) {
   row("exposed DP communication", b.dp.exposed_s);
   row("exposed PP communication", b.pp.exposed_s);
   row("exposed CP communication", b.cp.exposed_s);
+  if (b.ep.total_s > 0) row("exposed EP communication (MoE all-to-all)", b.ep.exposed_s);
   row("pipeline bubble", b.bubble_s);
   row("optimizer", b.optimizer_s);
   t.add_separator();
@@ -238,13 +247,17 @@ void print_comms(const models::StepResult& r) {
                format_time(e.time_s), format_bandwidth(e.busbw_Bps), format_time(c.total_s())});
   }
   const auto& b = r.breakdown;
+  const std::string ep = b.ep.total_s > 0 ? ", ep " + format_time(b.ep.exposed_s) + " of " +
+                                                 format_time(b.ep.total_s)
+                                           : std::string();
   std::printf(
       "Communication per step (exposed of total: tp %s of %s, dp %s of %s, pp %s of %s, "
-      "cp %s of %s)\n%s\n",
+      "cp %s of %s%s)\n%s\n",
       format_time(b.tp.exposed_s).c_str(), format_time(b.tp.total_s).c_str(),
       format_time(b.dp.exposed_s).c_str(), format_time(b.dp.total_s).c_str(),
       format_time(b.pp.exposed_s).c_str(), format_time(b.pp.total_s).c_str(),
-      format_time(b.cp.exposed_s).c_str(), format_time(b.cp.total_s).c_str(), t.render(2).c_str());
+      format_time(b.cp.exposed_s).c_str(), format_time(b.cp.total_s).c_str(), ep.c_str(),
+      t.render(2).c_str());
 }
 
 void print_cost(const models::Scenario& s, const models::RunCost& c) {
@@ -381,7 +394,8 @@ nlohmann::json plan_json(const models::Scenario& s, const models::StepResult& r,
       {"forward_s", r.forward_s},
       {"backward_s", r.backward_s},
       {"breakdown_s", breakdown_json(b)},
-      {"comm", {{"tp", dim(b.tp)}, {"dp", dim(b.dp)}, {"pp", dim(b.pp)}, {"cp", dim(b.cp)}}},
+      {"comm",
+       {{"tp", dim(b.tp)}, {"dp", dim(b.dp)}, {"pp", dim(b.pp)}, {"cp", dim(b.cp)}, {"ep", dim(b.ep)}}},
       {"collectives", comms},
       {"cost",
        {{"usd_per_step", or_null(c.priced, c.usd_per_step)},

@@ -37,6 +37,7 @@ nlohmann::json layout_json(const models::Layout& layout) {
           {"pp", p.pp},
           {"dp", p.dp},
           {"cp", p.cp},
+          {"ep", p.ep},
           {"sp", p.sp},
           {"zero", p.zero},
           {"recompute", models::to_string(p.recompute)},
@@ -61,15 +62,16 @@ std::vector<std::pair<std::string, double>> step_parts(const models::StepResult&
   const models::StepBreakdown& b = step.breakdown;
   return {{"compute", b.compute_s},       {"exposed TP", b.tp.exposed_s},
           {"exposed DP", b.dp.exposed_s}, {"exposed PP", b.pp.exposed_s},
-          {"exposed CP", b.cp.exposed_s}, {"pipeline bubble", b.bubble_s},
-          {"optimizer", b.optimizer_s}};
+          {"exposed CP", b.cp.exposed_s}, {"exposed EP", b.ep.exposed_s},
+          {"pipeline bubble", b.bubble_s}, {"optimizer", b.optimizer_s}};
 }
 
 nlohmann::json breakdown_json(const models::StepBreakdown& b) {
   nlohmann::json exposed = {{"dp", b.dp.exposed_s},
                             {"tp", b.tp.exposed_s},
                             {"pp", b.pp.exposed_s},
-                            {"cp", b.cp.exposed_s}};
+                            {"cp", b.cp.exposed_s},
+                            {"ep", b.ep.exposed_s}};
   return {{"compute", b.compute_s},
           {"exposed_comm", exposed},
           {"hidden_comm", b.hidden_comm_s()},

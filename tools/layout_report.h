@@ -20,13 +20,13 @@ namespace clustersim::tools {
 std::vector<std::string> layout_header();
 std::vector<std::string> layout_cells(const models::Layout& layout);
 
-// {"tp", "pp", "dp", "cp", "sp", "zero", "recompute", "pp_schedule", "virtual_stages",
+// {"tp", "pp", "dp", "cp", "ep", "sp", "zero", "recompute", "pp_schedule", "virtual_stages",
 //  "micro_batch"}: the scenario keys of a layout, ready to paste under workload.parallelism.
 nlohmann::json layout_json(const models::Layout& layout);
 // The layout as YAML to paste into the scenario ("micro_batch: 1" and a parallelism: flow map).
 std::string layout_yaml(const models::Layout& layout);
 
-// plan's "breakdown_s": {"compute", "exposed_comm": {"dp", "tp", "pp", "cp"}, "hidden_comm",
+// plan's "breakdown_s": {"compute", "exposed_comm": {"dp", "tp", "pp", "cp", "ep"}, "hidden_comm",
 // "bubble", "optimizer"}, seconds per step.
 nlohmann::json breakdown_json(const models::StepBreakdown& breakdown);
 

@@ -33,7 +33,7 @@ assert 1.0 < diff["step_time_ratio"] < 1.2, diff["step_time_ratio"]
 assert any("94%" in r and "90%" in r for r in diff["reasons"]), diff["reasons"]
 for des in d["designs"]:
     assert des["fabric"]["patterns"], "simulated patterns missing"
-    assert set(des["breakdown_s"]["exposed_comm"]) == {"dp", "tp", "pp", "cp"}
+    assert set(des["breakdown_s"]["exposed_comm"]) == {"dp", "tp", "pp", "cp", "ep"}
 PY
 else
   fail "compare --json exited $? ($(cat "$tmp/err.txt"))"

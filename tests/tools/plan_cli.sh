@@ -29,7 +29,7 @@ for k, t in [("scenario", str), ("gpus", int), ("step_time_s", num), ("tokens_pe
 b = d["breakdown_s"]
 for k in ("compute", "exposed_comm", "bubble"):
     assert k in b, k
-assert set(b["exposed_comm"]) == {"dp", "tp", "pp", "cp"}, b["exposed_comm"]
+assert set(b["exposed_comm"]) == {"dp", "tp", "pp", "cp", "ep"}, b["exposed_comm"]
 for k in ("usd_per_step", "usd_per_million_tokens", "run_usd"):
     assert isinstance(d["cost"][k], num), (k, d["cost"][k])
 assert d["scenario"] == "llama2-70b-on-32-h100" and d["gpus"] == 32
