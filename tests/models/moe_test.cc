@@ -1,0 +1,192 @@
+// Mixture-of-experts workloads: the scenario keys and their errors, the EP all-to-all bytes,
+// the experts' memory and compute, each by hand.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "models/layer_model.h"
+#include "models/scenario.h"
+#include "models/step_model.h"
+#include "models/transformer_model.h"
+
+using namespace clustersim::models;
+
+namespace {
+
+// Mixtral 8x7B on 2 nodes of 8 H100: tp 2 + sp, dp 8, ep 8 (consecutive ranks: one node).
+std::string mixtral(const std::string& moe = "    imbalance: 1.25\n",
+                    const std::string& parallelism = "    tp: 2\n    sp: true\n    dp: 8\n"
+                                                     "    ep: 8\n    zero: 1\n") {
+  return "cluster:\n"
+         "  nodes: 2\n"
+         "  node:\n"
+         "    gpu: h100-sxm\n"
+         "    gpus_per_node: 8\n"
+         "    scale_up: nvlink4\n"
+         "    nics_per_node: 8\n"
+         "    nic: ib-ndr\n"
+         "  fabric:\n"
+         "    topology: fat-tree\n"
+         "workload:\n"
+         "  model: mixtral-8x7b\n"
+         "  seq_len: 4096\n"
+         "  global_batch: 64\n"
+         "  micro_batch: 1\n"
+         "  moe:\n" +
+         moe +
+         "  parallelism:\n" + parallelism;
+}
+
+Scenario load_ok(const std::string& text) {
+  auto s = load_scenario_text(text, "moe.yaml");
+  INFO((s.ok() ? std::string() : s.message()));
+  REQUIRE(s.ok());
+  return std::move(s).value();
+}
+
+std::string load_error(const std::string& text) {
+  auto s = load_scenario_text(text, "moe.yaml");
+  REQUIRE_FALSE(s.ok());
+  return s.message();
+}
+
+const CommCall* find_call(const std::vector<CommCall>& calls, ParallelDim dim, CommPhase phase,
+                          CollectiveOp op, int from = 0) {
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const auto& c = calls[i];
+    if (c.dim == dim && c.phase == phase && c.op == op && from-- == 0) return &c;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_SUITE("models") {
+  TEST_CASE("moe: scenario keys and what they refuse, with file:line:col") {
+    const Scenario s = load_ok(mixtral());
+    CHECK(s.workload.model.moe.experts == 8);
+    CHECK(s.workload.parallelism.ep == 8);
+    CHECK(s.workload.moe_routing.imbalance == doctest::Approx(1.25));
+    CHECK(s.workload.moe_routing.busiest_share() == doctest::Approx(1.25));
+    const Scenario cf = load_ok(mixtral("    capacity_factor: 1.5\n"));
+    CHECK(cf.workload.moe_routing.busiest_share() == doctest::Approx(1.5));
+    // A custom MoE: dimensions under workload.moe override the preset's.
+    const Scenario top1 = load_ok(mixtral("    top_k: 1\n    experts: 16\n"));
+    CHECK(top1.workload.model.moe.top_k == 1);
+    CHECK(top1.workload.model.moe.experts == 16);
+    CHECK(top1.workload.model.name.find("modified") != std::string::npos);
+
+    CHECK(load_error(mixtral("    imbalance: 0.9\n")).find("moe.yaml:17:16: ") == 0);
+    CHECK(load_error(mixtral("    imbalance: 1.2\n    capacity_factor: 1.1\n"))
+              .find("not both") != std::string::npos);
+    CHECK(load_error(mixtral("    top_k: 9\n")).find("exceeds the 8 experts") != std::string::npos);
+    CHECK(load_error(mixtral("    nonsense: 1\n")).find("nonsense") != std::string::npos);
+    const std::string ep3 =
+        load_error(mixtral("    imbalance: 1\n", "    tp: 2\n    sp: true\n    dp: 8\n    ep: 3\n"));
+    CHECK(ep3.find("moe.yaml:") == 0);
+    CHECK(ep3.find("ep 3 does not divide the 8 experts") != std::string::npos);
+    CHECK(load_error(mixtral("    imbalance: 1\n", "    tp: 2\n    dp: 8\n    ep: 8\n"))
+              .find("needs sp: true") != std::string::npos);
+    CHECK(load_error(mixtral("    imbalance: 1\n", "    tp: 1\n    dp: 16\n    ep: 32\n"))
+              .find("ep 32 does not divide") != std::string::npos);
+    // ep on a dense model.
+    std::string dense = mixtral("    imbalance: 1\n", "    tp: 2\n    sp: true\n    dp: 8\n    ep: 2\n");
+    dense.replace(dense.find("mixtral-8x7b"), 12, "llama3-8b");
+    dense.replace(dense.find("  moe:\n    imbalance: 1\n"), 24, "");
+    CHECK(load_error(dense).find("needs a mixture-of-experts model") != std::string::npos);
+  }
+
+  TEST_CASE("moe: the EP all-to-all bytes and counts by hand") {
+    const Scenario s = load_ok(mixtral());
+    const auto calls = communication_per_step(s.workload);
+    // One rank's send buffer: its sequence shard (4096 / tp 2) x top_k 2 x imbalance 1.25 x
+    // hidden 4096 x 2 bytes; dispatch + combine in each of the 32 MoE layers forward, and with
+    // no recompute the same backward.
+    const double bytes = 4096.0 / 2 * 2 * 1.25 * 4096 * 2;
+    const CommCall* fwd = find_call(calls, ParallelDim::kEp, CommPhase::kForward, CollectiveOp::kAllToAll);
+    const CommCall* bwd = find_call(calls, ParallelDim::kEp, CommPhase::kBackward, CollectiveOp::kAllToAll);
+    REQUIRE(fwd != nullptr);
+    REQUIRE(bwd != nullptr);
+    CHECK(fwd->size_bytes == doctest::Approx(bytes));
+    CHECK(fwd->count == 64);
+    CHECK(bwd->count == 64);
+    CHECK(fwd->group_size == 8);
+    CHECK(fwd->group_stride == 1);
+    // TP: no shared experts, so each MoE layer keeps only the attention block's all-gather and
+    // reduce-scatter.
+    const CommCall* ag = find_call(calls, ParallelDim::kTp, CommPhase::kForward, CollectiveOp::kAllGather);
+    REQUIRE(ag != nullptr);
+    CHECK(ag->count == 32);
+    // The experts' gradients reduce over tp x dp / ep = 2 ranks, 8 apart: 32 layers x one
+    // expert of 3 x 4096 x 14336 in fp32 (Megatron's default gradient buffer).
+    const CommCall* dense_rs = find_call(calls, ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kReduceScatter);
+    const CommCall* expert_rs =
+        find_call(calls, ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kReduceScatter, 1);
+    REQUIRE(dense_rs != nullptr);
+    REQUIRE(expert_rs != nullptr);
+    CHECK(dense_rs->group_size == 8);
+    CHECK(dense_rs->group_stride == 2);
+    CHECK(expert_rs->group_size == 2);
+    CHECK(expert_rs->group_stride == 8);
+    CHECK(expert_rs->size_bytes ==
+          doctest::Approx(32 * 3.0 * 4096 * 14336 * gradient_bytes(s.workload)));
+  }
+
+  TEST_CASE("moe: expert weights sharded over ep, their optimizer over the expert DP group") {
+    const Scenario s = load_ok(mixtral());
+    const auto pc = count_parameters(s.workload.model);
+    const MemoryBreakdown m = memory_per_gpu(s.workload);
+    CHECK(m.expert_parameters == doctest::Approx(32 * pc.expert * 8 / 8));
+    // Dense: attention over tp 2, norms and the router whole; embedding and head over tp.
+    const double dense = 32 * (pc.attention_per_layer / 2 + pc.norms_per_layer + pc.router_per_layer) +
+                         pc.embedding / 2 + pc.output_head / 2 + pc.final_norm;
+    CHECK(m.parameters == doctest::Approx(dense));
+    // ZeRO-1: 12 bytes of optimizer state per parameter, dense over dp 8, experts over 2.
+    CHECK(m.optimizer_bytes == doctest::Approx(12 * (dense / 8 + m.expert_parameters / 2)));
+    CHECK(m.weights_bytes == doctest::Approx(2 * (dense + m.expert_parameters)));
+    // More expert parallelism holds fewer experts per GPU.
+    Scenario wide = s;
+    wide.workload.parallelism.ep = 4;
+    CHECK(memory_per_gpu(wide.workload).expert_parameters ==
+          doctest::Approx(2 * m.expert_parameters));
+  }
+
+  TEST_CASE("moe: a MoE layer's experts compute their share of the routed tokens") {
+    const Scenario s = load_ok(mixtral("    imbalance: 1\n"));
+    const GpuSpec& gpu = s.cluster.node.gpu;
+    const ComputeParams p = default_compute_params(gpu);
+    const LayerKernels dense = layer_kernels(gpu, s.workload, p, false);
+    const LayerKernels moe = layer_kernels(gpu, s.workload, p, true);
+    // Mixtral's experts are its dense MLP's shape; a token goes through 2 of them unsplit by TP
+    // (on its sequence shard) where the dense MLP is TP-split: 2 x 2 = 4 times the MLP work per
+    // GPU. The router adds little; so the MoE layer's GEMMs take more than the dense layer's.
+    CHECK(moe.gemm_forward_s > dense.gemm_forward_s * 1.5);
+    Scenario top1 = s;
+    top1.workload.model.moe.top_k = 1;
+    const LayerKernels one = layer_kernels(gpu, top1.workload, p, true);
+    CHECK(one.gemm_forward_s < moe.gemm_forward_s);
+    // A busier GPU (imbalance) computes more.
+    Scenario busy = s;
+    busy.workload.moe_routing.imbalance = 1.5;
+    CHECK(layer_kernels(gpu, busy.workload, p, true).gemm_forward_s > moe.gemm_forward_s * 1.3);
+    // The stage has 32 MoE layers and no dense one.
+    CHECK(moe_layers_of_stage(s.workload, 0) == 32);
+  }
+
+  TEST_CASE("moe: the step pays the EP all-to-all, hidden with ep_comm_overlap") {
+    Scenario s = load_ok(mixtral());
+    auto r = predict_step(s, default_step_params(s.cluster));
+    REQUIRE(r.ok());
+    CHECK(r->breakdown.ep.total_s > 0);
+    CHECK(r->breakdown.ep.exposed_s == doctest::Approx(r->breakdown.ep.total_s));
+    s.workload.framework.ep_comm_overlap = true;
+    auto hidden = predict_step(s, default_step_params(s.cluster));
+    REQUIRE(hidden.ok());
+    CHECK(hidden->breakdown.ep.exposed_s < 0.01 * r->breakdown.ep.total_s);
+    CHECK(hidden->step_time_s < r->step_time_s);
+    // MFU counts the activated parameters: 6 x 12.9B per token plus attention.
+    const auto f = flops_per_token(s.workload.model, 4096);
+    CHECK(r->model_flops_per_step == doctest::Approx(64 * 4096 * f.training()));
+    CHECK(f.dense_forward < 2 * 13.0e9);
+  }
+}
