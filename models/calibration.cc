@@ -375,13 +375,23 @@ std::string_view calibration_basis(const Calibration& c, CollectiveOp op, int ra
 }
 
 void apply_calibration(const Calibration& c, Precision precision, ComputeParams* params) {
+  // FP8 training runs its weight GEMMs in fp8 and the rest in bf16: the bf16 fit sets the
+  // in-tile rate, the fp8 fit its ratio to it (ComputeParams::fp8_gemm_ratio).
+  const Precision base = precision == Precision::kFp8 ? Precision::kBf16 : precision;
   for (const auto& g : c.gemm) {
-    if (g.precision != precision) continue;
+    if (g.precision != base) continue;
     // The short-run (full-clock) in-tile rate, and where a burn was measured the clock it
     // settles at under the power cap (compute_model.h power_clock).
     params->gemm_max_efficiency = g.short_max_efficiency;
     if (g.sustained_scaled && g.short_max_efficiency > 0) {
       params->sustained_clock = g.max_efficiency / g.short_max_efficiency;
+    }
+  }
+  if (precision == Precision::kFp8) {
+    for (const auto& g : c.gemm) {
+      if (g.precision == Precision::kFp8 && params->gemm_max_efficiency > 0) {
+        params->fp8_gemm_ratio = g.short_max_efficiency / params->gemm_max_efficiency;
+      }
     }
   }
   if (c.hbm_efficiency > 0) params->hbm_efficiency = c.hbm_efficiency;

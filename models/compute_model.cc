@@ -69,6 +69,12 @@ double power_clock(double tensor_share, const ComputeParams& params) {
   return std::min(1.0, params.sustained_clock / std::pow(load, 1 / params.power_exponent));
 }
 
+ComputeParams fp8_gemm_params(const ComputeParams& params) {
+  ComputeParams p = params;
+  p.gemm_max_efficiency *= params.fp8_gemm_ratio;
+  return p;
+}
+
 ComputeParams at_clock(const ComputeParams& params, double clock) {
   ComputeParams p = params;
   p.gemm_max_efficiency *= clock;

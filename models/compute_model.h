@@ -69,6 +69,12 @@ struct ComputeParams {
   // sweep, scenarios/measurements/call9/kernel-shapes.json "to_fp32"); under autocast with
   // fp32 parameters most eager ops are of this kind.
   double eager_elementwise_efficiency = 0.44;
+  // FP8 GEMMs (e4m3/e5m2 operands, per-tensor scales) reach this fraction of the in-tile
+  // efficiency bf16 GEMMs reach (gemm_max_efficiency), each of its own peak (fp8_gemm_params;
+  // a calibration with both precisions replaces it): call 8 on one H200, cuBLAS at the 700 W
+  // cap (scenarios/measurements/call8/h200-1gpu-shapes.json), fp8 1224.6 TFLOP/s of 1979 at
+  // 8192^3 and 1222.2 at 16384^3 against bf16's 678.9 and 684.1 of 989: 0.901, 0.893.
+  double fp8_gemm_ratio = 0.90;
 };
 
 // Ampere's in-tile GEMM efficiency at full clock: fitted on the accuracy corpus's A100 runs
@@ -92,6 +98,9 @@ ComputeParams default_compute_params(const GpuSpec& gpu);
 // The clock ratio (1 = full clock) at which a step whose GPU-busy time is `tensor_share` in
 // tensor-core kernels (GEMMs, attention) runs under the power cap (see sustained_clock).
 double power_clock(double tensor_share, const ComputeParams& params);
+
+// `params` for FP8 GEMMs: the in-tile efficiency times fp8_gemm_ratio.
+ComputeParams fp8_gemm_params(const ComputeParams& params);
 
 // `params` with the tensor-core rates (GEMM and attention ceilings) scaled to that clock;
 // memory-bound kernels keep their rate (HBM does not slow with the SM clock).

@@ -17,6 +17,11 @@ constexpr double kMaskBytes = 1;
 constexpr double kLossForwardBytesPerLogit = 4 + 4 + 4;
 constexpr double kLossBackwardBytesPerLogit = 4 + 4 + 4 + 2;
 
+// What runs outside FP8 under FP8 training (Transformer Engine; DeepSeek-AI 2024, "DeepSeek-V3
+// Technical Report" sec. 3.3.1): the attention core, the embedding, the output head, the MoE
+// router and the norms stay in bf16.
+Precision unquantized_precision(Precision p) { return p == Precision::kFp8 ? Precision::kBf16 : p; }
+
 // Forward, data-gradient and weight-gradient GEMMs of a weight [k x n] applied to m tokens.
 struct WeightGemm {
   double forward_s = 0;
@@ -40,7 +45,7 @@ WeightGemm weight_gemm(const GpuSpec& gpu, Precision p, double m, double n, doub
 // dS K, dK = dS^T Q. Causal attention computes the full square (the mask is applied after).
 void unfused_attention(const GpuSpec& gpu, const WorkloadConfig& w, const ComputeParams& params,
                        double heads_local, double head_dim, LayerKernels* out) {
-  const Precision p = w.precision;
+  const Precision p = unquantized_precision(w.precision);
   const double e = working_bytes(p);
   const double s_q = double(w.seq_len) / w.parallelism.cp;
   const double s_k = double(w.seq_len);
@@ -118,6 +123,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     double m, n, k;
     double recomputed_share;  // what op-level checkpointing recomputes of it (LayerKernels)
     int chunks;
+    bool quantized = true;    // an FP8 GEMM under fp8 training (the router is not)
   };
   std::vector<Gemm> gemms;
   if (m.mla.enabled()) {
@@ -151,7 +157,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     const double routed = shard * e.top_k * w.moe_routing.busiest_share();
     const double per_expert = routed / local_experts;
     const double out_e = (m.gated_ffn ? 2.0 : 1.0) * e.expert_ffn_hidden;
-    gemms.push_back({shard, double(e.experts), h, 0, 1});
+    gemms.push_back({shard, double(e.experts), h, 0, 1, false});
     for (int x = 0; x < static_cast<int>(local_experts); ++x) {
       gemms.push_back({per_expert, out_e, h, 0, 1});
       gemms.push_back({per_expert, h, double(e.expert_ffn_hidden), 0, 1});
@@ -162,13 +168,25 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
       gemms.push_back({tokens, h, f_s / t, 0, chunks});
     }
   }
+  // FP8 training casts each quantized GEMM's input to FP8 forward and its output gradient
+  // backward (read 2 bytes, write 1 per element, the scale's amax fused): elements per pass.
+  const bool fp8 = p == Precision::kFp8;
+  const ComputeParams fp8_params = fp8_gemm_params(params);
+  double cast_forward = 0, cast_backward = 0;
   for (const Gemm& g : gemms) {
     if (g.m <= 0) continue;
-    const WeightGemm wg = weight_gemm(gpu, p, g.m, g.n, g.k, params, g.chunks);
+    const bool quantized = fp8 && g.quantized;
+    const WeightGemm wg = weight_gemm(gpu, quantized ? p : unquantized_precision(p), g.m, g.n,
+                                      g.k, quantized ? fp8_params : params, g.chunks);
     out.gemm_forward_s += wg.forward_s;
     out.gemm_backward_s += wg.backward_s;
     out.gemm_recomputed_by_op_s += g.recomputed_share * wg.forward_s;
+    if (quantized) {
+      cast_forward += g.m * g.k;
+      cast_backward += g.m * g.n;
+    }
   }
+  const double cast_bytes_per_element = 2 + 1;
 
   // 2. The attention core: ring attention runs cp chunks of s/cp queries against s/cp keys.
   const double heads_local = m.heads / t;
@@ -182,8 +200,9 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     a.head_dim = 0.5 * (m.qk_head_dim() + m.v_head_dim());
     a.q_tokens = double(w.seq_len) / par.cp;
     a.kv_tokens = a.q_tokens;
-    out.attention_forward_s = par.cp * attention_time(gpu, p, a, false, params).time_s;
-    out.attention_backward_s = par.cp * attention_time(gpu, p, a, true, params).time_s;
+    const Precision pa = unquantized_precision(p);
+    out.attention_forward_s = par.cp * attention_time(gpu, pa, a, false, params).time_s;
+    out.attention_backward_s = par.cp * attention_time(gpu, pa, a, true, params).time_s;
   } else {
     unfused_attention(gpu, w, params, heads_local, head_dim, &out);
   }
@@ -242,6 +261,12 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   if (w.framework.attention == AttentionKernel::kUnfused) bytes += 2 * h / t * e;
   out.memory_forward_s = elementwise_time(gpu, bytes * tokens, params).time_s;
   out.memory_backward_s = 2 * out.memory_forward_s;
+  if (fp8) {
+    out.memory_forward_s +=
+        elementwise_time(gpu, cast_forward * cast_bytes_per_element, params).time_s;
+    out.memory_backward_s +=
+        elementwise_time(gpu, cast_backward * cast_bytes_per_element, params).time_s;
+  }
   return out;
 }
 
@@ -311,7 +336,8 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
       c.backward_s += elementwise_time(gpu, (h * e + 2 * h * 4) * tokens, params).time_s;
     }
     if (s == last) {
-      const WeightGemm head = weight_gemm(gpu, w.precision, tokens, vocab_local, h, params);
+      const WeightGemm head =
+          weight_gemm(gpu, unquantized_precision(w.precision), tokens, vocab_local, h, params);
       const double logits = tokens * vocab_local;
       c.forward_s += head.forward_s +
                      elementwise_time(gpu, logits * (e + kLossForwardBytesPerLogit), params).time_s;

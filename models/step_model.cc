@@ -242,8 +242,14 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   r.model_tflops_per_gpu = r.model_flops_per_step / r.gpus / r.step_time_s / 1e12;
   r.hardware_tflops_per_gpu = r.hardware_flops_per_step / r.gpus / r.step_time_s / 1e12;
   r.peak_flops = gpu.peak_flops(w.precision);
-  r.mfu = r.peak_flops > 0 ? r.model_tflops_per_gpu * 1e12 / r.peak_flops : 0;
+  r.set_mfu(gpu);
   return r;
+}
+
+void StepResult::set_mfu(const GpuSpec& gpu) {
+  const double bf16 = gpu.peak_flops(Precision::kBf16);
+  mfu = peak_flops > 0 ? model_tflops_per_gpu * 1e12 / peak_flops : 0;
+  mfu_bf16 = bf16 > 0 ? model_tflops_per_gpu * 1e12 / bf16 : 0;
 }
 
 std::vector<std::string> memory_advice(const WorkloadConfig& workload,

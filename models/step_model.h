@@ -97,6 +97,11 @@ struct StepResult {
   double hardware_tflops_per_gpu = 0;
   double mfu = 0;  // model FLOP/s per GPU over the GPU's dense peak in the workload precision
   double peak_flops = 0;
+  // The same over the GPU's bf16 peak: the figure to compare an fp8 run with a bf16 one (under
+  // fp8 training, mfu is against the fp8 peak, twice the bf16 one on Hopper).
+  double mfu_bf16 = 0;
+  // MFU from the model FLOP/s per GPU (the peaks above).
+  void set_mfu(const GpuSpec& gpu);
   // One micro-batch on the busiest stage (with its exposed TP and CP communication).
   double forward_s = 0;
   double backward_s = 0;  // including recomputation

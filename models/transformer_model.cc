@@ -88,13 +88,16 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   if (fp32_params && mixed && par.zero < 3) {
     out.gathered_weights_bytes = (out.parameters + experts) * e;
   }
+  // FP8 training keeps an FP8 copy of every weight for its GEMMs (Transformer Engine's cached
+  // FP8 weights, cast on the first micro-batch of a step): 1 byte per parameter held.
+  if (w.precision == Precision::kFp8) out.gathered_weights_bytes += sharded(3);
   if (par.zero >= 3) {
     // The current and the prefetched layer, whole (a MoE layer with its local experts).
     const double layer = pc.moe_layers > 0
                              ? pc.attention_per_layer / t + pc.shared_per_layer / t +
                                    pc.router_per_layer + pc.experts * pc.expert / par.ep
                              : pc.matmul_per_layer() / t;
-    out.gathered_weights_bytes = 2 * layer * e;
+    out.gathered_weights_bytes += 2 * layer * e;
   }
 
   // 2. Activations each layer keeps for its backward, bytes per token (transformer_model.h).
@@ -110,7 +113,11 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   const double residual = fp32_params && par.zero < 3 ? 4 : e;
   const bool drop = w.dropout > 0;
   const bool eager = fw.kernels == KernelFusion::kEager;
-  double per_token = 2 * (h * residual + h * e) / sp;  // norm inputs and outputs
+  // FP8 training (Transformer Engine) keeps the FP8 cast of each quantized GEMM's input for
+  // its backward instead of the 16-bit tensor: the norms' outputs, the attention output and
+  // the MLP activation's output, 1 byte each.
+  const double e_in = w.precision == Precision::kFp8 ? 1 : e;
+  double per_token = 2 * (h * residual + h * e_in) / sp;  // norm inputs and outputs
   // The MLP's part, dense and (MoE layers) routed: each routed copy of a token (top_k x the
   // busiest share, on the sequence shard) keeps its permuted input, the expert's up (+ gate)
   // output and activation; the shared experts like a dense MLP; the router's fp32 scores.
@@ -127,8 +134,8 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
                  (m.q_width() + m.kv_width() + 2 * m.v_width()) / t * e;
     mlp_dense = (ffn_out + f) / t * e;
   } else {
-    per_token += (m.q_width() + kv + m.v_width() + m.heads * m.v_head_dim()) / t * e;
-    mlp_dense = (ffn_out + f) / t * e;  // MLP up (+ gate) output, activation
+    per_token += (m.q_width() + kv + m.v_width()) / t * e + m.heads * m.v_head_dim() / t * e_in;
+    mlp_dense = (ffn_out * e + f * e_in) / t;  // MLP up (+ gate) output, activation
   }
   if (m.moe.enabled()) {
     const MoeSpec& x = m.moe;

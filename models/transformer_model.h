@@ -118,7 +118,8 @@ struct MemoryBreakdown {
   double activations_bytes = 0;       // stored for backward, all micro-batches in flight
   double logits_bytes = 0;            // embedding output and fp32 logits of the loss
   // 16-bit weight copies: ZeRO-3's current and prefetched layer, unsharded; autocast's casts of
-  // fp32 weights (workload.framework.weights_in_fp32), kept from forward to backward.
+  // fp32 weights (workload.framework.weights_in_fp32), kept from forward to backward; under
+  // fp8 training the FP8 copy of every weight held.
   double gathered_weights_bytes = 0;
   double outside_allocator_bytes = 0;  // the CUDA context and NCCL's buffers
   double allocator_slack_bytes = 0;    // MemoryParams::allocator_slack x (activations, logits)

@@ -760,7 +760,7 @@ void StepBuilder::account(DesStepResult* out, const RunStats& run) {
     r.tokens_per_s = r.tokens_per_step / t;
     r.model_tflops_per_gpu = r.model_flops_per_step / r.gpus / t / 1e12;
     r.hardware_tflops_per_gpu = r.hardware_flops_per_step / r.gpus / t / 1e12;
-    r.mfu = r.peak_flops > 0 ? r.model_tflops_per_gpu * 1e12 / r.peak_flops : 0;
+    r.set_mfu(sc_.cluster.node.gpu);
   }
   if (opt_.trace) {
     out->trace.reserve(info_.size());

@@ -153,7 +153,8 @@ void print_header(const models::Scenario& s, const models::StepResult& r,
   std::printf("  parallel  %s\n\n", parallelism_line(w, r.micro_batches).c_str());
 }
 
-void print_step(const models::StepResult& r) {
+void print_step(const models::StepResult& r, models::Precision precision) {
+  const std::string precision_name(models::to_string(precision));
   std::printf("Step\n");
   std::printf("  step time        %s\n", format_time(r.step_time_s).c_str());
   std::printf("  tokens/s         %s (%s per GPU)\n", format_count(r.tokens_per_s).c_str(),
@@ -162,7 +163,13 @@ void print_step(const models::StepResult& r) {
               format_significant(r.model_tflops_per_gpu, 4).c_str(),
               format_significant(r.hardware_tflops_per_gpu, 4).c_str(),
               format_flops(r.peak_flops).c_str());
-  std::printf("  MFU              %s\n\n", format_percent(r.mfu).c_str());
+  if (r.mfu_bf16 > 0 && std::abs(r.mfu_bf16 - r.mfu) > 1e-9) {
+    std::printf("  MFU              %s of the %s peak (%s of the bf16 peak)\n\n",
+                format_percent(r.mfu).c_str(), precision_name.c_str(),
+                format_percent(r.mfu_bf16).c_str());
+  } else {
+    std::printf("  MFU              %s\n\n", format_percent(r.mfu).c_str());
+  }
 }
 
 void print_memory(const models::Scenario& s, const models::StepResult& r,
@@ -171,7 +178,7 @@ void print_memory(const models::Scenario& s, const models::StepResult& r,
   std::printf("Memory per GPU (busiest stage %d): %s of %s: %s\n", m.stage,
               format_size(m.total()).c_str(), format_size(r.memory_capacity_bytes).c_str(),
               r.fits ? "fits" : "DOES NOT FIT");
-  TextTable t({"weights", "gradients", "optimizer", "activations", "logits", "16-bit copies",
+  TextTable t({"weights", "gradients", "optimizer", "activations", "logits", "weight copies",
                "context + NCCL"},
               std::vector<Align>(7, Align::kRight));
   t.add_row({format_size(m.weights_bytes), format_size(m.gradients_bytes),
@@ -378,6 +385,7 @@ nlohmann::json plan_json(const models::Scenario& s, const models::StepResult& r,
       {"model_tflops_per_gpu", r.model_tflops_per_gpu},
       {"hardware_tflops_per_gpu", r.hardware_tflops_per_gpu},
       {"mfu", r.mfu},
+      {"mfu_bf16_peak", r.mfu_bf16},
       {"memory_per_gpu_bytes", m.total()},
       {"memory_capacity_bytes", r.memory_capacity_bytes},
       {"fits", r.fits},
@@ -488,7 +496,7 @@ int run_plan(const PlanArgs& a) {
   print_header(*scenario, *step,
                des ? "discrete-event simulation (SimGrid: contention, overlap, pipeline)"
                    : "analytic model");
-  print_step(*step);
+  print_step(*step, scenario->workload.precision);
   if (des) {
     std::printf("  (analytic model: step %s; simulated / analytic %s)\n\n",
                 format_time(analytic_step_s).c_str(),

@@ -271,7 +271,20 @@ TEST_SUITE("models") {
     CHECK(cp.hbm_efficiency == doctest::Approx(0.9));
     ComputeParams fp8;
     apply_calibration(sample(), Precision::kFp8, &fp8);
-    CHECK(fp8.gemm_max_efficiency == ComputeParams{}.gemm_max_efficiency);  // not measured
+    // FP8 training: the bf16 fit for its bf16 GEMMs, the default fp8 ratio (fp8 not measured);
+    // with an fp8 fit too, the ratio of the two.
+    CHECK(fp8.gemm_max_efficiency == doctest::Approx(0.79));
+    CHECK(fp8.fp8_gemm_ratio == ComputeParams{}.fp8_gemm_ratio);
+    Calibration both = sample();
+    GemmCalibration g8;
+    g8.precision = Precision::kFp8;
+    g8.max_efficiency = g8.short_max_efficiency = 0.632;
+    both.gemm.push_back(g8);
+    ComputeParams fp8_fit;
+    apply_calibration(both, Precision::kFp8, &fp8_fit);
+    CHECK(fp8_fit.gemm_max_efficiency == doctest::Approx(0.79));
+    CHECK(fp8_fit.fp8_gemm_ratio == doctest::Approx(0.632 / 0.79));
+    CHECK(fp8_gemm_params(fp8_fit).gemm_max_efficiency == doctest::Approx(0.632));
     StepParams sp = default_step_params(h200s(8));
     CHECK(apply_calibration(sample(), h200s(8), Precision::kBf16, &sp).ok());
     CHECK(sp.collective.fits.size() == 2);

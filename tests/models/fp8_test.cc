@@ -1,0 +1,84 @@
+// FP8 training (precision: fp8) against bf16 on the same job: the weight GEMMs at the fp8 rate
+// times the measured fp8/bf16 ratio, attention and the head in bf16, the casts, the memory and
+// the two MFUs.
+#include <doctest/doctest.h>
+
+#include "models/layer_model.h"
+#include "models/scenario.h"
+#include "models/step_model.h"
+#include "models/transformer_model.h"
+
+using namespace clustersim::models;
+
+namespace {
+
+Scenario llama70b(Precision p) {
+  auto s = load_scenario_text(
+      "cluster: {nodes: 1, node: {gpu: h100-sxm, gpus_per_node: 8, scale_up: nvlink4}}\n"
+      "workload:\n"
+      "  model: llama3-70b\n"
+      "  seq_len: 8192\n"
+      "  global_batch: 8\n"
+      "  parallelism: {tp: 8, sp: true, pp: 1, dp: 1, recompute: none}\n",
+      "fp8.yaml");
+  REQUIRE(s.ok());
+  s->workload.precision = p;
+  return std::move(s).value();
+}
+
+}  // namespace
+
+TEST_SUITE("models") {
+  TEST_CASE("fp8: weight GEMMs at the fp8 rate, attention in bf16, the casts added") {
+    const Scenario b = llama70b(Precision::kBf16);
+    const Scenario f = llama70b(Precision::kFp8);
+    const GpuSpec& gpu = b.cluster.node.gpu;
+    const ComputeParams p = default_compute_params(gpu);
+    const LayerKernels lb = layer_kernels(gpu, b.workload, p);
+    const LayerKernels lf = layer_kernels(gpu, f.workload, p);
+    // Twice the peak at 0.90 of bf16's in-tile efficiency (call 8's H200 measurement): the
+    // large GEMMs take 1 / 1.8 of the time (shape effects the same for both).
+    CHECK(lf.gemm_forward_s == doctest::Approx(lb.gemm_forward_s / (2 * 0.90)).epsilon(0.02));
+    CHECK(lf.gemm_backward_s == doctest::Approx(lb.gemm_backward_s / (2 * 0.90)).epsilon(0.02));
+    CHECK(lf.attention_forward_s == doctest::Approx(lb.attention_forward_s));
+    CHECK(lf.attention_backward_s == doctest::Approx(lb.attention_backward_s));
+    // Casts: each quantized GEMM's input forward (tokens x k) and output gradient backward
+    // (tokens x n), read 2 write 1 byte, at the fused kernels' rate.
+    const double tokens = 8192;
+    const double h = 8192, kv = 1024, ffn = 28672, t = 8;
+    const double inputs = tokens * (h + h / t + h + ffn / t);
+    const double outputs = tokens * ((h + 2 * kv) / t + h + 2 * ffn / t + h);
+    const double rate = gpu.hbm_Bps * p.elementwise_efficiency;
+    CHECK(lf.memory_forward_s - lb.memory_forward_s == doctest::Approx(3 * inputs / rate));
+    CHECK(lf.memory_backward_s - lb.memory_backward_s == doctest::Approx(3 * outputs / rate));
+  }
+
+  TEST_CASE("fp8: memory keeps FP8 inputs for the backward and an FP8 copy of the weights") {
+    const MemoryBreakdown mb = memory_per_gpu(llama70b(Precision::kBf16).workload);
+    const MemoryBreakdown mf = memory_per_gpu(llama70b(Precision::kFp8).workload);
+    CHECK(mf.activations_bytes < mb.activations_bytes);
+    CHECK(mf.weights_bytes == doctest::Approx(mb.weights_bytes));      // 16-bit working weights
+    CHECK(mf.optimizer_bytes == doctest::Approx(mb.optimizer_bytes));  // fp32 masters, Adam
+    CHECK(mf.gathered_weights_bytes - mb.gathered_weights_bytes ==
+          doctest::Approx(mf.parameters));  // 1 byte per parameter held
+    // Per token and layer: the two norm outputs, the attention output and the activation's
+    // output drop from 2 bytes to 1 (on the tp shard, h/8 each and f/8).
+    const double saved_per_token_layer = (2 * 8192 + 8192 + 28672) / 8.0;
+    CHECK(mb.activations_bytes - mf.activations_bytes ==
+          doctest::Approx(saved_per_token_layer * 8192 * 80));
+  }
+
+  TEST_CASE("fp8: MFU against the fp8 peak and against the bf16 peak") {
+    const Scenario f = llama70b(Precision::kFp8);
+    auto r = predict_step(f, default_step_params(f.cluster));
+    REQUIRE(r.ok());
+    CHECK(r->peak_flops == doctest::Approx(1979e12));
+    CHECK(r->mfu_bf16 == doctest::Approx(2 * r->mfu).epsilon(0.01));
+    const Scenario b = llama70b(Precision::kBf16);
+    auto rb = predict_step(b, default_step_params(b.cluster));
+    REQUIRE(rb.ok());
+    CHECK(rb->mfu_bf16 == doctest::Approx(rb->mfu));
+    CHECK(r->step_time_s < 0.8 * rb->step_time_s);
+    CHECK(r->step_time_s > 0.5 * rb->step_time_s);
+  }
+}
