@@ -100,7 +100,8 @@ Leg slower(Leg a, Leg b) { return a.seconds >= b.seconds ? a : b; }
 
 class Model {
  public:
-  Model(const CollectiveTopology& t, const CollectiveParams& p) : t_(t), p_(p) {}
+  Model(const CollectiveTopology& t, const CollectiveParams& p, double network_share = 1)
+      : t_(t), p_(p), network_share_(network_share) {}
 
   // NCCL's channels for one peer of a p2p send, at its per-channel rate.
   double p2p_peer_cap_Bps(double per_peer_bytes) const {
@@ -424,7 +425,8 @@ class Model {
     } else {
       intra.seconds = bytes * (g() - 1) / n() / intra_Bps(bytes / n(), g() - 1);
       if (multi_node()) {
-        net.seconds = bytes * g() * (n() - g()) / n() / (t_.node_network_Bps * link_factor);
+        net.seconds = bytes * g() * (n() - g()) / n() * network_share_ /
+                      (t_.node_network_Bps * link_factor);
       }
     }
     const double hop =
@@ -440,6 +442,7 @@ class Model {
 
   const CollectiveTopology& t_;
   const CollectiveParams& p_;
+  double network_share_ = 1;
 };
 
 constexpr Algo kAlgorithms[] = {Algo::kRing,    Algo::kTree,         Algo::kNvls,
@@ -495,8 +498,8 @@ bool point_to_point(Op op) { return op == Op::kAllToAll || op == Op::kSendRecv; 
 std::vector<CollectiveEstimate> enumerate(const CollectiveTopology& topology,
                                           const CollectiveParams& params, Op op, double bytes,
                                           Algo want_algo, Proto want_proto,
-                                          std::string* first_error) {
-  const Model model(topology, params);
+                                          std::string* first_error, double network_share = 1) {
+  const Model model(topology, params, network_share);
   std::vector<CollectiveEstimate> out;
   for (Algo a : kAlgorithms) {
     if (want_algo == Algo::kAuto ? a == Algo::kHierarchical : a != want_algo) continue;
@@ -639,8 +642,10 @@ Result<CollectiveEstimate> estimate_collective(const CollectiveTopology& topolog
     return finish(topology, params, op, bytes, a, p, Terms{});
   }
   std::string first_error;
-  const auto all =
-      enumerate(topology, params, op, bytes, request.algorithm, request.protocol, &first_error);
+  CS_ASSERT(request.network_share > 0 && request.network_share <= 1,
+            "an alltoall's network share is in (0, 1]");
+  const auto all = enumerate(topology, params, op, bytes, request.algorithm, request.protocol,
+                             &first_error, request.network_share);
   if (all.empty()) return Error{first_error};
   return *std::min_element(all.begin(), all.end(),
                            [](const auto& a, const auto& b) { return a.time_s < b.time_s; });

@@ -234,6 +234,10 @@ struct CollectiveRequest {
   double size_bytes = 0;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
   CollectiveProtocol protocol = CollectiveProtocol::kAuto;
+  // alltoall only: the share of the bytes bound for other nodes that really cross the network
+  // (node-limited MoE routing sends each token once to each of at most M nodes and forwards it
+  // over NVLink there: ExpertRouting::max_nodes_per_token). 1: every copy crosses.
+  double network_share = 1;
 };
 
 struct CollectiveEstimate {

@@ -128,7 +128,7 @@ constexpr std::string_view kMlaKeys[] = {"q_lora_rank", "kv_lora_rank", "qk_nope
                                          "qk_rope_head_dim", "v_head_dim"};
 constexpr std::string_view kMoeKeys[] = {"experts",       "top_k",           "expert_ffn_hidden",
                                          "shared_experts", "dense_layers",   "capacity_factor",
-                                         "imbalance"};
+                                         "imbalance",     "max_nodes_per_token"};
 constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "tp_comm_overlap",     "ep_comm_overlap",
                                                "grad_reduce_overlap", "weights_in_fp32",
@@ -964,7 +964,8 @@ bool Loader::load_model(const YAML::Node& node) {
     }
     ExpertRouting& r = sc_.workload.moe_routing;
     if (!read_quantity(moe, ep, "capacity_factor", FieldKind::kCount, false, &r.capacity_factor) ||
-        !read_quantity(moe, ep, "imbalance", FieldKind::kCount, false, &r.imbalance)) {
+        !read_quantity(moe, ep, "imbalance", FieldKind::kCount, false, &r.imbalance) ||
+        !read_int(moe, ep, "max_nodes_per_token", 1, &r.max_nodes_per_token)) {
       return false;
     }
     if (moe["imbalance"].IsDefined() && r.imbalance < 1) {
@@ -977,7 +978,9 @@ bool Loader::load_model(const YAML::Node& node) {
                   "give capacity_factor (tokens dropped beyond it) or imbalance (dropless), not "
                   "both");
     }
-    if ((moe["capacity_factor"].IsDefined() || moe["imbalance"].IsDefined()) && !e.enabled()) {
+    if ((moe["capacity_factor"].IsDefined() || moe["imbalance"].IsDefined() ||
+         moe["max_nodes_per_token"].IsDefined()) &&
+        !e.enabled()) {
       return fail(moe, ep, "routing settings need a mixture-of-experts model (experts)");
     }
   }

@@ -165,6 +165,11 @@ struct ExpertRouting {
   // Dropless: the tokens the busiest GPU's experts receive over the even share (a measured
   // load imbalance; 1 = perfectly balanced, as auxiliary-loss-free balancing aims for).
   double imbalance = 1.0;
+  // Node-limited routing (DeepSeek-AI 2024, "DeepSeek-V3 Technical Report" sec. 2.1.2: each
+  // token to at most M = 4 nodes): a token crosses the network once to each of at most this
+  // many nodes and is forwarded to its experts there over NVLink, so of its top_k copies bound
+  // for other nodes only min(top_k, M) / top_k cross. 0: no limit, every copy crosses.
+  int max_nodes_per_token = 0;
   // The busiest GPU's expert tokens over the even share.
   double busiest_share() const { return capacity_factor > 0 ? capacity_factor : imbalance; }
 };

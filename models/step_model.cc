@@ -106,7 +106,9 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
     auto topo = parallel_group_topology(cluster, call.group_size, call.group_stride);
     if (!topo) return Error{std::string(to_string(call.dim)) + " group: " + topo.message()};
     auto est = estimate_collective(
-        *topo, {call.op, call.size_bytes, CollectiveAlgorithm::kAuto, CollectiveProtocol::kAuto},
+        *topo,
+        {call.op, call.size_bytes, CollectiveAlgorithm::kAuto, CollectiveProtocol::kAuto,
+         call.network_share},
         params.collective);
     if (!est)
       return Error{std::string(to_string(call.dim)) + " " + call.what + ": " + est.message()};

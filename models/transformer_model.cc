@@ -372,11 +372,17 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
   if (m.moe.enabled() && par.ep > 1) {
     const double routed_bytes = s * w.micro_batch / par.tp * m.moe.top_k *
                                 w.moe_routing.busiest_share() * m.hidden * ab;
+    const int limit = w.moe_routing.max_nodes_per_token;
+    const double network_share =
+        limit > 0 ? std::min(1.0, double(limit) / m.moe.top_k) : 1.0;
     add(ParallelDim::kEp, CommPhase::kForward, CollectiveOp::kAllToAll, routed_bytes,
         2 * moe_layers, par.ep, 1, "MoE token dispatch and combine");
     add(ParallelDim::kEp, CommPhase::kBackward, CollectiveOp::kAllToAll, routed_bytes,
         2 * moe_layers * (full ? 2 : 1), par.ep, 1,
         "MoE dispatch and combine gradients (and recompute)");
+    for (auto& c : calls) {
+      if (c.dim == ParallelDim::kEp) c.network_share = network_share;
+    }
   }
 
   // DP over the dp x cp ranks that hold the same weights; a MoE model's experts over their

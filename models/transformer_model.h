@@ -188,6 +188,7 @@ struct CommCall {
   int group_size = 1;
   int group_stride = 1;   // global-rank distance between group members (rank order tp, cp, dp, pp)
   const char* what = "";  // "attention+MLP outputs", "ZeRO-3 parameter gather", ...
+  double network_share = 1;  // alltoall: CollectiveRequest::network_share (node-limited routing)
 };
 
 // The ranks that hold the same experts and reduce their gradients: tp x cp x dp / ep (expert

@@ -421,7 +421,8 @@ class Lowering {
         const auto& a = nodes[j];
         const auto& b = nodes[(j + d) % N];
         for (size_t i = 0; i < a.size(); ++i) {
-          flow(0, a[i], b[i % b.size()], share * static_cast<double>(b.size()) * scale, ++edge);
+          flow(0, a[i], b[i % b.size()],
+               share * static_cast<double>(b.size()) * scale * shape_.network_share, ++edge);
         }
       }
     }

@@ -46,7 +46,8 @@ models::Result<DesCollective> simulate_collective(FabricModel& fabric,
   if (topology.ranks <= 1 || request.size_bytes <= 0) return out;
 
   // 2. The flows of every communicator, phase by phase.
-  const CollectiveShape shape{request.op, est->algorithm, est->protocol, request.size_bytes};
+  const CollectiveShape shape{request.op, est->algorithm, est->protocol, request.size_bytes,
+                              request.network_share};
   auto lowered = lower_collective(shape, comms, topology, fabric, params.collective, params.lowering);
   if (!lowered) return models::Error{lowered.message()};
   out.flows = lowered->flow_count();

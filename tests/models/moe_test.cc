@@ -173,6 +173,48 @@ TEST_SUITE("models") {
     CHECK(moe_layers_of_stage(s.workload, 0) == 32);
   }
 
+  TEST_CASE("moe: node-limited routing sends min(top_k, M) / top_k of the cross-node copies") {
+    // Qwen3-235B-A22B (top 8) with ep 32 over four nodes: the all-to-all is NIC-bound; with
+    // each token sent to at most 4 nodes half its cross-node bytes go.
+    const std::string text =
+        "cluster:\n  nodes: 4\n  node: {gpu: h100-sxm, gpus_per_node: 8, scale_up: nvlink4, "
+        "nics_per_node: 8, nic: ib-ndr}\n  fabric: {topology: fat-tree}\n"
+        "workload:\n  model: qwen3-235b-a22b\n  seq_len: 4096\n  global_batch: 32\n"
+        "  moe: {max_nodes_per_token: 4}\n"
+        "  parallelism: {tp: 1, dp: 32, ep: 32, zero: 1}\n";
+    const Scenario limited = load_ok(text);
+    CHECK(limited.workload.moe_routing.max_nodes_per_token == 4);
+    Scenario unlimited = limited;
+    unlimited.workload.moe_routing.max_nodes_per_token = 0;
+    auto ep_call = [](const Scenario& sc) {
+      for (const auto& c : communication_per_step(sc.workload)) {
+        if (c.dim == ParallelDim::kEp) return c;
+      }
+      FAIL("no EP call");
+      return CommCall{};
+    };
+    CHECK(ep_call(limited).network_share == doctest::Approx(0.5));
+    CHECK(ep_call(unlimited).network_share == doctest::Approx(1.0));
+    auto topo = parallel_group_topology(limited.cluster, 32, 1);
+    REQUIRE(topo.ok());
+    const double bytes = ep_call(limited).size_bytes;
+    auto full = estimate_collective(*topo, {CollectiveOp::kAllToAll, bytes});
+    auto half = estimate_collective(
+        *topo, {CollectiveOp::kAllToAll, bytes, CollectiveAlgorithm::kAuto,
+                CollectiveProtocol::kAuto, 0.5});
+    REQUIRE(full.ok());
+    REQUIRE(half.ok());
+    CHECK(full->bottleneck == CollectiveBottleneck::kNetwork);
+    CHECK(half->bandwidth_s == doctest::Approx(0.5 * full->bandwidth_s));
+    auto a = predict_step(limited, default_step_params(limited.cluster));
+    auto b = predict_step(unlimited, default_step_params(unlimited.cluster));
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    CHECK(a->breakdown.ep.total_s < 0.6 * b->breakdown.ep.total_s);
+    CHECK(load_error(mixtral("    max_nodes_per_token: 0\n")).find("at least 1") !=
+          std::string::npos);
+  }
+
   TEST_CASE("moe: the step pays the EP all-to-all, hidden with ep_comm_overlap") {
     Scenario s = load_ok(mixtral());
     auto r = predict_step(s, default_step_params(s.cluster));

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <string>
 
 #include "models/scenario.h"
@@ -123,8 +124,10 @@ TEST_SUITE("sim") {
     // Qwen3-235B-A22B (128 experts), tp 1: ep 8 inside each node (NVLink), then ep 32 across
     // four nodes on a non-blocking fat-tree with adaptive routing; uncontended, the step is the
     // formula's.
-    for (int ep : {8, 32}) {
+    for (int ep : {8, 32, -32}) {
       CAPTURE(ep);
+      const bool limited = ep < 0;  // node-limited routing, at most 4 nodes per token
+      ep = std::abs(ep);
       Knobs k;
       k.nodes = 4;
       k.model = "qwen3-235b-a22b";
@@ -134,7 +137,9 @@ TEST_SUITE("sim") {
       k.global_batch = 64;
       k.zero = 1;
       k.recompute = "full";
-      const auto r = simulate(scenario(k));
+      models::Scenario sc = scenario(k);
+      if (limited) sc.workload.moe_routing.max_nodes_per_token = 4;
+      const auto r = simulate(sc);
       const auto& a = r.analytic;
       REQUIRE(a.breakdown.ep.total_s > 0);
       CHECK(r.step.breakdown.ep.exposed_s ==
