@@ -705,6 +705,21 @@ std::vector<ModelSpec> make_models() {
                  "of 128, 128 experts, 8 activated, no shared expert; 235B total, 22B "
                  "activated); Hugging Face Qwen/Qwen3-235B-A22B config.json (hidden 4096, "
                  "moe_intermediate_size 1536; every layer MoE, intermediate_size unused)"},
+      {.id = "qwen3-30b-a3b",
+       .name = "Qwen3-30B-A3B",
+       .layers = 48,
+       .hidden = 2048,
+       .heads = 32,
+       .kv_heads = 4,
+       .ffn_hidden = 6144,
+       .vocab = 151936,
+       .gated_ffn = true,
+       .tied_embeddings = false,
+       .head_dim_override = 128,
+       .moe = {.experts = 128, .top_k = 8, .expert_ffn_hidden = 768},
+       .source = "Qwen Team 2025, 'Qwen3 Technical Report' Table 2 (48 layers, 32 Q / 4 KV heads "
+                 "of 128, 128 experts, 8 activated; 30.5B total, 3.3B activated); Hugging Face "
+                 "Qwen/Qwen3-30B-A3B config.json (hidden 2048, moe_intermediate_size 768)"},
       {.id = "kimi-k2",
        .name = "Kimi K2",
        .layers = 61,

@@ -277,8 +277,15 @@ std::vector<int> layers_of_stages(const WorkloadConfig& w) {
                     : 1;
   const int layers = w.model.layers;
   std::vector<int> out(static_cast<size_t>(pp), 0);
+  const auto& par = w.parallelism;
   if (pp == 1) {
     out[0] = layers;
+  } else if (par.first_stage_layers > 0 && par.last_stage_layers > 0 && pp >= 3) {
+    // Given first and last stages; the middle ones share the rest (the loader checked it).
+    const int middle = (layers - par.first_stage_layers - par.last_stage_layers) / (pp - 2);
+    for (int s = 0; s < pp; ++s) out[static_cast<size_t>(s)] = middle;
+    out.front() = par.first_stage_layers;
+    out.back() = par.last_stage_layers;
   } else if (layers % (pp * v) == 0 || (layers + 2) % (pp * v) != 0) {
     // Megatron's even split; a remainder (not accepted by the loader) goes to the first stages.
     for (int s = 0; s < pp; ++s) out[static_cast<size_t>(s)] = layers / pp + (s < layers % pp);

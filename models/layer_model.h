@@ -82,8 +82,9 @@ struct StageCompute {
 // Layers on each pipeline stage: layers / pp each when that divides (Megatron's split); under
 // Llama 3's layout ((layers + 2) divisible by pp x virtual_stages but layers not) the embedding
 // takes a layer's slot on the first stage and the output head one on the last (Llama Team 2024
-// sec. 3.3.2, Megatron's account_for_embedding/loss_in_pipeline_split). REQUIRES: a workload the
-// scenario loader accepted.
+// sec. 3.3.2, Megatron's account_for_embedding/loss_in_pipeline_split); with
+// first_stage_layers and last_stage_layers given, those on the first and last stage and the
+// rest split evenly over the middle ones. REQUIRES: a workload the scenario loader accepted.
 std::vector<int> layers_of_stages(const WorkloadConfig& workload);
 
 // Every stage's compute per micro-batch: its layers, plus the embedding lookup on the first and

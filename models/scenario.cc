@@ -56,6 +56,7 @@ std::string_view to_string(PipelineSchedule s) {
     case PipelineSchedule::kGpipe: return "gpipe";
     case PipelineSchedule::k1F1B: return "1f1b";
     case PipelineSchedule::kInterleaved: return "interleaved";
+    case PipelineSchedule::kDualPipe: return "dualpipe";
   }
   return "?";
 }
@@ -135,7 +136,8 @@ constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "fp32_gradients"};
 constexpr std::string_view kParallelismKeys[] = {"tp",   "pp",        "dp",          "cp",
                                                  "sp",   "zero",      "recompute",   "pp_schedule",
-                                                 "virtual_stages", "ep"};
+                                                 "virtual_stages", "ep", "first_stage_layers",
+                                                 "last_stage_layers"};
 constexpr std::string_view kCostKeys[] = {"gpu_hour"};
 constexpr std::string_view kReliabilityKeys[] = {"gpu_mtbf", "checkpoint_interval",
                                                  "restart_time"};
@@ -1002,14 +1004,17 @@ bool Loader::load_parallelism(const YAML::Node& node, const std::string& path) {
   static constexpr std::pair<std::string_view, PipelineSchedule> kSchedules[] = {
       {"gpipe", PipelineSchedule::kGpipe},
       {"1f1b", PipelineSchedule::k1F1B},
-      {"interleaved", PipelineSchedule::kInterleaved}};
+      {"interleaved", PipelineSchedule::kInterleaved},
+      {"dualpipe", PipelineSchedule::kDualPipe}};
   if (!read_int(node, path, "tp", 1, &p.tp) || !read_int(node, path, "pp", 1, &p.pp) ||
       !read_int(node, path, "dp", 1, &p.dp) || !read_int(node, path, "cp", 1, &p.cp) ||
       !read_bool(node, path, "sp", &p.sp) || !read_int(node, path, "zero", 0, &p.zero) ||
       !read_enum(node, path, "recompute", kRecompute, &p.recompute) ||
       !read_enum(node, path, "pp_schedule", kSchedules, &p.pp_schedule) ||
       !read_int(node, path, "virtual_stages", 1, &p.virtual_stages) ||
-      !read_int(node, path, "ep", 1, &p.ep)) {
+      !read_int(node, path, "ep", 1, &p.ep) ||
+      !read_int(node, path, "first_stage_layers", 1, &p.first_stage_layers) ||
+      !read_int(node, path, "last_stage_layers", 1, &p.last_stage_layers)) {
     return false;
   }
   if (p.zero > 3) {
@@ -1320,11 +1325,41 @@ Status check_parallelism(const Scenario& scenario) {
   if (interleaved && p.pp < 2) {
     return fail_key(cite(par + ".pp_schedule", par), "the interleaved schedule needs pp >= 2");
   }
+  if (p.pp_schedule == PipelineSchedule::kDualPipe &&
+      (p.pp < 2 || p.pp % 2 != 0 || w.micro_batches_per_step() % 2 != 0 ||
+       w.micro_batches_per_step() < p.pp)) {
+    // DualPipe feeds half the micro-batches from each end (DeepSeek-V3 report sec. 3.2.1).
+    return fail_key(cite(par + ".pp_schedule", par),
+                    "dualpipe needs an even pp >= 2 and an even number of micro-batches per "
+                    "step, at least pp (pp " + str(p.pp) + ", micro-batches " +
+                        str(w.micro_batches_per_step()) + ")");
+  }
   // Layers split evenly over pp x virtual_stages model chunks, or in Llama 3's balanced layout:
   // the embedding and the output head each take a layer's slot, so layers + 2 split evenly
   // (Llama Team 2024, "The Llama 3 Herd of Models", sec. 3.3.2: 126 layers on 16 stages).
   const int chunks = p.pp * p.virtual_stages;
-  if (chunks > 1 && m.layers % chunks != 0 && (m.layers + 2) % chunks != 0) {
+  const bool uneven = p.first_stage_layers > 0 || p.last_stage_layers > 0;
+  if (uneven) {
+    const std::string key = cite(par + (p.first_stage_layers > 0 ? ".first_stage_layers"
+                                                                 : ".last_stage_layers"),
+                                 par);
+    if (p.pp < 3) {
+      return fail_key(key, "first_stage_layers and last_stage_layers need pp >= 3 (a middle "
+                           "stage to take the rest)");
+    }
+    if (interleaved) {
+      return fail_key(key, "first_stage_layers and last_stage_layers are for the 1f1b, gpipe "
+                           "and dualpipe schedules, not the interleaved one");
+    }
+    const int middle = m.layers - p.first_stage_layers - p.last_stage_layers;
+    if (p.first_stage_layers == 0 || p.last_stage_layers == 0 || middle <= 0 ||
+        middle % (p.pp - 2) != 0) {
+      return fail_key(key, "give both first_stage_layers and last_stage_layers, leaving the " +
+                               str(p.pp - 2) + " middle stages an even share of the " +
+                               str(m.layers) + " layers (got " + str(p.first_stage_layers) +
+                               " and " + str(p.last_stage_layers) + ")");
+    }
+  } else if (chunks > 1 && m.layers % chunks != 0 && (m.layers + 2) % chunks != 0) {
     return fail_key(cite(par + ".pp", par),
                     "layers " + str(m.layers) + " are not divisible by pp " + str(p.pp) +
                         (p.virtual_stages > 1 ? " x virtual_stages " + str(p.virtual_stages)

@@ -24,7 +24,12 @@ enum class Routing { kAdaptive, kEcmp, kStatic };
 // 2022); PyTorch's op-level selective checkpointing as TorchTitan runs it (the attention output
 // and every other matmul output kept, everything else recomputed); full (each layer's input).
 enum class Recompute { kNone, kSelective, kSelectiveOp, kFull };
-enum class PipelineSchedule { kGpipe, k1F1B, kInterleaved };
+// kDualPipe: DeepSeek-V3's bidirectional schedule (DeepSeek-AI 2024, "DeepSeek-V3 Technical
+// Report" sec. 3.2.1, Table 2): micro-batches fed from both ends, each device holding two
+// stages (two copies of the parameters, pp + 1 micro-batches of activations), a bubble of
+// (pp/2 - 1)(F&B + B - 3W), and a forward and a backward chunk overlapped so that their
+// all-to-all and PP communication hide behind each other's compute.
+enum class PipelineSchedule { kGpipe, k1F1B, kInterleaved, kDualPipe };
 
 std::string_view to_string(TopologyKind k);
 std::string_view to_string(Routing r);
@@ -109,6 +114,11 @@ struct ParallelismConfig {
   // their sequence-parallel shard; each expert's weights replicated over the
   // tp x cp x dp / ep ranks that hold the same experts (the expert data-parallel group).
   int ep = 1;
+  // Layers on the first and on the last pipeline stage when they differ from the rest
+  // (Megatron-Core's num_layers_in_first/last_pipeline_stage; 0: not given): the middle stages
+  // split the remaining layers evenly.
+  int first_stage_layers = 0;
+  int last_stage_layers = 0;
   int gpus() const { return tp * pp * dp * cp; }
   bool operator==(const ParallelismConfig&) const = default;
 };

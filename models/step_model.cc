@@ -141,6 +141,29 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   struct StageExposure {
     double tp = 0, cp = 0, ep = 0;
   };
+  // DualPipe: each device runs its stage for half the micro-batches and the mirrored stage
+  // (pp - 1 - s) for the other half: its pace is the pair's mean.
+  const bool dualpipe = par.pp_schedule == PipelineSchedule::kDualPipe;
+  std::vector<StageCompute> devices = r.stages;
+  std::vector<double> device_moe;
+  for (const StageCompute& st : r.stages) device_moe.push_back(moe_layers_of_stage(w, st.stage));
+  if (dualpipe) {
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      const StageCompute& a = r.stages[i];
+      const StageCompute& z = r.stages[r.stages.size() - 1 - i];
+      StageCompute& d = devices[i];
+      d.layers = (a.layers + z.layers) / 2;
+      d.forward_s = (a.forward_s + z.forward_s) / 2;
+      d.backward_s = (a.backward_s + z.backward_s) / 2;
+      d.gemm_forward_s = (a.gemm_forward_s + z.gemm_forward_s) / 2;
+      d.gemm_backward_s = (a.gemm_backward_s + z.gemm_backward_s) / 2;
+      d.attention_forward_s = (a.attention_forward_s + z.attention_forward_s) / 2;
+      d.attention_backward_s = (a.attention_backward_s + z.attention_backward_s) / 2;
+      d.tensor_s = (a.tensor_s + z.tensor_s) / 2;
+      device_moe[i] = (moe_layers_of_stage(w, a.stage) + moe_layers_of_stage(w, z.stage)) / 2.0;
+    }
+  }
+  auto moe_of = [&](const StageCompute& st) { return device_moe[static_cast<size_t>(st.stage)]; };
   auto exposure = [&](const StageCompute& st) {
     StageExposure x;
     const double n = st.layers;
@@ -157,7 +180,7 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
     // The dispatch and combine sit between the router and the experts and after them: exposed,
     // unless the framework overlaps them with another micro-batch's compute (DualPipe,
     // workload.framework.ep_comm_overlap), where what outlasts that compute stays exposed.
-    const double moe = moe_layers_of_stage(w, st.stage);
+    const double moe = moe_of(st);
     x.ep = w.framework.ep_comm_overlap
                ? std::max(0.0, moe * ep_fwd_layer - st.backward_s) +
                      std::max(0.0, moe * ep_bwd_layer - st.forward_s)
@@ -168,9 +191,9 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   std::size_t busiest = 0;
   double busiest_mb = -1, sum_mb = 0;
   StageExposure x;
-  for (std::size_t i = 0; i < r.stages.size(); ++i) {
-    const StageExposure xi = exposure(r.stages[i]);
-    const double mb = r.stages[i].total_s() + xi.tp + xi.cp + xi.ep;
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const StageExposure xi = exposure(devices[i]);
+    const double mb = devices[i].total_s() + xi.tp + xi.cp + xi.ep;
     sum_mb += mb;
     if (mb > busiest_mb) {
       busiest_mb = mb;
@@ -178,7 +201,7 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
       x = xi;
     }
   }
-  const StageCompute& st = r.stages[busiest];
+  const StageCompute& st = devices[busiest];
   r.busiest_stage = static_cast<int>(busiest);
   r.forward_s = st.forward_s;
   r.backward_s = st.backward_s;
@@ -187,8 +210,9 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   b.ep.exposed_s = m * x.ep;
 
   // Pipeline: each micro-batch's activation and gradient cross a stage boundary on the critical
-  // path (Megatron's batched send/recv pairs are waited on before the next compute).
-  b.pp.exposed_s = b.pp.total_s;
+  // path (Megatron's batched send/recv pairs are waited on before the next compute); DualPipe
+  // hides them behind the overlapped chunk's compute.
+  b.pp.exposed_s = dualpipe ? 0 : b.pp.total_s;
 
   // DP. ZeRO-3 prefetches each layer's gather behind the previous layer's compute and
   // reduce-scatters behind the backward; what does not fit behind a micro-batch is exposed.
@@ -223,6 +247,13 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   // 2021: (pp - 1) / v micro-batch slots when the stages are equal).
   const double v = par.pp_schedule == PipelineSchedule::kInterleaved ? par.virtual_stages : 1;
   b.bubble_s = (sum_mb - busiest_mb) / v;
+  if (dualpipe) {
+    // (pp/2 - 1)(F&B + B - 3W) (DeepSeek-V3 report Table 2): F&B, an overlapped forward and
+    // backward chunk, takes F + B; W, the weight-gradient GEMMs, about half the backward GEMMs.
+    const double w_grad = 0.5 * st.gemm_backward_s;
+    b.bubble_s = std::max(0.0, (par.pp / 2.0 - 1) *
+                                   (st.forward_s + 2 * st.backward_s - 3 * w_grad));
+  }
   b.compute_s = m * st.total_s();
 
   // 5. The optimizer over the local shard.

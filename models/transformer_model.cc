@@ -47,6 +47,10 @@ double microbatches_in_flight(const WorkloadConfig& w, int stage) {
     case PipelineSchedule::kInterleaved:
       return std::min(par.pp - stage, m) *
              (1.0 + (par.pp - 1.0) / (par.pp * std::max(1, par.virtual_stages)));
+    case PipelineSchedule::kDualPipe:
+      // DeepSeek-V3 report Table 2: pp + 1 micro-batches' activations on every device, in units
+      // of one stage's layers (each micro-batch passes through one of its two stages).
+      return std::min<double>(par.pp + 1, m);
   }
   return 1;
 }
@@ -64,6 +68,13 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   out.stage = stage;
   out.parameters = stage_parameters(w, pc, stage);
   out.expert_parameters = stage_expert_parameters(w, pc, stage);
+  // DualPipe: each device holds its stage and the mirrored one (DeepSeek-V3 report Table 2:
+  // "Parameter 2x"), with their gradients and optimizer state.
+  if (par.pp_schedule == PipelineSchedule::kDualPipe) {
+    const int mirror = par.pp - 1 - stage;
+    out.parameters += stage_parameters(w, pc, mirror);
+    out.expert_parameters += stage_expert_parameters(w, pc, mirror);
+  }
   const double expert_shard = expert_data_parallel(w);
   // 1. Weights, gradients, optimizer state. 16-bit weights with an fp32 master copy in the
   // optimizer (Megatron-LM, DeepSpeed: 2 + 12 bytes), or fp32 parameters cast per use (PyTorch
@@ -264,10 +275,17 @@ int layers_per_stage(const WorkloadConfig& workload) {
 
 MemoryBreakdown memory_per_gpu(const WorkloadConfig& workload, const MemoryParams& params) {
   const ParameterCount pc = count_parameters(workload.model);
-  const MemoryBreakdown first = stage_memory(workload, pc, params, 0);
-  if (workload.parallelism.pp == 1) return first;
-  const MemoryBreakdown last = stage_memory(workload, pc, params, workload.parallelism.pp - 1);
-  return last.total() > first.total() ? last : first;
+  // The busiest stage: the first or the last (the embedding, the output head, more micro-batches
+  // in flight), or with an uneven split or DualPipe's paired stages a middle one.
+  MemoryBreakdown busiest = stage_memory(workload, pc, params, 0);
+  const auto& par = workload.parallelism;
+  const bool all = par.pp_schedule == PipelineSchedule::kDualPipe || par.first_stage_layers > 0;
+  for (int s = 1; s < par.pp; ++s) {
+    if (!all && s != par.pp - 1) continue;
+    MemoryBreakdown m = stage_memory(workload, pc, params, s);
+    if (m.total() > busiest.total()) busiest = m;
+  }
+  return busiest;
 }
 
 std::string_view to_string(ParallelDim d) {
@@ -415,8 +433,13 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
         break;
     }
   };
+  const bool dualpipe = par.pp_schedule == PipelineSchedule::kDualPipe;
   double stage_params = stage_parameters(w, pc, 0);
-  if (par.pp > 1) stage_params = std::max(stage_params, stage_parameters(w, pc, par.pp - 1));
+  if (dualpipe) {
+    stage_params += stage_parameters(w, pc, par.pp - 1);  // a device holds both ends
+  } else if (par.pp > 1) {
+    stage_params = std::max(stage_params, stage_parameters(w, pc, par.pp - 1));
+  }
   data_parallel(stage_params, par.dp * par.cp, par.tp,
                 par.zero == 0 ? "gradient all-reduce" : "gradient reduce-scatter",
                 "updated-parameter all-gather", "ZeRO-3 parameter gather (forward)",
@@ -424,7 +447,10 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
   if (m.moe.enabled()) {
     double experts = 0;
     for (int st = 0; st < par.pp; ++st) {
-      experts = std::max(experts, moe_layers_of_stage(w, st) * pc.experts * pc.expert / par.ep);
+      const int mirror = dualpipe ? par.pp - 1 - st : st;
+      const double layers_held =
+          moe_layers_of_stage(w, st) + (dualpipe ? moe_layers_of_stage(w, mirror) : 0);
+      experts = std::max(experts, layers_held * pc.experts * pc.expert / par.ep);
     }
     data_parallel(experts, expert_data_parallel(w), par.ep,
                   par.zero == 0 ? "expert gradient all-reduce" : "expert gradient reduce-scatter",

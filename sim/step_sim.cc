@@ -820,6 +820,11 @@ models::Result<DesStepResult> simulate_step(const models::Scenario& scenario,
   // 1. The analytic model: compute per micro-batch, the collectives, NCCL's choices.
   auto analytic = models::predict_step(scenario, params);
   if (!analytic) return models::Error{analytic.message()};
+  if (scenario.workload.parallelism.pp_schedule == models::PipelineSchedule::kDualPipe) {
+    return models::Error{scenario.where("workload.parallelism.pp_schedule") +
+                         ": the simulator has no DualPipe schedule yet (the analytic model has "
+                         "its bubble and overlap): use --engine analytic"};
+  }
   // 2. The fabric (with the neighbour's nodes, if any).
   const Interference& interference =
       options.interference.any() ? options.interference : scenario.interference;

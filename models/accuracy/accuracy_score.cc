@@ -58,11 +58,12 @@ AccuracyScore score_runs(const std::vector<ScoredRun>& runs) {
     for (const ScoredRun& r : own) {
       if (r.predicted()) s.left_out_mean_abs += std::abs(r.left_out_error());
     }
-    if (s.stats.runs > 0) s.left_out_mean_abs /= s.stats.runs;
-    if (s.stats.runs > 0) {
-      sum += s.left_out_mean_abs;
-      ++scored;
-    }
+    // A source none of whose runs this engine predicted (the simulator has no DualPipe) is left
+    // out of its table, not listed at 0%.
+    if (s.stats.runs == 0) continue;
+    s.left_out_mean_abs /= s.stats.runs;
+    sum += s.left_out_mean_abs;
+    ++scored;
     out.sources.push_back(std::move(s));
   }
   out.leave_one_source_out_mean_abs = scored > 0 ? sum / scored : 0;

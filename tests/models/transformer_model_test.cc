@@ -81,6 +81,7 @@ TEST_SUITE("models") {
                           Card{"mixtral-8x22b", 141e9, 39e9, 0.01},
                           Card{"deepseek-v3", 671e9, 37e9, 0.02},
                           Card{"qwen3-235b-a22b", 235e9, 22e9, 0.02},
+                          Card{"qwen3-30b-a3b", 30.5e9, 3.3e9, 0.02},
                           Card{"kimi-k2", 1.04e12, 32e9, 0.03}}) {
       CAPTURE(c.id);
       const auto pc = count_parameters(preset(c.id));

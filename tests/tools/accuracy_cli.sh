@@ -25,19 +25,24 @@ assert len(runs) >= 30 and len(sources) >= 6, (len(runs), sources)
 for r in runs:
     for engine in ("analytic", "des"):
         e = r[engine]
+        if engine == "des" and e["step_time_s"] is None:
+            # The simulator has no DualPipe schedule (DeepSeek-V3's run): said, not hidden.
+            assert "DualPipe" in (e.get("failure") or ""), (r["name"], e.get("failure"))
+            continue
         assert e["step_time_s"] is not None, (r["name"], engine, e.get("failure"))
         assert abs(e["error"] - (e["step_time_s"] / r["published_step_time_s"] - 1)) < 1e-12
     assert r["published_step_time_s"] > 0 and r["memory_per_gpu_bytes"] > 0
     assert 0 < r["allocator_memory_per_gpu_bytes"] < 2 * r["memory_per_gpu_bytes"]
 for engine in ("analytic", "des"):
     s = d[engine]
-    errs = [abs(r[engine]["error"]) for r in runs]
+    errs = [abs(r[engine]["error"]) for r in runs if r[engine]["step_time_s"] is not None]
     assert abs(s["overall"]["mean_abs_error"] - sum(errs) / len(errs)) < 1e-12
     assert abs(s["overall"]["median_abs_error"] - statistics.median(errs)) < 1e-12
     assert abs(s["overall"]["max_abs_error"] - max(errs)) < 1e-12
     means = []
     for src in s["sources"]:
-        own = [abs(r[engine]["error"]) for r in runs if r["source"] == src["source"]]
+        own = [abs(r[engine]["error"]) for r in runs
+               if r["source"] == src["source"] and r[engine]["step_time_s"] is not None]
         assert src["runs"] == len(own)
         assert abs(src["mean_abs_error"] - sum(own) / len(own)) < 1e-12
         means.append(src["left_out_mean_abs_error"])

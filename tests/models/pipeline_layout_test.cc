@@ -1,0 +1,91 @@
+// Pipeline layouts beyond the even split: given first and last stages (Megatron-Core's
+// num_layers_in_first/last_pipeline_stage) and DeepSeek-V3's DualPipe schedule.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "models/layer_model.h"
+#include "models/scenario.h"
+#include "models/step_model.h"
+#include "models/transformer_model.h"
+
+using namespace clustersim::models;
+
+namespace {
+
+std::string deepseek(const std::string& parallelism, int global_batch = 1024) {
+  return "cluster:\n"
+         "  nodes: 64\n"
+         "  node: {gpu: h800, gpus_per_node: 8, scale_up: nvlink4, nics_per_node: 8, nic: ib-ndr}\n"
+         "  fabric: {topology: fat-tree}\n"
+         "workload:\n"
+         "  model: deepseek-v3\n"
+         "  seq_len: 4096\n"
+         "  global_batch: " + std::to_string(global_batch) + "\n"
+         "  precision: fp8\n"
+         "  parallelism:\n" + parallelism;
+}
+
+Result<Scenario> load(const std::string& text) { return load_scenario_text(text, "pp.yaml"); }
+
+}  // namespace
+
+TEST_SUITE("models") {
+  TEST_CASE("pipeline: first and last stage layers, the middle stages sharing the rest") {
+    auto s = load(deepseek(
+        "    {tp: 1, pp: 16, dp: 32, ep: 32, zero: 1, first_stage_layers: 3, last_stage_layers: 2}\n"));
+    INFO((s.ok() ? std::string() : s.message()));
+    REQUIRE(s.ok());
+    const auto layers = layers_of_stages(s->workload);
+    REQUIRE(layers.size() == 16);
+    CHECK(layers.front() == 3);
+    CHECK(layers.back() == 2);
+    for (size_t i = 1; i + 1 < layers.size(); ++i) CHECK(layers[i] == 4);
+    // DeepSeek-V3's first 3 layers are dense: stage 0 has no MoE layer, the others all MoE.
+    CHECK(moe_layers_of_stage(s->workload, 0) == 0);
+    CHECK(moe_layers_of_stage(s->workload, 1) == 4);
+    CHECK(moe_layers_of_stage(s->workload, 15) == 2);
+    // 61 layers over 16 even stages do not split; an uneven rest is refused with the key.
+    auto even = load(deepseek("    {tp: 1, pp: 16, dp: 32, ep: 32, zero: 1}\n"));
+    REQUIRE_FALSE(even.ok());
+    CHECK(even.message().find("not divisible by pp 16") != std::string::npos);
+    auto bad = load(deepseek(
+        "    {tp: 1, pp: 16, dp: 32, ep: 32, zero: 1, first_stage_layers: 4, last_stage_layers: 2}\n"));
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.message().find("pp.yaml:") == 0);
+    CHECK(bad.message().find("even share of the 61 layers") != std::string::npos);
+  }
+
+  TEST_CASE("pipeline: DualPipe's bubble, two copies of the parameters, pp + 1 in flight") {
+    const std::string layout =
+        "    {tp: 1, pp: 16, dp: 32, ep: 32, zero: 1, first_stage_layers: 3, "
+        "last_stage_layers: 2, pp_schedule: ";
+    auto dual = load(deepseek(layout + "dualpipe}\n"));
+    auto one = load(deepseek(layout + "1f1b}\n"));
+    INFO((dual.ok() ? std::string() : dual.message()));
+    REQUIRE(dual.ok());
+    REQUIRE(one.ok());
+    // Device i holds stage i and stage 15 - i: a middle device 4 + 4 MoE layers' experts.
+    const MemoryBreakdown md = memory_per_gpu(dual->workload);
+    const MemoryBreakdown m0 = memory_per_gpu(one->workload);
+    const ParameterCount pc = count_parameters(dual->workload.model);
+    CHECK(md.stage > 0);
+    CHECK(md.stage < 15);
+    CHECK(md.expert_parameters == doctest::Approx(8 * pc.experts * pc.expert / 32));
+    CHECK(m0.expert_parameters == doctest::Approx(4 * pc.experts * pc.expert / 32));
+    auto rd = predict_step(*dual, default_step_params(dual->cluster));
+    auto r1 = predict_step(*one, default_step_params(one->cluster));
+    REQUIRE(rd.ok());
+    REQUIRE(r1.ok());
+    // (pp/2 - 1)(F + 2B - 3W) with W half the backward GEMMs, against 1F1B's (pp - 1)(F + B)
+    // (equal stages): far smaller.
+    CHECK(rd->breakdown.bubble_s < 0.6 * r1->breakdown.bubble_s);
+    CHECK(rd->breakdown.pp.exposed_s == 0);
+    CHECK(md.parameters > m0.parameters);
+    // Micro-batches: an even count of at least pp.
+    auto few = load(deepseek(layout + "dualpipe}\n", 32 * 14));  // 14 micro-batches < pp
+    REQUIRE_FALSE(few.ok());
+    CHECK(few.message().find("dualpipe needs an even pp >= 2 and an even number of micro-batches")
+          != std::string::npos);
+  }
+}
