@@ -75,12 +75,42 @@ void unfused_attention(const GpuSpec& gpu, const WorkloadConfig& w, const Comput
 
 }  // namespace
 
-double LayerKernels::recompute_s(Recompute r) const {
+double LayerKernels::recompute_gemm_s(Recompute r, unsigned modules) const {
   switch (r) {
     case Recompute::kNone:
       return 0;
-    case Recompute::kSelective:
-      return attention_forward_s;
+    case Recompute::kSelective: {
+      double s = 0;
+      if (modules & kRecomputeMlaUpProj) s += gemm_mla_up_forward_s;
+      const bool whole_mlp = moe ? (modules & kRecomputeMoe) : (modules & kRecomputeMlp);
+      if (whole_mlp) s += gemm_mlp_forward_s + gemm_shared_forward_s;
+      if (moe && !whole_mlp && (modules & kRecomputeSharedExperts)) s += gemm_shared_forward_s;
+      return s;
+    }
+    case Recompute::kSelectiveOp:
+      return gemm_recomputed_by_op_s;
+    case Recompute::kFull:
+      return gemm_forward_s;
+  }
+  return 0;
+}
+
+double LayerKernels::recompute_s(Recompute r, unsigned modules) const {
+  switch (r) {
+    case Recompute::kNone:
+      return 0;
+    case Recompute::kSelective: {
+      double s = recompute_gemm_s(r, modules);
+      if (modules & kRecomputeCoreAttn) s += attention_forward_s;
+      if (modules & kRecomputeLayerNorm) s += memory_norm_forward_s;
+      const bool whole_mlp = moe ? (modules & kRecomputeMoe) : (modules & kRecomputeMlp);
+      if (whole_mlp) {
+        s += memory_act_forward_s + memory_permute_forward_s;
+      } else if (moe && (modules & kRecomputeMoeAct)) {
+        s += memory_act_forward_s;
+      }
+      return s;
+    }
     case Recompute::kSelectiveOp:
       return gemm_recomputed_by_op_s + memory_forward_s;
     case Recompute::kFull:
@@ -113,17 +143,20 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   const double ffn_out = (m.gated_ffn ? 2.0 : 1.0) * m.ffn_hidden;
   const bool moe = moe_layer && m.moe.enabled();
   LayerKernels out;
+  out.moe = moe;
 
   // 1. Weight GEMMs (TP-local shapes: QKV and up column-split, out and down row-split). With TP
   // communication overlap, Transformer Engine's userbuffers split each GEMM that an all-gather
   // feeds or a reduce-scatter drains into tp chunks of tokens / tp rows, each computed while the
   // ring passes the next (forward and data gradients; weight gradients run whole).
   const int chunks = w.framework.tp_comm_overlap && par.tp > 1 ? par.tp : 1;
+  enum class Role { kAttention, kMlaUp, kMlp, kShared };
   struct Gemm {
     double m, n, k;
     double recomputed_share;  // what op-level checkpointing recomputes of it (LayerKernels)
     int chunks;
     bool quantized = true;    // an FP8 GEMM under fp8 training (the router is not)
+    Role role = Role::kAttention;
   };
   std::vector<Gemm> gemms;
   if (m.mla.enabled()) {
@@ -132,13 +165,14 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     const double heads_t = m.heads / t;
     if (a.q_lora_rank > 0) {
       gemms.push_back({tokens, double(a.q_lora_rank), h, 0, 1});
-      gemms.push_back({tokens, heads_t * a.qk_head_dim(), double(a.q_lora_rank), 0, chunks});
+      gemms.push_back({tokens, heads_t * a.qk_head_dim(), double(a.q_lora_rank), 0, chunks, true,
+                       Role::kMlaUp});
     } else {
       gemms.push_back({tokens, heads_t * a.qk_head_dim(), h, 0, chunks});
     }
     gemms.push_back({tokens, double(a.kv_lora_rank + a.qk_rope_head_dim), h, 0, 1});
     gemms.push_back({tokens, heads_t * (a.qk_nope_head_dim + a.v_head_dim),
-                     double(a.kv_lora_rank), 0, chunks});
+                     double(a.kv_lora_rank), 0, chunks, true, Role::kMlaUp});
     gemms.push_back({tokens, h, heads_t * a.v_head_dim, 1, chunks});
   } else {
     gemms.push_back({tokens, (q_width + kv_dim + m.v_width()) / t, h,
@@ -146,8 +180,8 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     gemms.push_back({tokens, h, m.heads * m.v_head_dim() / t, 1, chunks});
   }
   if (!moe) {
-    gemms.push_back({tokens, ffn_out / t, h, m.gated_ffn ? 0.5 : 0, chunks});
-    gemms.push_back({tokens, h, m.ffn_hidden / t, 0, chunks});
+    gemms.push_back({tokens, ffn_out / t, h, m.gated_ffn ? 0.5 : 0, chunks, true, Role::kMlp});
+    gemms.push_back({tokens, h, m.ffn_hidden / t, 0, chunks, true, Role::kMlp});
   } else {
     // The router on the sequence-parallel shard; the routed experts, each over its share of
     // the routed tokens; the shared experts TP-split like a dense MLP.
@@ -157,15 +191,16 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     const double routed = shard * e.top_k * w.moe_routing.busiest_share();
     const double per_expert = routed / local_experts;
     const double out_e = (m.gated_ffn ? 2.0 : 1.0) * e.expert_ffn_hidden;
-    gemms.push_back({shard, double(e.experts), h, 0, 1, false});
+    gemms.push_back({shard, double(e.experts), h, 0, 1, false, Role::kMlp});
     for (int x = 0; x < static_cast<int>(local_experts); ++x) {
-      gemms.push_back({per_expert, out_e, h, 0, 1});
-      gemms.push_back({per_expert, h, double(e.expert_ffn_hidden), 0, 1});
+      gemms.push_back({per_expert, out_e, h, 0, 1, true, Role::kMlp});
+      gemms.push_back({per_expert, h, double(e.expert_ffn_hidden), 0, 1, true, Role::kMlp});
     }
     if (e.shared_experts > 0) {
       const double f_s = double(e.shared_experts) * e.expert_ffn_hidden;
-      gemms.push_back({tokens, (m.gated_ffn ? 2.0 : 1.0) * f_s / t, h, 0, chunks});
-      gemms.push_back({tokens, h, f_s / t, 0, chunks});
+      gemms.push_back(
+          {tokens, (m.gated_ffn ? 2.0 : 1.0) * f_s / t, h, 0, chunks, true, Role::kShared});
+      gemms.push_back({tokens, h, f_s / t, 0, chunks, true, Role::kShared});
     }
   }
   // FP8 training casts each quantized GEMM's input to FP8 forward and its output gradient
@@ -181,6 +216,12 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     out.gemm_forward_s += wg.forward_s;
     out.gemm_backward_s += wg.backward_s;
     out.gemm_recomputed_by_op_s += g.recomputed_share * wg.forward_s;
+    switch (g.role) {
+      case Role::kMlaUp: out.gemm_mla_up_forward_s += wg.forward_s; break;
+      case Role::kMlp: out.gemm_mlp_forward_s += wg.forward_s; break;
+      case Role::kShared: out.gemm_shared_forward_s += wg.forward_s; break;
+      case Role::kAttention: break;
+    }
     if (quantized) {
       cast_forward += g.m * g.k;
       cast_backward += g.m * g.n;
@@ -234,10 +275,11 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   const double sp = par.sp ? t : 1;
   const double drop_mask = w.dropout > 0 ? kMaskBytes : 0;
   double bytes = 0;
-  bytes += 2 * (2 * h * e) / sp;                  // two norms: read h, write h
+  const double norm_bytes = 2 * (2 * h * e) / sp;  // two norms: read h, write h
+  double act_bytes = 0, permute_bytes = 0;
   bytes += 2 * (3 * h * e + h * drop_mask) / sp;  // two residual adds (with dropout's mask)
   if (!moe) {
-    bytes += (ffn_out + m.ffn_hidden) / t * e;  // activation: read the up (+ gate), write f
+    act_bytes = (ffn_out + m.ffn_hidden) / t * e;  // activation: read the up (+ gate), write f
   } else {
     // Per token of the micro-batch: the routed copies (top_k x the busiest share, on the
     // sequence shard) permuted into expert order and back (read + write h each way), the
@@ -245,10 +287,14 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     const MoeSpec& x = m.moe;
     const double copies = x.top_k * w.moe_routing.busiest_share() / t;
     const double out_e = (m.gated_ffn ? 2.0 : 1.0) * x.expert_ffn_hidden;
-    bytes += copies * (2 * 2 * h * e + (out_e + x.expert_ffn_hidden) * e);
-    bytes += x.shared_experts * (out_e + x.expert_ffn_hidden) / t * e;
-    bytes += 2.0 * x.experts * 4 / t;
+    permute_bytes = copies * 2 * 2 * h * e + 2.0 * x.experts * 4 / t;
+    act_bytes = copies * (out_e + x.expert_ffn_hidden) * e +
+                x.shared_experts * (out_e + x.expert_ffn_hidden) / t * e;
   }
+  bytes += norm_bytes + act_bytes + permute_bytes;
+  out.memory_norm_forward_s = elementwise_time(gpu, norm_bytes * tokens, params).time_s;
+  out.memory_act_forward_s = elementwise_time(gpu, act_bytes * tokens, params).time_s;
+  out.memory_permute_forward_s = elementwise_time(gpu, permute_bytes * tokens, params).time_s;
   if (m.mla.enabled()) {
     // The latents' two norms; rotary on the decoupled query and key parts.
     bytes += 2 * (m.mla.q_lora_rank + m.mla.kv_lora_rank) * e;
@@ -318,22 +364,22 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
     // n layers of kind l: their kernels, with recomputation.
     auto add = [&](double n, const LayerKernels& l) {
       c.gemm_forward_s += n * l.gemm_forward_s;
-      c.gemm_backward_s +=
-          n * (l.gemm_backward_s + (rc == Recompute::kFull          ? l.gemm_forward_s
-                                    : rc == Recompute::kSelectiveOp ? l.gemm_recomputed_by_op_s
-                                                                    : 0));
+      const unsigned modules = w.parallelism.recompute_modules;
+      c.gemm_backward_s += n * (l.gemm_backward_s + l.recompute_gemm_s(rc, modules));
       c.attention_forward_s += n * l.attention_forward_s;
       c.attention_backward_s += n * l.attention_backward_s;
       c.forward_s += n * l.forward_s();
-      c.backward_s += n * (l.backward_s() + l.recompute_s(rc));
+      c.backward_s += n * (l.backward_s() + l.recompute_s(rc, modules));
       // Unfused attention's kernels are bound by the scores' memory traffic: not tensor time.
       const bool flash = w.framework.attention == AttentionKernel::kFlash;
       const double att_fwd = flash ? l.attention_forward_s : 0;
       const double att_bwd = flash ? l.attention_backward_s : 0;
       c.tensor_s += n * (l.gemm_forward_s + l.gemm_backward_s + att_fwd + att_bwd);
-      if (rc == Recompute::kFull) c.tensor_s += n * (l.gemm_forward_s + att_fwd);
-      if (rc == Recompute::kSelective) c.tensor_s += n * att_fwd;
-      if (rc == Recompute::kSelectiveOp) c.tensor_s += n * l.gemm_recomputed_by_op_s;
+      c.tensor_s += n * l.recompute_gemm_s(rc, modules);
+      if (rc == Recompute::kFull ||
+          (rc == Recompute::kSelective && (modules & kRecomputeCoreAttn))) {
+        c.tensor_s += n * att_fwd;
+      }
     };
     add(c.layers - n_moe, dense_layer);
     add(n_moe, moe_layer);

@@ -36,13 +36,27 @@ struct LayerKernels {
   // matmuls (wq, wk, wv, wo, w1, w3, w2) every other one, wk, wo and w3: the K share of the
   // fused QKV GEMM, the output projection and the up half of the gated up GEMM.
   double gemm_recomputed_by_op_s = 0;
+  // Parts of the forward that selective recomputation's modules repeat (recompute_modules):
+  // GEMMs of MLA's up-projections, of the MLP (dense: up and down; MoE: router and routed
+  // experts) and of the shared experts; memory-bound time of the norms, of the MLP's
+  // activation and of a MoE layer's token permutation.
+  double gemm_mla_up_forward_s = 0;
+  double gemm_mlp_forward_s = 0;
+  double gemm_shared_forward_s = 0;
+  double memory_norm_forward_s = 0;
+  double memory_act_forward_s = 0;
+  double memory_permute_forward_s = 0;
+  bool moe = false;  // a mixture-of-experts layer
 
   double forward_s() const { return gemm_forward_s + attention_forward_s + memory_forward_s; }
   double backward_s() const { return gemm_backward_s + attention_backward_s + memory_backward_s; }
   // What recomputation adds to the backward: full repeats the whole forward, selective the
-  // attention core (Korthikanti et al. 2022), op-level selective every memory-bound kernel and
-  // every other matmul (not attention).
-  double recompute_s(Recompute r) const;
+  // modules given (default the attention core, Korthikanti et al. 2022), op-level selective
+  // every memory-bound kernel and every other matmul (not attention).
+  double recompute_s(Recompute r, unsigned modules = kRecomputeCoreAttn) const;
+  // Of it, the GEMMs (the weight GEMMs recomputation repeats: what TP overlap and the power
+  // model count as GEMM time).
+  double recompute_gemm_s(Recompute r, unsigned modules = kRecomputeCoreAttn) const;
 };
 
 // One layer of the model. moe_layer: a mixture-of-experts layer (ModelSpec::moe), whose MLP is

@@ -137,7 +137,7 @@ constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
 constexpr std::string_view kParallelismKeys[] = {"tp",   "pp",        "dp",          "cp",
                                                  "sp",   "zero",      "recompute",   "pp_schedule",
                                                  "virtual_stages", "ep", "first_stage_layers",
-                                                 "last_stage_layers"};
+                                                 "last_stage_layers", "recompute_modules"};
 constexpr std::string_view kCostKeys[] = {"gpu_hour"};
 constexpr std::string_view kReliabilityKeys[] = {"gpu_mtbf", "checkpoint_interval",
                                                  "restart_time"};
@@ -1020,6 +1020,40 @@ bool Loader::load_parallelism(const YAML::Node& node, const std::string& path) {
   if (p.zero > 3) {
     return fail(node["zero"], child(path, "zero"),
                 "must be 0, 1, 2 or 3 (3 = FSDP full shard), got " + std::to_string(p.zero));
+  }
+  const YAML::Node modules = node["recompute_modules"];
+  if (modules.IsDefined()) {
+    static constexpr std::pair<std::string_view, RecomputeModule> kModules[] = {
+        {"core_attn", kRecomputeCoreAttn},   {"layernorm", kRecomputeLayerNorm},
+        {"mla_up_proj", kRecomputeMlaUpProj}, {"moe_act", kRecomputeMoeAct},
+        {"mlp", kRecomputeMlp},              {"moe", kRecomputeMoe},
+        {"shared_experts", kRecomputeSharedExperts}};
+    const std::string mp = child(path, "recompute_modules");
+    if (!modules.IsSequence() || modules.size() == 0) {
+      return fail(modules, mp,
+                  "expected a list of modules (core_attn, layernorm, mla_up_proj, moe_act, mlp, "
+                  "moe, shared_experts), got " + describe(modules));
+    }
+    if (p.recompute != Recompute::kSelective) {
+      return fail(modules, mp, "recompute_modules needs recompute: selective");
+    }
+    p.recompute_modules = 0;
+    for (const YAML::Node& item : modules) {
+      std::string name;
+      if (!scalar(item, mp, "a module name", &name)) return false;
+      bool known = false;
+      for (const auto& [n, bit] : kModules) {
+        if (n == name) {
+          p.recompute_modules |= bit;
+          known = true;
+        }
+      }
+      if (!known) {
+        return fail(item, mp,
+                    "unknown module '" + name + "' (core_attn, layernorm, mla_up_proj, moe_act, "
+                    "mlp, moe, shared_experts)");
+      }
+    }
   }
   return true;
 }

@@ -98,6 +98,18 @@ struct ClusterConfig {
   int total_gpus() const { return nodes * node.gpus_per_node; }
 };
 
+// What selective recomputation repeats in the backward instead of keeping (with recompute:
+// selective; Megatron-Core's --recompute-modules): bits of ParallelismConfig::recompute_modules.
+enum RecomputeModule : unsigned {
+  kRecomputeCoreAttn = 1u << 0,      // the attention core (Korthikanti et al. 2022): the default
+  kRecomputeLayerNorm = 1u << 1,     // the norms (their outputs not kept)
+  kRecomputeMlaUpProj = 1u << 2,     // MLA's query and key/value up-projections (Q, K, V not kept)
+  kRecomputeMoeAct = 1u << 3,        // the experts' activation function
+  kRecomputeMlp = 1u << 4,           // a dense layer's whole MLP
+  kRecomputeMoe = 1u << 5,           // a MoE layer's whole MLP: router, experts, shared experts
+  kRecomputeSharedExperts = 1u << 6  // the shared experts
+};
+
 struct ParallelismConfig {
   int tp = 1;
   int pp = 1;
@@ -119,6 +131,7 @@ struct ParallelismConfig {
   // split the remaining layers evenly.
   int first_stage_layers = 0;
   int last_stage_layers = 0;
+  unsigned recompute_modules = kRecomputeCoreAttn;  // RecomputeModule bits, recompute: selective
   int gpus() const { return tp * pp * dp * cp; }
   bool operator==(const ParallelismConfig&) const = default;
 };

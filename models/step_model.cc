@@ -271,7 +271,8 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   r.tokens_per_step = w.tokens_per_step();
   r.tokens_per_s = r.tokens_per_step / r.step_time_s;
   r.model_flops_per_step = r.tokens_per_step * f.training();
-  r.hardware_flops_per_step = r.tokens_per_step * hardware_flops_per_token(f, par.recompute);
+  r.hardware_flops_per_step =
+      r.tokens_per_step * hardware_flops_per_token(f, par.recompute, par.recompute_modules);
   r.model_tflops_per_gpu = r.model_flops_per_step / r.gpus / r.step_time_s / 1e12;
   r.hardware_tflops_per_gpu = r.hardware_flops_per_step / r.gpus / r.step_time_s / 1e12;
   r.peak_flops = gpu.peak_flops(w.precision);

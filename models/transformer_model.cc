@@ -124,6 +124,9 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   const double residual = fp32_params && par.zero < 3 ? 4 : e;
   const bool drop = w.dropout > 0;
   const bool eager = fw.kernels == KernelFusion::kEager;
+  // Selective recomputation's modules (none but the attention core unless given).
+  const unsigned modules =
+      par.recompute == Recompute::kSelective ? par.recompute_modules : 0u;
   // FP8 training (Transformer Engine) keeps the FP8 cast of each quantized GEMM's input for
   // its backward instead of the 16-bit tensor: the norms' outputs, the attention output and
   // the MLP activation's output, 1 byte each.
@@ -140,21 +143,31 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
     per_token += (2 * h + 3 * kv + 2 * h) / t * e;
     mlp_dense = 4 * f / t * e;
   } else if (m.mla.enabled()) {
-    // MLA: the two latents (and their norms' outputs), every head's Q, K, V and the output.
-    per_token += 2 * (m.mla.q_lora_rank + m.mla.kv_lora_rank) * e +
-                 (m.q_width() + m.kv_width() + 2 * m.v_width()) / t * e;
-    mlp_dense = (ffn_out + f) / t * e;
+    // MLA: the two latents (and their norms' outputs), every head's Q, K, V (unless the up-
+    // projections are recomputed) and the output.
+    per_token += 2 * (m.mla.q_lora_rank + m.mla.kv_lora_rank) * e + m.v_width() / t * e_in;
+    if (!(modules & kRecomputeMlaUpProj)) {
+      per_token += (m.q_width() + m.kv_width() + m.v_width()) / t * e;
+    }
+    mlp_dense = (ffn_out * e + f * e_in) / t;
   } else {
     per_token += (m.q_width() + kv + m.v_width()) / t * e + m.heads * m.v_head_dim() / t * e_in;
     mlp_dense = (ffn_out * e + f * e_in) / t;  // MLP up (+ gate) output, activation
   }
   if (m.moe.enabled()) {
+    // The permuted inputs and activation outputs are FP8 GEMM inputs under fp8 training.
     const MoeSpec& x = m.moe;
     const double out_e = (m.gated_ffn ? 2.0 : 1.0) * x.expert_ffn_hidden;
     const double copies = x.top_k * w.moe_routing.busiest_share() / t;
-    mlp_moe = copies * (h + out_e + x.expert_ffn_hidden) * e +
-              x.shared_experts * (out_e + x.expert_ffn_hidden) / t * e + x.experts * 4.0 / t;
+    const double act_out = (modules & kRecomputeMoeAct) ? 0 : x.expert_ffn_hidden * e_in;
+    const double routed = copies * (h * e_in + out_e * e + act_out);
+    const double shared = x.shared_experts * (out_e * e + act_out) / t;
+    mlp_moe = routed + ((modules & kRecomputeSharedExperts) ? 0 : shared) + x.experts * 4.0 / t;
+    if (modules & kRecomputeMoe) mlp_moe = 0;  // only the MoE block's input (the norm output)
   }
+  if (modules & kRecomputeMlp) mlp_dense = 0;
+  // Recomputed norms keep their inputs (the residual stream) but not their outputs.
+  if (modules & kRecomputeLayerNorm) per_token -= 2 * h * e_in / sp;
   if (drop) per_token += 2 * h / sp;                   // 1-byte masks of the two dropouts
   const bool keep_scores = w.framework.attention == AttentionKernel::kUnfused &&
                            par.recompute == Recompute::kNone;
@@ -251,15 +264,29 @@ FlopsPerToken flops_per_token(const ModelSpec& model, int seq_len, bool causal) 
   f.op_recomputed_forward =
       2.0 * (model.layers * (h * model.kv_width() + model.heads * model.v_head_dim() * h) +
              pc.dense_layers() * (model.gated_ffn ? h * model.ffn_hidden : 0));
+  if (model.mla.enabled()) {
+    const MlaSpec& a = model.mla;
+    const double q_up = a.q_lora_rank > 0 ? double(a.q_lora_rank) * model.heads * a.qk_head_dim() : 0;
+    const double kv_up = double(a.kv_lora_rank) * model.heads * (a.qk_nope_head_dim + a.v_head_dim);
+    f.mla_up_forward = 2.0 * model.layers * (q_up + kv_up);
+  }
+  f.dense_mlp_forward = 2.0 * pc.dense_layers() * pc.ffn_per_layer;
+  f.moe_routed_forward = 2.0 * pc.moe_layers * (pc.top_k * pc.expert + pc.router_per_layer);
+  f.moe_shared_forward = 2.0 * pc.moe_layers * pc.shared_per_layer;
   return f;
 }
 
-double hardware_flops_per_token(const FlopsPerToken& f, Recompute recompute) {
+double hardware_flops_per_token(const FlopsPerToken& f, Recompute recompute, unsigned modules) {
   switch (recompute) {
     case Recompute::kNone:
       return f.training();
     case Recompute::kSelective:
-      return f.training() + f.attention_forward;
+      return f.training() + ((modules & kRecomputeCoreAttn) ? f.attention_forward : 0) +
+             ((modules & kRecomputeMlaUpProj) ? f.mla_up_forward : 0) +
+             ((modules & kRecomputeMlp) ? f.dense_mlp_forward : 0) +
+             ((modules & kRecomputeMoe) ? f.moe_routed_forward + f.moe_shared_forward
+              : (modules & kRecomputeSharedExperts) ? f.moe_shared_forward
+                                                    : 0);
     case Recompute::kSelectiveOp:
       return f.training() + f.op_recomputed_forward;
     case Recompute::kFull:

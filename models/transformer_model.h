@@ -79,6 +79,12 @@ struct FlopsPerToken {
   double attention_forward = 0;
   double head_forward = 0;       // the part of dense_forward that is the output head: 2 V h
   double op_recomputed_forward = 0;  // op-level selective checkpointing's recomputed matmuls
+  // What selective recomputation's modules repeat (recompute_modules): MLA's up-projections,
+  // the dense layers' MLPs, the MoE layers' router and activated experts, their shared experts.
+  double mla_up_forward = 0;
+  double dense_mlp_forward = 0;
+  double moe_routed_forward = 0;
+  double moe_shared_forward = 0;
 
   double forward() const { return dense_forward + attention_forward; }
   // Model FLOPs of a training step per token: forward + backward (2x forward), no recompute.
@@ -90,10 +96,11 @@ struct FlopsPerToken {
 FlopsPerToken flops_per_token(const ModelSpec& model, int seq_len, bool causal = true);
 
 // Hardware FLOPs per token of a training step: model FLOPs plus what recomputation repeats:
-// full adds the forward of every layer (not the output head), selective adds the attention
-// forward (QK^T, softmax, AV: Korthikanti et al. 2022), op-level selective the wk, wo and w3
-// matmuls.
-double hardware_flops_per_token(const FlopsPerToken& flops, Recompute recompute);
+// full adds the forward of every layer (not the output head), selective adds the forward of
+// its modules (by default the attention core, QK^T, softmax, AV: Korthikanti et al. 2022),
+// op-level selective the wk, wo and w3 matmuls.
+double hardware_flops_per_token(const FlopsPerToken& flops, Recompute recompute,
+                                unsigned recompute_modules = kRecomputeCoreAttn);
 
 // Memory assumptions that the scenario does not spell out.
 struct MemoryParams {

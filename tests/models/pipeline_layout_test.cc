@@ -28,6 +28,12 @@ std::string deepseek(const std::string& parallelism, int global_batch = 1024) {
 
 Result<Scenario> load(const std::string& text) { return load_scenario_text(text, "pp.yaml"); }
 
+// DeepSeek-V3's 61 layers as 3 + 14 x 4 + 2 over pp 16, ep 32, and `rest` of the flow map.
+std::string deepseek_layout(const std::string& rest) {
+  return deepseek("    {tp: 1, pp: 16, dp: 32, ep: 32, zero: 1, first_stage_layers: 3, "
+                  "last_stage_layers: 2, " + rest + "}\n");
+}
+
 }  // namespace
 
 TEST_SUITE("models") {
@@ -57,11 +63,8 @@ TEST_SUITE("models") {
   }
 
   TEST_CASE("pipeline: DualPipe's bubble, two copies of the parameters, pp + 1 in flight") {
-    const std::string layout =
-        "    {tp: 1, pp: 16, dp: 32, ep: 32, zero: 1, first_stage_layers: 3, "
-        "last_stage_layers: 2, pp_schedule: ";
-    auto dual = load(deepseek(layout + "dualpipe}\n"));
-    auto one = load(deepseek(layout + "1f1b}\n"));
+    auto dual = load(deepseek_layout("pp_schedule: dualpipe"));
+    auto one = load(deepseek_layout("pp_schedule: 1f1b"));
     INFO((dual.ok() ? std::string() : dual.message()));
     REQUIRE(dual.ok());
     REQUIRE(one.ok());
@@ -83,9 +86,59 @@ TEST_SUITE("models") {
     CHECK(rd->breakdown.pp.exposed_s == 0);
     CHECK(md.parameters > m0.parameters);
     // Micro-batches: an even count of at least pp.
-    auto few = load(deepseek(layout + "dualpipe}\n", 32 * 14));  // 14 micro-batches < pp
+    auto few = load(deepseek("    {tp: 1, pp: 16, dp: 32, ep: 32, zero: 1, first_stage_layers: 3, "
+                             "last_stage_layers: 2, pp_schedule: dualpipe}\n",
+                             32 * 14));  // 14 micro-batches < pp
     REQUIRE_FALSE(few.ok());
     CHECK(few.message().find("dualpipe needs an even pp >= 2 and an even number of micro-batches")
           != std::string::npos);
+  }
+}
+
+TEST_SUITE("models") {
+  TEST_CASE("recompute modules: what each keeps and repeats (DeepSeek-V3's MLA and MoE)") {
+    auto none = load(deepseek_layout("recompute: none"));
+    auto attn = load(deepseek_layout("recompute: selective"));
+    auto mla = load(deepseek_layout("recompute: selective, recompute_modules: [mla_up_proj]"));
+    auto lots = load(deepseek_layout(
+        "recompute: selective, recompute_modules: [layernorm, mla_up_proj, moe_act]"));
+    auto moe = load(deepseek_layout("recompute: selective, recompute_modules: [moe]"));
+    for (auto* s : {&none, &attn, &mla, &lots, &moe}) {
+      INFO((s->ok() ? std::string() : s->message()));
+      REQUIRE(s->ok());
+    }
+    CHECK(attn->workload.parallelism.recompute_modules == kRecomputeCoreAttn);
+    const auto mem = [](const Result<Scenario>& s) {
+      return memory_per_gpu(s->workload).activations_bytes;
+    };
+    // Flash attention keeps no scores: recomputing the core saves nothing; MLA's up-projections
+    // drop every head's Q, K and V (128 x (192 + 192 + 128) per token and layer).
+    CHECK(mem(attn) == doctest::Approx(mem(none)));
+    CHECK(mem(mla) < mem(none));
+    CHECK(mem(lots) < mem(mla));
+    CHECK(mem(moe) < mem(none));
+    // Time: each module's forward again in the backward.
+    const GpuSpec& gpu = none->cluster.node.gpu;
+    const ComputeParams p = default_compute_params(gpu);
+    const LayerKernels l = layer_kernels(gpu, none->workload, p, true);
+    CHECK(l.moe);
+    CHECK(l.recompute_s(Recompute::kSelective, kRecomputeMlaUpProj) ==
+          doctest::Approx(l.gemm_mla_up_forward_s));
+    CHECK(l.gemm_mla_up_forward_s > 0);
+    CHECK(l.recompute_s(Recompute::kSelective, kRecomputeMoe) ==
+          doctest::Approx(l.gemm_mlp_forward_s + l.gemm_shared_forward_s +
+                          l.memory_act_forward_s + l.memory_permute_forward_s));
+    CHECK(l.recompute_gemm_s(Recompute::kSelective, kRecomputeCoreAttn) == 0);
+    // Hardware FLOPs count what is repeated.
+    const auto f = flops_per_token(none->workload.model, 4096);
+    CHECK(hardware_flops_per_token(f, Recompute::kSelective, kRecomputeMlaUpProj) ==
+          doctest::Approx(f.training() + f.mla_up_forward));
+    // Bad input: unknown module, modules without selective.
+    auto bad = load(deepseek_layout("recompute: selective, recompute_modules: [attention]"));
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.message().find("unknown module 'attention'") != std::string::npos);
+    auto full = load(deepseek_layout("recompute: full, recompute_modules: [moe]"));
+    REQUIRE_FALSE(full.ok());
+    CHECK(full.message().find("needs recompute: selective") != std::string::npos);
   }
 }

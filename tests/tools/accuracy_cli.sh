@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # `clustersim accuracy`: the published-run corpus (scenarios/published/) scored by both engines.
 # Gates the corpus: at least 30 runs from 6 sources, every file loads and both engines predict
-# every run, and the errors stay within the current gates (a regression gate: mean |error| 10%,
-# leave-one-source-out 14%; the targets of docs/accuracy.md, mean 5%, max 15%, leave-one-out
-# 8%, are not met yet; the closing notes give the table); a corpus-fitted constant ships at
-# the corpus's best value.
+# every run (the simulator every run but DeepSeek-V3's DualPipe one), and the errors stay within
+# the current gates (a regression gate: mean |error| 10%, leave-one-source-out 15%: the MoE
+# anchors of session 11, DeepSeek-V3 at -32% and -24%, lifted it from 13.7% to 14.4%; the
+# targets of docs/accuracy.md, mean 5%, max 15%, leave-one-out 8%, are not met yet; the closing
+# notes give the table); a corpus-fitted constant ships at the corpus's best value.
 # Also: the per-source and leave-one-source-out figures in the JSON agree with the rows, --source,
 # the text report, and bad input (no corpus, a file without published:, a bad value) exiting 2.
 # Usage: accuracy_cli.sh <clustersim binary> <source dir>
@@ -12,10 +13,10 @@ source "$(dirname "$0")/cli_test_lib.bash"
 corpus="$src/scenarios/published"
 
 # The gates of this commit, both engines: mean |error| and the H200 steps we measured ourselves.
-"$bin" accuracy "$corpus" --json --max-mean-error 0.10 --max-loso-error 0.14 >"$tmp/acc.json" \
+"$bin" accuracy "$corpus" --json --max-mean-error 0.10 --max-loso-error 0.15 >"$tmp/acc.json" \
   2>"$tmp/err.txt"
 rc=$?
-[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.10 --max-loso-error 0.14 exited $rc ($(tail -3 "$tmp/err.txt"))"
+[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.10 --max-loso-error 0.15 exited $rc ($(tail -3 "$tmp/err.txt"))"
 python3 - "$tmp/acc.json" <<'PY' || fail "accuracy --json content"
 import json, statistics, sys
 d = json.load(open(sys.argv[1]))
@@ -48,7 +49,7 @@ for engine in ("analytic", "des"):
         means.append(src["left_out_mean_abs_error"])
     assert abs(s["leave_one_source_out_mean_abs_error"] - sum(means) / len(means)) < 1e-12
     assert s["overall"]["mean_abs_error"] <= 0.10, s["overall"]
-    assert s["leave_one_source_out_mean_abs_error"] <= 0.14, s
+    assert s["leave_one_source_out_mean_abs_error"] <= 0.15, s
     h200 = [x for x in s["sources"] if x["source"] == "clustersim-h200"][0]
     assert h200["runs"] >= 16 and h200["mean_abs_error"] <= 0.07, h200
     # Published memory (PyTorch's reserved peak) within 25% on our own H200 steps.
