@@ -277,6 +277,7 @@ std::vector<std::string> reasons(const Design& a, const Design& b) {
   consider("exposed TP communication", x.tp.exposed_s, y.tp.exposed_s);
   consider("exposed PP communication", x.pp.exposed_s, y.pp.exposed_s);
   consider("exposed CP communication", x.cp.exposed_s, y.cp.exposed_s);
+  consider("exposed EP communication (MoE all-to-all)", x.ep.exposed_s, y.ep.exposed_s);
   consider("pipeline bubble", x.bubble_s, y.bubble_s);
   consider("optimizer", x.optimizer_s, y.optimizer_s);
   std::sort(moved.begin(), moved.end(),
@@ -284,6 +285,17 @@ std::vector<std::string> reasons(const Design& a, const Design& b) {
   std::vector<std::string> out;
   for (auto& m : moved) out.push_back(std::move(m.second));
 
+  const auto pa = a.scenario.workload.precision;
+  const auto pb = b.scenario.workload.precision;
+  if (pa != pb) {
+    out.push_back("precision: " + std::string(models::to_string(pa)) + " vs " +
+                  std::string(models::to_string(pb)) +
+                  (pa == models::Precision::kFp8 || pb == models::Precision::kFp8
+                       ? " (fp8: weight GEMMs at the fp8 peak, attention and the head in bf16, "
+                         "casts added; MFU above is against each design's own peak, the bf16 "
+                         "row compares them)"
+                       : std::string()));
+  }
   const auto& na = a.scenario.cluster.node;
   const auto& nb = b.scenario.cluster.node;
   if (na.nic.id != nb.nic.id || na.nics_per_node != nb.nics_per_node ||
@@ -381,13 +393,31 @@ void print_table(const std::vector<Design>& ds, bool des) {
   row("tokens/s", [](const Design& d) { return models::format_count(d.step.tokens_per_s); });
   row("tokens/s per GPU",
       [](const Design& d) { return models::format_count(d.step.tokens_per_s / d.step.gpus); });
-  row("MFU", [](const Design& d) { return format_percent(d.step.mfu); });
+  // MFU against each design's own precision's peak, named; beside it against the bf16 peak
+  // when a design trains in another precision (fp8's peak is twice bf16's on Hopper).
+  const bool mixed_peaks = std::any_of(ds.begin(), ds.end(), [](const Design& d) {
+    return d.scenario.workload.precision != models::Precision::kBf16;
+  });
+  row("MFU", [&](const Design& d) {
+    return format_percent(d.step.mfu) +
+           (mixed_peaks ? " of " + std::string(models::to_string(d.scenario.workload.precision)) +
+                              " peak"
+                        : std::string());
+  });
+  if (mixed_peaks) {
+    row("MFU of the bf16 peak", [](const Design& d) { return format_percent(d.step.mfu_bf16); });
+  }
+  row("precision",
+      [](const Design& d) { return std::string(models::to_string(d.scenario.workload.precision)); });
   t.add_separator();
   row("compute", [](const Design& d) { return format_time(d.step.breakdown.compute_s); });
   row("exposed TP", [](const Design& d) { return format_time(d.step.breakdown.tp.exposed_s); });
   row("exposed DP", [](const Design& d) { return format_time(d.step.breakdown.dp.exposed_s); });
   row("exposed PP", [](const Design& d) { return format_time(d.step.breakdown.pp.exposed_s); });
   row("exposed CP", [](const Design& d) { return format_time(d.step.breakdown.cp.exposed_s); });
+  if (std::any_of(ds.begin(), ds.end(), [](const Design& d) { return d.step.breakdown.ep.total_s > 0; })) {
+    row("exposed EP", [](const Design& d) { return format_time(d.step.breakdown.ep.exposed_s); });
+  }
   row("hidden communication",
       [](const Design& d) { return format_time(d.step.breakdown.hidden_comm_s()); });
   row("pipeline bubble", [](const Design& d) { return format_time(d.step.breakdown.bubble_s); });
@@ -484,6 +514,8 @@ nlohmann::json design_json(const Design& d) {
       {"step_time_s", d.step.step_time_s},
       {"tokens_per_s", d.step.tokens_per_s},
       {"mfu", d.step.mfu},
+      {"mfu_bf16_peak", d.step.mfu_bf16},
+      {"precision", models::to_string(d.scenario.workload.precision)},
       {"memory_per_gpu_bytes", d.step.memory.total()},
       {"fits", d.step.fits},
       {"breakdown_s", breakdown_json(b)},

@@ -154,4 +154,25 @@ assert d['engine'] == 'des' and d['step_time_s'] > 0 and d['analytic_step_time_s
 "$bin" compare "$ib" "$tmp/missing.yaml" >/dev/null 2>"$tmp/err.txt"
 [ $? -eq 2 ] || fail "a missing scenario should exit 2"
 
+# FP8 against BF16 on the same MoE job (Mixtral 8x22B): each design's MFU against its own
+# precision's peak, named, and both against the bf16 peak; fp8 faster, the reason named.
+mx="$src/scenarios/mixtral-8x22b-256xh100.yaml"
+sed 's/precision: bf16/precision: fp8/; s/^name: .*/name: mixtral-fp8/' "$mx" >"$tmp/mx-fp8.yaml"
+"$bin" compare "$mx" "$tmp/mx-fp8.yaml" --engine analytic >"$tmp/fp8.txt" 2>"$tmp/err.txt" ||
+  fail "compare bf16 vs fp8 exited $? ($(cat "$tmp/err.txt"))"
+for want in "of bf16 peak" "of fp8 peak" "MFU of the bf16 peak" "precision: bf16 vs fp8" "exposed EP"; do
+  grep -qF -- "$want" "$tmp/fp8.txt" || fail "compare bf16 vs fp8 lacks '$want'"
+done
+"$bin" compare "$mx" "$tmp/mx-fp8.yaml" --engine analytic --json >"$tmp/fp8.json" ||
+  fail "compare bf16 vs fp8 --json exited $?"
+python3 - "$tmp/fp8.json" <<'PY' || fail "compare bf16 vs fp8 --json content"
+import json, sys
+d = json.load(open(sys.argv[1]))
+bf, f8 = d["designs"]
+assert bf["precision"] == "bf16" and f8["precision"] == "fp8"
+assert abs(bf["mfu"] - bf["mfu_bf16_peak"]) < 1e-12
+assert abs(f8["mfu_bf16_peak"] - 1979 / 989 * f8["mfu"]) < 1e-9  # the H100 peaks
+assert 0.5 < f8["step_time_s"] / bf["step_time_s"] < 0.85, (f8["step_time_s"], bf["step_time_s"])
+PY
+
 finish compare_cli
