@@ -21,7 +21,8 @@ std::string to_string(const Layout& layout) {
              ? " x" + std::to_string(p.virtual_stages) + " interleaved"
              : " " + std::string(to_string(p.pp_schedule));
   }
-  return s + ", dp " + std::to_string(p.dp) + ", cp " + std::to_string(p.cp) + ", zero " +
+  return s + ", dp " + std::to_string(p.dp) + ", cp " + std::to_string(p.cp) +
+         (p.ep > 1 ? ", ep " + std::to_string(p.ep) : std::string()) + ", zero " +
          std::to_string(p.zero) + ", recompute " + std::string(to_string(p.recompute)) + ", mb " +
          std::to_string(layout.micro_batch);
 }
@@ -115,22 +116,33 @@ void for_each_layout(const Scenario& base, const SearchSpace& space, Visit&& vis
         for (const Schedule& sched : schedules) {
           for (int mb : micro_batches) {
             for (bool sp : sp_options) {
-              ParallelismConfig& p = probe.workload.parallelism;
-              p = ParallelismConfig{};
-              p.tp = tp;
-              p.pp = pp;
-              p.dp = dp;
-              p.cp = cp;
-              p.sp = sp;
-              p.pp_schedule = sched.kind;
-              p.virtual_stages = sched.virtual_stages;
-              probe.workload.micro_batch = mb;
-              if (!check_parallelism(probe).ok()) continue;
-              for (int zero : zero_stages) {
-                for (Recompute rc : space.recompute) {
-                  p.zero = zero;
-                  p.recompute = rc;
-                  if (!visit(layout_of(probe))) return;
+              // Expert parallelism (MoE models): every power of two that divides the experts
+              // and the stage's tp x cp x dp GPUs; 1 for a dense model.
+              std::vector<int> eps = {1};
+              if (w.model.moe.enabled()) {
+                for (int ep = 2; ep <= w.model.moe.experts && ep <= tp * cp * dp; ep *= 2) {
+                  if (w.model.moe.experts % ep == 0 && (tp * cp * dp) % ep == 0) eps.push_back(ep);
+                }
+              }
+              for (int ep : eps) {
+                ParallelismConfig& p = probe.workload.parallelism;
+                p = ParallelismConfig{};
+                p.tp = tp;
+                p.pp = pp;
+                p.dp = dp;
+                p.cp = cp;
+                p.ep = ep;
+                p.sp = sp;
+                p.pp_schedule = sched.kind;
+                p.virtual_stages = sched.virtual_stages;
+                probe.workload.micro_batch = mb;
+                if (!check_parallelism(probe).ok()) continue;
+                for (int zero : zero_stages) {
+                  for (Recompute rc : space.recompute) {
+                    p.zero = zero;
+                    p.recompute = rc;
+                    if (!visit(layout_of(probe))) return;
+                  }
                 }
               }
             }

@@ -112,7 +112,7 @@ const char* objective_words(models::SearchObjective o) {
 
 void print_searched(const models::SearchResult& r, double wall_s, int threads) {
   std::printf(
-      "  searched  %s valid layouts (tp x pp x dp x cp x sp x zero x recompute x micro-batch x "
+      "  searched  %s valid layouts (tp x pp x dp x cp x ep x sp x zero x recompute x micro-batch x "
       "schedule), %s fit in memory; %s on %d thread%s (%s layouts/min)\n",
       format_count(double(r.layouts)).c_str(), format_count(double(r.fitting)).c_str(),
       format_time(wall_s).c_str(), threads, threads == 1 ? "" : "s",

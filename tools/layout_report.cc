@@ -11,7 +11,7 @@
 namespace clustersim::tools {
 
 std::vector<std::string> layout_header() {
-  return {"tp", "pp", "dp", "cp", "zero", "recompute", "mb"};
+  return {"tp", "pp", "dp", "cp", "ep", "zero", "recompute", "mb"};
 }
 
 std::vector<std::string> layout_cells(const models::Layout& layout) {
@@ -26,6 +26,7 @@ std::vector<std::string> layout_cells(const models::Layout& layout) {
           pp,
           std::to_string(p.dp),
           std::to_string(p.cp),
+          std::to_string(p.ep),
           std::to_string(p.zero),
           std::string(models::to_string(p.recompute)),
           std::to_string(layout.micro_batch)};
@@ -55,6 +56,7 @@ std::string layout_yaml(const models::Layout& layout) {
                   ", recompute: " + std::string(models::to_string(p.recompute)) +
                   ", pp_schedule: " + std::string(models::to_string(p.pp_schedule));
   if (p.virtual_stages > 1) s += ", virtual_stages: " + std::to_string(p.virtual_stages);
+  if (p.ep > 1) s += ", ep: " + std::to_string(p.ep);
   return s + "}";
 }
 

@@ -40,6 +40,7 @@ std::vector<ScenarioOverride> overrides_for(const Layout& l) {
           {par + "recompute", std::string(to_string(p.recompute))},
           {par + "pp_schedule", std::string(to_string(p.pp_schedule))},
           {par + "virtual_stages", std::to_string(p.virtual_stages)},
+          {par + "ep", std::to_string(p.ep)},
           {"workload.micro_batch", std::to_string(l.micro_batch)}};
 }
 
@@ -358,5 +359,28 @@ TEST_SUITE("models") {
     o = SearchOptions{};
     o.space.micro_batches = {0};
     CHECK_FALSE(search_layouts(s, default_step_params(s.cluster), o).ok());
+  }
+}
+
+TEST_SUITE("models") {
+  // Mixtral 8x22B on 256 H100: the search varies expert parallelism too (every power of two
+  // dividing the 8 experts and the stage's GPUs); holding fewer experts per GPU is what fits.
+  TEST_CASE("search: a MoE model's layouts vary ep") {
+    const Scenario s = load("mixtral-8x22b-256xh100.yaml");
+    SearchOptions options;
+    options.top = 100000;
+    const SearchResult r = search(s, options);
+    REQUIRE_FALSE(r.top.empty());
+    std::set<int> eps;
+    for (const RankedLayout& x : r.top) {
+      const auto& p = x.layout.parallelism;
+      eps.insert(p.ep);
+      CHECK(8 % p.ep == 0);
+      CHECK((p.tp * p.cp * p.dp) % p.ep == 0);
+      if (p.tp > 1) CHECK(p.sp);
+    }
+    CHECK(eps.count(8) == 1);
+    CHECK(eps.size() >= 2);
+    CHECK(r.top.front().layout.parallelism.ep == 8);
   }
 }
