@@ -311,6 +311,29 @@ TEST_SUITE("sim") {
     for (const auto& e : r.trace) last_end = std::max(last_end, e.start_s + e.duration_s);
     CHECK(last_end == doctest::Approx(r.step.step_time_s).epsilon(1e-9));
   }
+
+  TEST_CASE("a MoE step's trace has an EP lane with the all-to-alls") {
+    Knobs k;
+    k.nodes = 4;
+    k.model = "qwen3-235b-a22b";
+    k.tp = 1;
+    k.dp = 32;
+    k.ep = 32;
+    k.global_batch = 32;
+    k.zero = 1;
+    StepSimOptions o;
+    o.trace = true;
+    const auto r = simulate(scenario(k), o);
+    size_t ep_events = 0;
+    for (const auto& e : r.trace) ep_events += e.category == "ep" && e.lane == 5 ? 1 : 0;
+    CHECK(ep_events > 0);
+    const auto doc = nlohmann::json::parse(chrome_trace_json(r, "moe"));
+    bool lane_named = false;
+    for (const auto& e : doc["traceEvents"]) {
+      if (e["ph"] == "M" && e["tid"] == 5 && e["args"]["name"] == "EP") lane_named = true;
+    }
+    CHECK(lane_named);
+  }
 }
 
 }  // namespace
