@@ -69,9 +69,10 @@ double power_clock(double tensor_share, const ComputeParams& params) {
   return std::min(1.0, params.sustained_clock / std::pow(load, 1 / params.power_exponent));
 }
 
-ComputeParams fp8_gemm_params(const ComputeParams& params) {
+ComputeParams fp8_gemm_params(const ComputeParams& params, bool blockwise) {
   ComputeParams p = params;
   p.gemm_max_efficiency *= params.fp8_gemm_ratio;
+  if (blockwise) p.gemm_k_overhead = params.blockwise_fp8_k_overhead;
   return p;
 }
 

@@ -75,6 +75,14 @@ struct ComputeParams {
   // cap (scenarios/measurements/call8/h200-1gpu-shapes.json), fp8 1224.6 TFLOP/s of 1979 at
   // 8192^3 and 1222.2 at 16384^3 against bf16's 678.9 and 684.1 of 989: 0.901, 0.893.
   double fp8_gemm_ratio = 0.90;
+  // Blockwise-scaled FP8 GEMMs (1 x 128 activation tiles, 128 x 128 weight blocks, partial sums
+  // promoted to fp32 every 128 of the reduction: DeepSeek-V3's recipe, DeepGEMM) pay a larger
+  // fixed cost per output tile than per-tensor scaling: the tile model with this gemm_k_overhead
+  // (and the same in-tile rate) puts DeepGEMM's ten published H800 shapes (deepseek-ai/DeepGEMM
+  // README of 2025-02-25, "Normal GEMMs for dense models" M 4096 and the contiguous grouped
+  // ones, 590-1358 TFLOP/s) within 3.4%, 1.6% RMS, with the in-tile rate times 0.99 (within 5%
+  // at the shipped in-tile rate).
+  double blockwise_fp8_k_overhead = 704;
 };
 
 // Ampere's in-tile GEMM efficiency at full clock: fitted on the accuracy corpus's A100 runs
@@ -99,8 +107,9 @@ ComputeParams default_compute_params(const GpuSpec& gpu);
 // tensor-core kernels (GEMMs, attention) runs under the power cap (see sustained_clock).
 double power_clock(double tensor_share, const ComputeParams& params);
 
-// `params` for FP8 GEMMs: the in-tile efficiency times fp8_gemm_ratio.
-ComputeParams fp8_gemm_params(const ComputeParams& params);
+// `params` for FP8 GEMMs: the in-tile efficiency times fp8_gemm_ratio; blockwise scaling takes
+// blockwise_fp8_k_overhead as the tile's fixed cost.
+ComputeParams fp8_gemm_params(const ComputeParams& params, bool blockwise = false);
 
 // `params` with the tensor-core rates (GEMM and attention ceilings) scaled to that clock;
 // memory-bound kernels keep their rate (HBM does not slow with the SM clock).

@@ -206,7 +206,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   // FP8 training casts each quantized GEMM's input to FP8 forward and its output gradient
   // backward (read 2 bytes, write 1 per element, the scale's amax fused): elements per pass.
   const bool fp8 = p == Precision::kFp8;
-  const ComputeParams fp8_params = fp8_gemm_params(params);
+  const ComputeParams fp8_params = fp8_gemm_params(params, w.framework.fp8_blockwise);
   double cast_forward = 0, cast_backward = 0;
   for (const Gemm& g : gemms) {
     if (g.m <= 0) continue;

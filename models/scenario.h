@@ -160,6 +160,10 @@ struct FrameworkConfig {
   // TP/SP collectives hidden behind the GEMMs they feed (Transformer Engine userbuffers,
   // NeMo's tp_comm_overlap). false: they sit between the GEMMs (Megatron-LM's default).
   bool tp_comm_overlap = false;
+  // How fp8 training scales its tensors: per tensor (Transformer Engine's delayed or current
+  // scaling, the default) or blockwise (DeepSeek-V3's 1 x 128 / 128 x 128 scales, DeepGEMM,
+  // TE's Float8BlockScaling), whose GEMMs pay more per tile (blockwise_fp8_k_overhead).
+  bool fp8_blockwise = false;
   // MoE dispatch and combine all-to-alls overlapped with another micro-batch's compute
   // (DeepSeek-V3's DualPipe; Megatron-Core's --overlap-moe-expert-parallel-comm). false: they
   // sit between the router and the experts (the common default).

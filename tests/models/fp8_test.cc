@@ -81,4 +81,30 @@ TEST_SUITE("models") {
     CHECK(r->step_time_s < 0.8 * rb->step_time_s);
     CHECK(r->step_time_s > 0.5 * rb->step_time_s);
   }
+
+  TEST_CASE("fp8: blockwise scaling's GEMMs against DeepGEMM's published H800 rates") {
+    // deepseek-ai/DeepGEMM README (2025-02-25), H800, fine-grained FP8: normal GEMMs with
+    // M 4096 and the contiguous grouped ones (groups x M per group), TFLOP/s. The H800's
+    // GEMM rate is the H100's; short benchmarks: full clock (no power-cap term).
+    struct Row {
+      double m, n, k, groups, tflops;
+    };
+    const Row rows[] = {{4096, 2112, 7168, 1, 1058}, {4096, 24576, 1536, 1, 990},
+                        {4096, 32768, 512, 1, 590},  {4096, 7168, 16384, 1, 1358},
+                        {4096, 4096, 7168, 1, 1304}, {4096, 7168, 2048, 1, 1025},
+                        {8192, 4096, 7168, 4, 1297}, {8192, 7168, 2048, 4, 1099},
+                        {4096, 4096, 7168, 8, 1288}, {4096, 7168, 2048, 8, 1093}};
+    const GpuSpec& h800 = *find_gpu("h800");
+    const ComputeParams p = fp8_gemm_params(default_compute_params(h800), true);
+    const ComputeParams per_tensor = fp8_gemm_params(default_compute_params(h800), false);
+    for (const Row& r : rows) {
+      CAPTURE(r.k);
+      CAPTURE(r.n);
+      const KernelTime t = gemm_time(h800, Precision::kFp8, {r.m, r.n, r.k, r.groups}, p);
+      CHECK(t.flops / t.time_s / 1e12 == doctest::Approx(r.tflops).epsilon(0.05));
+      // Per-tensor scaling would be faster, the more so the shorter the reduction.
+      const KernelTime u = gemm_time(h800, Precision::kFp8, {r.m, r.n, r.k, r.groups}, per_tensor);
+      CHECK(u.time_s < t.time_s);
+    }
+  }
 }
