@@ -204,7 +204,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     }
   }
   // FP8 training casts each quantized GEMM's input to FP8 forward and its output gradient
-  // backward (read 2 bytes, write 1 per element, the scale's amax fused): elements per pass.
+  // backward (the scale's amax fused): elements per pass.
   const bool fp8 = p == Precision::kFp8;
   const ComputeParams fp8_params = fp8_gemm_params(params, w.framework.fp8_blockwise);
   double cast_forward = 0, cast_backward = 0;
@@ -227,7 +227,11 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
       cast_backward += g.m * g.n;
     }
   }
-  const double cast_bytes_per_element = 2 + 1;
+  // Hopper's FP8 tensor-core GEMMs take both operands K-major, so the weight-gradient GEMM
+  // needs the input and the output gradient transposed as well: Transformer Engine's fused
+  // cast_transpose (and DeepSeek's per_channel_cast_and_transpose) reads the 16-bit tensor once
+  // and writes both FP8 copies.
+  const double cast_bytes_per_element = 2 + 1 + 1;
 
   // 2. The attention core: ring attention runs cp chunks of s/cp queries against s/cp keys.
   const double heads_local = m.heads / t;
