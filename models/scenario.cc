@@ -132,7 +132,7 @@ constexpr std::string_view kMoeKeys[] = {"experts",       "top_k",           "ex
                                          "imbalance",     "max_nodes_per_token"};
 constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "tp_comm_overlap",     "ep_comm_overlap",
-                                               "fp8_recipe",
+                                               "fp8_recipe",          "fp8_param_gather",
                                                "grad_reduce_overlap", "weights_in_fp32",
                                                "fp32_gradients"};
 constexpr std::string_view kParallelismKeys[] = {"tp",   "pp",        "dp",          "cp",
@@ -1094,15 +1094,18 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_bool(fw, fp, "tp_comm_overlap", &f.tp_comm_overlap) ||
         !read_bool(fw, fp, "ep_comm_overlap", &f.ep_comm_overlap) ||
         !read_enum(fw, fp, "fp8_recipe", kFp8Recipes, &f.fp8_blockwise) ||
+        !read_bool(fw, fp, "fp8_param_gather", &f.fp8_param_gather) ||
         !read_bool(fw, fp, "grad_reduce_overlap", &f.grad_reduce_overlap) ||
         !read_bool(fw, fp, "weights_in_fp32", &f.weights_in_fp32) ||
         !read_bool(fw, fp, "fp32_gradients", &f.fp32_gradients)) {
       return false;
     }
-    if (fw["fp8_recipe"].IsDefined() && w.precision != Precision::kFp8) {
-      return fail(fw["fp8_recipe"], child(fp, "fp8_recipe"),
-                  "applies to precision: fp8 (the workload trains in " +
-                      std::string(to_string(w.precision)) + ")");
+    for (const char* key : {"fp8_recipe", "fp8_param_gather"}) {
+      if (fw[key].IsDefined() && w.precision != Precision::kFp8) {
+        return fail(fw[key], child(fp, key),
+                    "applies to precision: fp8 (the workload trains in " +
+                        std::string(to_string(w.precision)) + ")");
+      }
     }
   }
   const YAML::Node par = node["parallelism"];

@@ -164,6 +164,9 @@ struct FrameworkConfig {
   // scaling, the default) or blockwise (DeepSeek-V3's 1 x 128 / 128 x 128 scales, DeepGEMM,
   // TE's Float8BlockScaling), whose GEMMs pay more per tile (blockwise_fp8_k_overhead).
   bool fp8_blockwise = false;
+  // FP8 weights gathered by ZeRO/FSDP (Megatron-Core --fp8-param-gather, TE's fp8 model
+  // init): the working weights held and all-gathered in 1 byte instead of 2 (fp8 training only).
+  bool fp8_param_gather = false;
   // MoE dispatch and combine all-to-alls overlapped with another micro-batch's compute
   // (DeepSeek-V3's DualPipe; Megatron-Core's --overlap-moe-expert-parallel-comm). false: they
   // sit between the router and the experts (the common default).

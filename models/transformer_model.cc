@@ -80,7 +80,9 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   // optimizer (Megatron-LM, DeepSpeed: 2 + 12 bytes), or fp32 parameters cast per use (PyTorch
   // autocast, FSDP mixed precision: 4 + 8); fp32 or 16-bit gradient buffers.
   const bool fp32_params = fw.weights_in_fp32 || !mixed;
-  const double weight_bytes = fp32_params ? 4 : e;
+  // fp8_param_gather: the working weights themselves are FP8 (no separate FP8 copy below).
+  const bool fp8_params = fw.fp8_param_gather && w.precision == Precision::kFp8;
+  const double weight_bytes = fp32_params ? 4 : fp8_params ? 1 : e;
   const double grad_bytes = gradient_bytes(w);
   const double state_bytes = fp32_params ? 8 : 12;  // Adam m, v (+ the fp32 master)
   // ZeRO shards the dense weights over dp x cp, the experts over their expert data-parallel
@@ -101,14 +103,14 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   }
   // FP8 training keeps an FP8 copy of every weight for its GEMMs (Transformer Engine's cached
   // FP8 weights, cast on the first micro-batch of a step): 1 byte per parameter held.
-  if (w.precision == Precision::kFp8) out.gathered_weights_bytes += sharded(3);
+  if (w.precision == Precision::kFp8 && !fp8_params) out.gathered_weights_bytes += sharded(3);
   if (par.zero >= 3) {
     // The current and the prefetched layer, whole (a MoE layer with its local experts).
     const double layer = pc.moe_layers > 0
                              ? pc.attention_per_layer / t + pc.shared_per_layer / t +
                                    pc.router_per_layer + pc.experts * pc.expert / par.ep
                              : pc.matmul_per_layer() / t;
-    out.gathered_weights_bytes += 2 * layer * e;
+    out.gathered_weights_bytes += 2 * layer * (fp8_params ? 1 : e);
   }
 
   // 2. Activations each layer keeps for its backward, bytes per token (transformer_model.h).
@@ -437,7 +439,9 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
                            const char* gather, const char* z3_fwd, const char* z3_bwd,
                            const char* z3_rs) {
     const double grad_bytes = params * gradient_bytes(w);
-    const double weight_bytes = params * ab;
+    // ZeRO/FSDP gathers the working weights: FP8 with fp8_param_gather.
+    const bool fp8_gather = w.framework.fp8_param_gather && w.precision == Precision::kFp8;
+    const double weight_bytes = params * (fp8_gather ? 1 : ab);
     switch (par.zero) {
       case 0:
         add(ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllReduce, grad_bytes, 1, size,

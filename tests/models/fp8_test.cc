@@ -108,4 +108,38 @@ TEST_SUITE("models") {
       CHECK(u.time_s < t.time_s);
     }
   }
+
+  TEST_CASE("fp8: FP8 parameter gather halves ZeRO's all-gathers and the working weights") {
+    auto load_z3 = [](bool gather) {
+      auto s = load_scenario_text(
+          std::string("cluster: {nodes: 4, node: {gpu: h100-sxm, gpus_per_node: 8, scale_up: "
+                      "nvlink4, nics_per_node: 8, nic: ib-ndr}, fabric: {topology: fat-tree}}\n"
+                      "workload:\n  model: llama3-70b\n  seq_len: 8192\n  global_batch: 32\n"
+                      "  precision: fp8\n") +
+              (gather ? "  framework: {fp8_param_gather: true}\n" : "") +
+              "  parallelism: {tp: 8, sp: true, dp: 4, zero: 3, recompute: full}\n",
+          "z3.yaml");
+      REQUIRE(s.ok());
+      return std::move(s).value();
+    };
+    const Scenario off = load_z3(false), on = load_z3(true);
+    auto gather_bytes = [](const Scenario& sc) {
+      for (const auto& c : communication_per_step(sc.workload)) {
+        if (c.dim == ParallelDim::kDp && c.op == CollectiveOp::kAllGather) return c.size_bytes;
+      }
+      return 0.0;
+    };
+    CHECK(gather_bytes(on) == doctest::Approx(gather_bytes(off) / 2));
+    const MemoryBreakdown a = memory_per_gpu(off.workload), b = memory_per_gpu(on.workload);
+    CHECK(b.weights_bytes == doctest::Approx(a.weights_bytes / 2));
+    CHECK(b.gathered_weights_bytes < a.gathered_weights_bytes);
+    // Only under fp8 training.
+    auto bad = load_scenario_text(
+        "cluster: {nodes: 1, node: {gpu: h100-sxm, gpus_per_node: 8, scale_up: nvlink4}}\n"
+        "workload:\n  model: llama3-8b\n  seq_len: 4096\n  global_batch: 8\n"
+        "  framework: {fp8_param_gather: true}\n  parallelism: {tp: 1, dp: 8}\n",
+        "bad.yaml");
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.message().find("applies to precision: fp8") != std::string::npos);
+  }
 }
