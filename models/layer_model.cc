@@ -157,6 +157,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     int chunks;
     bool quantized = true;    // an FP8 GEMM under fp8 training (the router is not)
     Role role = Role::kAttention;
+    double count = 1;         // identical GEMMs (a GPU's local experts)
   };
   std::vector<Gemm> gemms;
   if (m.mla.enabled()) {
@@ -192,10 +193,9 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     const double per_expert = routed / local_experts;
     const double out_e = (m.gated_ffn ? 2.0 : 1.0) * e.expert_ffn_hidden;
     gemms.push_back({shard, double(e.experts), h, 0, 1, false, Role::kMlp});
-    for (int x = 0; x < static_cast<int>(local_experts); ++x) {
-      gemms.push_back({per_expert, out_e, h, 0, 1, true, Role::kMlp});
-      gemms.push_back({per_expert, h, double(e.expert_ffn_hidden), 0, 1, true, Role::kMlp});
-    }
+    gemms.push_back({per_expert, out_e, h, 0, 1, true, Role::kMlp, local_experts});
+    gemms.push_back(
+        {per_expert, h, double(e.expert_ffn_hidden), 0, 1, true, Role::kMlp, local_experts});
     if (e.shared_experts > 0) {
       const double f_s = double(e.shared_experts) * e.expert_ffn_hidden;
       gemms.push_back(
@@ -211,8 +211,10 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   for (const Gemm& g : gemms) {
     if (g.m <= 0) continue;
     const bool quantized = fp8 && g.quantized;
-    const WeightGemm wg = weight_gemm(gpu, quantized ? p : unquantized_precision(p), g.m, g.n,
-                                      g.k, quantized ? fp8_params : params, g.chunks);
+    WeightGemm wg = weight_gemm(gpu, quantized ? p : unquantized_precision(p), g.m, g.n, g.k,
+                                quantized ? fp8_params : params, g.chunks);
+    wg.forward_s *= g.count;
+    wg.backward_s *= g.count;
     out.gemm_forward_s += wg.forward_s;
     out.gemm_backward_s += wg.backward_s;
     out.gemm_recomputed_by_op_s += g.recomputed_share * wg.forward_s;
@@ -223,8 +225,8 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
       case Role::kAttention: break;
     }
     if (quantized) {
-      cast_forward += g.m * g.k;
-      cast_backward += g.m * g.n;
+      cast_forward += g.count * g.m * g.k;
+      cast_backward += g.count * g.m * g.n;
     }
   }
   // Hopper's FP8 tensor-core GEMMs take both operands K-major, so the weight-gradient GEMM
