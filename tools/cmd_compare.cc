@@ -150,9 +150,19 @@ void compute_what_ifs(Design& d) {
       worst_slowdown(*d.des) <= kCollisionSlowdown) {
     return;
   }
+  // Progress on stderr: each what-if is a whole simulation (tens of seconds at 16K GPUs).
+  std::fprintf(stderr,
+               "clustersim compare: %s: ECMP collisions; simulating the same fabric with more "
+               "queue pairs and with adaptive routing\n",
+               d.scenario.name.c_str());
   auto add = [&](const std::string& setting, const models::Scenario& s) {
     auto r = sim::simulate_step(s, d.params);
-    if (r) d.what_ifs.push_back({setting, r->step.step_time_s, worst_slowdown(*r)});
+    if (r) {
+      d.what_ifs.push_back({setting, r->step.step_time_s, worst_slowdown(*r)});
+    } else {
+      std::fprintf(stderr, "clustersim compare: %s with %s: not simulated (%s)\n",
+                   d.scenario.name.c_str(), setting.c_str(), r.message().c_str());
+    }
   };
   for (int qps : {4, 16}) {
     if (qps <= d.scenario.cluster.fabric.qps_per_connection) continue;
