@@ -34,8 +34,8 @@ struct ParameterCount {
   double norms_per_layer = 0;      // two norm weight vectors of h (MLA: + its latents' norms)
   double final_norm = 0;           // h
   int layers = 0;
-  // Mixture of experts: of the layers, moe_layers replace the dense MLP by experts routed
-  // experts of expert each, top_k per token, shared experts and a router.
+  // Mixture of experts: moe_layers of the layers replace the dense MLP by `experts` routed
+  // experts (`expert` weights each, top_k of them per token), shared experts and a router.
   int moe_layers = 0;
   int experts = 0;
   int top_k = 0;
@@ -171,6 +171,11 @@ struct MemoryBreakdown {
 // layer being recomputed; s is seq_len / cp. Stage 0 holds pp micro-batches in flight under
 // 1F1B (pp + (pp-1)/v interleaved: Megatron's warm-up of 2(pp-1) + (v-1) pp model chunks), all
 // m under GPipe. Logits: fp32 and 16-bit, s b V / t on the last stage.
+// Mixtures of experts: a MoE layer keeps, per routed copy of a token, its permuted input, the
+// expert's up (+ gate) output and activation; its experts are sharded over ep and sharded by
+// ZeRO over their expert data-parallel group. DualPipe: a device holds two stages (two copies
+// of the parameters) and pp + 1 micro-batches. fp8: FP8-saved GEMM inputs, an FP8 weight copy.
+// Selective recomputation drops what its modules recompute (recompute_modules).
 // REQUIRES: a workload the scenario loader accepted (divisibility checked there).
 MemoryBreakdown memory_per_gpu(const WorkloadConfig& workload, const MemoryParams& params = {});
 
@@ -213,7 +218,9 @@ double gradient_bytes(const WorkloadConfig& workload);
 // dp x cp ranks: gradient all-reduce (ZeRO-0), reduce-scatter + parameter all-gather once per
 // step (ZeRO-1), reduce-scatter per micro-batch (ZeRO-2), and ZeRO-3's parameter all-gathers in
 // forward and backward of every micro-batch; CP: cp-1 ring steps of K and V per layer forward,
-// K, V and their gradients backward.
+// K, V and their gradients backward; EP (MoE, ep > 1): a dispatch and a combine all-to-all per
+// MoE layer each way (node-limited routing's network_share), the experts' gradients over their
+// expert data-parallel group.
 std::vector<CommCall> communication_per_step(const WorkloadConfig& workload);
 
 // Layers of the busiest stage: ceil(layers / pp).
