@@ -333,6 +333,24 @@ std::vector<std::string> reasons(const Design& a, const Design& b) {
     }
   } else if (network_line(a.scenario) != network_line(b.scenario)) {
     out.push_back("fabric: " + network_line(a.scenario) + " vs " + network_line(b.scenario));
+    if (moved.empty() && a.des && b.des) {
+      // Same NICs, another fabric, and nothing moved: say why rather than print nothing.
+      auto busiest_switch_tier = [](const Design& d) {
+        double u = 0;
+        for (const auto& t : busiest_tiers(*d.des)) {
+          if (t.tier == sim::ResourceTier::kLeafSpine || t.tier == sim::ResourceTier::kSpineCore) {
+            u = std::max(u, t.max_utilisation);
+          }
+        }
+        return u;
+      };
+      out.push_back("no step component moved by " + format_percent(kReasonShareOfStep) +
+                    ": neither fabric slowed the collectives below what the NICs carry (busiest "
+                    "switch-to-switch link " + format_percent(busiest_switch_tier(a)) + " vs " +
+                    format_percent(busiest_switch_tier(b)) +
+                    ": a link loaded at the rate of the NICs feeding it is full, not a "
+                    "bottleneck; NCCL keeps cross-node traffic on rails, PXN for all-to-all)");
+    }
   }
   const auto& fa = a.scenario.cluster.fabric;
   const auto& fb = b.scenario.cluster.fabric;

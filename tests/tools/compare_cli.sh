@@ -175,4 +175,13 @@ assert abs(f8["mfu_bf16_peak"] - 1979 / 989 * f8["mfu"]) < 1e-9  # the H100 peak
 assert 0.5 < f8["step_time_s"] / bf["step_time_s"] < 0.85, (f8["step_time_s"], bf["step_time_s"])
 PY
 
+# Fat-tree vs rail-optimized for a MoE job whose all-to-all crosses nodes: the same step, and
+# the report says why rather than nothing.
+q="$src/scenarios/moe-qwen3-235b-256xh100"
+"$bin" compare "$q-ib.yaml" "$q-rail.yaml" >"$tmp/rail.txt" 2>"$tmp/err.txt" ||
+  fail "compare fat-tree vs rail exited $? ($(cat "$tmp/err.txt"))"
+grep -qF "rail-optimized" "$tmp/rail.txt" || fail "compare fat-tree vs rail: no fabric line"
+grep -qF "neither fabric slowed the collectives below what the NICs carry" "$tmp/rail.txt" ||
+  fail "compare fat-tree vs rail does not say why nothing moved: $(tail -3 "$tmp/rail.txt")"
+
 finish compare_cli
