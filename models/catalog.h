@@ -163,6 +163,8 @@ struct ModelSpec {
   double q_width() const { return heads * qk_head_dim(); }
   double kv_width() const { return (mla.enabled() ? heads : kv_heads) * qk_head_dim(); }
   double v_width() const { return (mla.enabled() ? heads : kv_heads) * v_head_dim(); }
+  // The width of an MLP's up projection of `ffn` (the gate and up halves when gated).
+  double up_width(double ffn) const { return (gated_ffn ? 2.0 : 1.0) * ffn; }
   // Layers whose MLP is a mixture of experts.
   int moe_layers() const { return moe.enabled() ? std::max(0, layers - moe.dense_layers) : 0; }
 };

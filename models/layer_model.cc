@@ -82,7 +82,7 @@ double LayerKernels::recompute_gemm_s(Recompute r, unsigned modules) const {
     case Recompute::kSelective: {
       double s = 0;
       if (modules & kRecomputeMlaUpProj) s += gemm_mla_up_forward_s;
-      const bool whole_mlp = moe ? (modules & kRecomputeMoe) : (modules & kRecomputeMlp);
+      const bool whole_mlp = recomputes_whole_mlp(modules);
       if (whole_mlp) s += gemm_mlp_forward_s + gemm_shared_forward_s;
       if (moe && !whole_mlp && (modules & kRecomputeSharedExperts)) s += gemm_shared_forward_s;
       return s;
@@ -103,8 +103,7 @@ double LayerKernels::recompute_s(Recompute r, unsigned modules) const {
       double s = recompute_gemm_s(r, modules);
       if (modules & kRecomputeCoreAttn) s += attention_forward_s;
       if (modules & kRecomputeLayerNorm) s += memory_norm_forward_s;
-      const bool whole_mlp = moe ? (modules & kRecomputeMoe) : (modules & kRecomputeMlp);
-      if (whole_mlp) {
+      if (recomputes_whole_mlp(modules)) {
         s += memory_act_forward_s + memory_permute_forward_s;
       } else if (moe && (modules & kRecomputeMoeAct)) {
         s += memory_act_forward_s;
@@ -119,14 +118,25 @@ double LayerKernels::recompute_s(Recompute r, unsigned modules) const {
   return 0;
 }
 
+std::vector<int> moe_layers_of_stages(const WorkloadConfig& w) {
+  std::vector<int> out = layers_of_stages(w);
+  if (!w.model.moe.enabled()) return std::vector<int>(out.size(), 0);
+  int dense_left = w.model.moe.dense_layers;  // the leading dense layers not yet placed
+  for (int& n : out) {
+    const int dense = std::min(dense_left, n);
+    dense_left -= dense;
+    n -= dense;
+  }
+  return out;
+}
+
 int moe_layers_of_stage(const WorkloadConfig& w, int stage) {
-  if (!w.model.moe.enabled()) return 0;
-  const std::vector<int> layers = layers_of_stages(w);
-  int first = 0;
-  for (int s = 0; s < stage; ++s) first += layers[static_cast<size_t>(s)];
-  const int n = layers[static_cast<size_t>(stage)];
-  const int dense = std::clamp(w.model.moe.dense_layers - first, 0, n);
-  return n - dense;
+  return moe_layers_of_stages(w)[static_cast<size_t>(stage)];
+}
+
+int moe_layers_per_stage(const WorkloadConfig& w) {
+  const std::vector<int> moe = moe_layers_of_stages(w);
+  return std::min(*std::max_element(moe.begin(), moe.end()), layers_per_stage(w));
 }
 
 LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
@@ -140,7 +150,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   const double q_width = m.q_width();
   const double kv_dim = m.kv_width();  // the K projection's width (MLA: every head's key)
   const double tokens = double(w.seq_len) / par.cp * w.micro_batch;
-  const double ffn_out = (m.gated_ffn ? 2.0 : 1.0) * m.ffn_hidden;
+  const double ffn_out = m.up_width(m.ffn_hidden);
   const bool moe = moe_layer && m.moe.enabled();
   LayerKernels out;
   out.moe = moe;
@@ -191,15 +201,14 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     const double local_experts = double(e.experts) / par.ep;
     const double routed = shard * e.top_k * w.moe_routing.busiest_share();
     const double per_expert = routed / local_experts;
-    const double out_e = (m.gated_ffn ? 2.0 : 1.0) * e.expert_ffn_hidden;
+    const double out_e = m.up_width(e.expert_ffn_hidden);
     gemms.push_back({shard, double(e.experts), h, 0, 1, false, Role::kMlp});
     gemms.push_back({per_expert, out_e, h, 0, 1, true, Role::kMlp, local_experts});
     gemms.push_back(
         {per_expert, h, double(e.expert_ffn_hidden), 0, 1, true, Role::kMlp, local_experts});
     if (e.shared_experts > 0) {
       const double f_s = double(e.shared_experts) * e.expert_ffn_hidden;
-      gemms.push_back(
-          {tokens, (m.gated_ffn ? 2.0 : 1.0) * f_s / t, h, 0, chunks, true, Role::kShared});
+      gemms.push_back({tokens, m.up_width(f_s) / t, h, 0, chunks, true, Role::kShared});
       gemms.push_back({tokens, h, f_s / t, 0, chunks, true, Role::kShared});
     }
   }
@@ -292,7 +301,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     // experts' activation, the shared experts' activation, the router's fp32 softmax.
     const MoeSpec& x = m.moe;
     const double copies = x.top_k * w.moe_routing.busiest_share() / t;
-    const double out_e = (m.gated_ffn ? 2.0 : 1.0) * x.expert_ffn_hidden;
+    const double out_e = m.up_width(x.expert_ffn_hidden);
     permute_bytes = copies * 2 * 2 * h * e + 2.0 * x.experts * 4 / t;
     act_bytes = copies * (out_e + x.expert_ffn_hidden) * e +
                 x.shared_experts * (out_e + x.expert_ffn_hidden) / t * e;
@@ -360,24 +369,25 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
   const double tokens = double(w.seq_len) / w.parallelism.cp * w.micro_batch;
   const double vocab_local = double(w.model.vocab) / t;
   const std::vector<int> layers = layers_of_stages(w);
+  const std::vector<int> moe_layers = moe_layers_of_stages(w);
+  const unsigned modules = w.parallelism.recompute_modules;
+  const bool flash = w.framework.attention == AttentionKernel::kFlash;
   const int last = static_cast<int>(layers.size()) - 1;
   std::vector<StageCompute> out;
   for (int s = 0; s <= last; ++s) {
     StageCompute c;
     c.stage = s;
     c.layers = layers[static_cast<size_t>(s)];
-    const int n_moe = moe_layers_of_stage(w, s);
+    const int n_moe = moe_layers[static_cast<size_t>(s)];
     // n layers of kind l: their kernels, with recomputation.
     auto add = [&](double n, const LayerKernels& l) {
       c.gemm_forward_s += n * l.gemm_forward_s;
-      const unsigned modules = w.parallelism.recompute_modules;
       c.gemm_backward_s += n * (l.gemm_backward_s + l.recompute_gemm_s(rc, modules));
       c.attention_forward_s += n * l.attention_forward_s;
       c.attention_backward_s += n * l.attention_backward_s;
       c.forward_s += n * l.forward_s();
       c.backward_s += n * (l.backward_s() + l.recompute_s(rc, modules));
       // Unfused attention's kernels are bound by the scores' memory traffic: not tensor time.
-      const bool flash = w.framework.attention == AttentionKernel::kFlash;
       const double att_fwd = flash ? l.attention_forward_s : 0;
       const double att_bwd = flash ? l.attention_backward_s : 0;
       c.tensor_s += n * (l.gemm_forward_s + l.gemm_backward_s + att_fwd + att_bwd);

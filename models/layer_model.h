@@ -47,6 +47,11 @@ struct LayerKernels {
   double memory_act_forward_s = 0;
   double memory_permute_forward_s = 0;
   bool moe = false;  // a mixture-of-experts layer
+  // Whether the modules recompute this layer's whole MLP (mlp for a dense layer, moe for a MoE
+  // one).
+  bool recomputes_whole_mlp(unsigned modules) const {
+    return (modules & (moe ? kRecomputeMoe : kRecomputeMlp)) != 0;
+  }
 
   double forward_s() const { return gemm_forward_s + attention_forward_s + memory_forward_s; }
   double backward_s() const { return gemm_backward_s + attention_backward_s + memory_backward_s; }
@@ -71,9 +76,14 @@ struct LayerKernels {
 LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& workload,
                            const ComputeParams& params, bool moe_layer = false);
 
-// Of `stage`'s layers, how many are mixture-of-experts layers (the model's first dense_layers
-// layers keep the dense MLP).
+// Of each stage's layers, how many are mixture-of-experts layers (the model's first
+// dense_layers layers keep the dense MLP); moe_layers_of_stage for one stage.
+std::vector<int> moe_layers_of_stages(const WorkloadConfig& workload);
 int moe_layers_of_stage(const WorkloadConfig& workload, int stage);
+
+// The MoE layers the collective list counts the expert all-to-alls for: the stage with the most
+// of them, at most layers_per_stage (as the TP and CP calls count ceil(layers / pp) layers).
+int moe_layers_per_stage(const WorkloadConfig& workload);
 
 // One pipeline stage's work per micro-batch, all its model chunks together.
 struct StageCompute {

@@ -944,47 +944,47 @@ bool Loader::load_model(const YAML::Node& node) {
   }
   const YAML::Node moe = node["moe"];
   if (moe.IsDefined()) {
-    const std::string ep = child(path, "moe");
-    if (!open_map(moe, ep, kMoeKeys)) return false;
+    const std::string moe_path = child(path, "moe");
+    if (!open_map(moe, moe_path, kMoeKeys)) return false;
     MoeSpec& e = m.moe;
     const bool had_experts = e.enabled();
     for (auto key : {"experts", "top_k", "expert_ffn_hidden", "shared_experts", "dense_layers"}) {
       if (moe[key].IsDefined()) overridden.emplace_back(std::string("moe.") + key);
     }
-    if (!read_int(moe, ep, "experts", 2, &e.experts) || !read_int(moe, ep, "top_k", 1, &e.top_k) ||
-        !read_int(moe, ep, "expert_ffn_hidden", 1, &e.expert_ffn_hidden) ||
-        !read_int(moe, ep, "shared_experts", 0, &e.shared_experts) ||
-        !read_int(moe, ep, "dense_layers", 0, &e.dense_layers)) {
+    if (!read_int(moe, moe_path, "experts", 2, &e.experts) || !read_int(moe, moe_path, "top_k", 1, &e.top_k) ||
+        !read_int(moe, moe_path, "expert_ffn_hidden", 1, &e.expert_ffn_hidden) ||
+        !read_int(moe, moe_path, "shared_experts", 0, &e.shared_experts) ||
+        !read_int(moe, moe_path, "dense_layers", 0, &e.dense_layers)) {
       return false;
     }
     if (!had_experts && e.enabled()) {
       for (auto key : {"top_k", "expert_ffn_hidden"}) {
-        if (!required(moe, ep, key, " (a mixture of experts needs experts, top_k and "
+        if (!required(moe, moe_path, key, " (a mixture of experts needs experts, top_k and "
                                     "expert_ffn_hidden)")) {
           return false;
         }
       }
     }
     ExpertRouting& r = sc_.workload.moe_routing;
-    if (!read_quantity(moe, ep, "capacity_factor", FieldKind::kCount, false, &r.capacity_factor) ||
-        !read_quantity(moe, ep, "imbalance", FieldKind::kCount, false, &r.imbalance) ||
-        !read_int(moe, ep, "max_nodes_per_token", 1, &r.max_nodes_per_token)) {
+    if (!read_quantity(moe, moe_path, "capacity_factor", FieldKind::kCount, false, &r.capacity_factor) ||
+        !read_quantity(moe, moe_path, "imbalance", FieldKind::kCount, false, &r.imbalance) ||
+        !read_int(moe, moe_path, "max_nodes_per_token", 1, &r.max_nodes_per_token)) {
       return false;
     }
     if (moe["imbalance"].IsDefined() && r.imbalance < 1) {
-      return fail(moe["imbalance"], child(ep, "imbalance"),
+      return fail(moe["imbalance"], child(moe_path, "imbalance"),
                   "the busiest GPU's share over the even share is at least 1, got " +
                       format_significant(r.imbalance, 4));
     }
     if (moe["capacity_factor"].IsDefined() && moe["imbalance"].IsDefined()) {
-      return fail(moe["imbalance"], child(ep, "imbalance"),
+      return fail(moe["imbalance"], child(moe_path, "imbalance"),
                   "give capacity_factor (tokens dropped beyond it) or imbalance (dropless), not "
                   "both");
     }
     if ((moe["capacity_factor"].IsDefined() || moe["imbalance"].IsDefined() ||
          moe["max_nodes_per_token"].IsDefined()) &&
         !e.enabled()) {
-      return fail(moe, ep, "routing settings need a mixture-of-experts model (experts)");
+      return fail(moe, moe_path, "routing settings need a mixture-of-experts model (experts)");
     }
   }
   if (given && !overridden.empty()) {

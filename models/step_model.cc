@@ -35,15 +35,29 @@ double phase_seconds(const std::vector<TimedComm>& comms, ParallelDim d, CommPha
   return s;
 }
 
-// The collectives of this dimension, phase and op (a MoE model reduces its dense weights and
-// its experts in two groups).
-std::vector<const TimedComm*> find_comms(const std::vector<TimedComm>& comms, ParallelDim d,
-                                         CommPhase p, CollectiveOp op) {
-  std::vector<const TimedComm*> out;
+// The step's time in the once-per-step collectives of this dimension and op (a MoE model
+// reduces its dense weights and its experts in two groups, one after the other).
+double per_step_seconds(const std::vector<TimedComm>& comms, ParallelDim d, CollectiveOp op) {
+  double s = 0;
   for (const auto& c : comms) {
-    if (c.call.dim == d && c.call.phase == p && c.call.op == op) out.push_back(&c);
+    if (c.call.dim == d && c.call.phase == CommPhase::kStep && c.call.op == op) s += c.total_s();
   }
-  return out;
+  return s;
+}
+
+// Two stages' compute per micro-batch, averaged: a DualPipe device runs each for half the
+// micro-batches.
+StageCompute mean_of(const StageCompute& a, const StageCompute& z) {
+  StageCompute d = a;
+  d.layers = (a.layers + z.layers) / 2;
+  d.forward_s = (a.forward_s + z.forward_s) / 2;
+  d.backward_s = (a.backward_s + z.backward_s) / 2;
+  d.gemm_forward_s = (a.gemm_forward_s + z.gemm_forward_s) / 2;
+  d.gemm_backward_s = (a.gemm_backward_s + z.gemm_backward_s) / 2;
+  d.attention_forward_s = (a.attention_forward_s + z.attention_forward_s) / 2;
+  d.attention_backward_s = (a.attention_backward_s + z.attention_backward_s) / 2;
+  d.tensor_s = (a.tensor_s + z.tensor_s) / 2;
+  return d;
 }
 
 double optimizer_seconds(const GpuSpec& gpu, const WorkloadConfig& w, const MemoryBreakdown& mem,
@@ -132,9 +146,7 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   const double cp_fwd_layer = phase_seconds(r.comms, D::kCp, P::kForward) / ref_layers;
   const double cp_bwd_layer = phase_seconds(r.comms, D::kCp, P::kBackward) / ref_layers;
   // EP: per MoE layer (the list counts the stage with the most of them).
-  double ref_moe = 0;
-  for (int s = 0; s < par.pp; ++s) ref_moe = std::max<double>(ref_moe, moe_layers_of_stage(w, s));
-  ref_moe = std::max(1.0, std::min<double>(ref_moe, layers_per_stage(w)));
+  const double ref_moe = std::max(1, moe_layers_per_stage(w));
   const double ep_fwd_layer = phase_seconds(r.comms, D::kEp, P::kForward) / ref_moe;
   const double ep_bwd_layer = phase_seconds(r.comms, D::kEp, P::kBackward) / ref_moe;
   const bool tp_overlap = w.framework.tp_comm_overlap;
@@ -145,22 +157,13 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   // (pp - 1 - s) for the other half: its pace is the pair's mean.
   const bool dualpipe = par.pp_schedule == PipelineSchedule::kDualPipe;
   std::vector<StageCompute> devices = r.stages;
-  std::vector<double> device_moe;
-  for (const StageCompute& st : r.stages) device_moe.push_back(moe_layers_of_stage(w, st.stage));
+  const std::vector<int> stage_moe = moe_layers_of_stages(w);
+  std::vector<double> device_moe(stage_moe.begin(), stage_moe.end());
   if (dualpipe) {
+    const std::size_t last = devices.size() - 1;
     for (std::size_t i = 0; i < devices.size(); ++i) {
-      const StageCompute& a = r.stages[i];
-      const StageCompute& z = r.stages[r.stages.size() - 1 - i];
-      StageCompute& d = devices[i];
-      d.layers = (a.layers + z.layers) / 2;
-      d.forward_s = (a.forward_s + z.forward_s) / 2;
-      d.backward_s = (a.backward_s + z.backward_s) / 2;
-      d.gemm_forward_s = (a.gemm_forward_s + z.gemm_forward_s) / 2;
-      d.gemm_backward_s = (a.gemm_backward_s + z.gemm_backward_s) / 2;
-      d.attention_forward_s = (a.attention_forward_s + z.attention_forward_s) / 2;
-      d.attention_backward_s = (a.attention_backward_s + z.attention_backward_s) / 2;
-      d.tensor_s = (a.tensor_s + z.tensor_s) / 2;
-      device_moe[i] = (moe_layers_of_stage(w, a.stage) + moe_layers_of_stage(w, z.stage)) / 2.0;
+      devices[i] = mean_of(r.stages[i], r.stages[last - i]);
+      device_moe[i] = (stage_moe[i] + stage_moe[last - i]) / 2.0;
     }
   }
   auto moe_of = [&](const StageCompute& st) { return device_moe[static_cast<size_t>(st.stage)]; };
@@ -223,36 +226,31 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   // Once-per-step gradient reduction overlaps the last micro-batch's backward, except its last
   // bucket (grad_reduce_overlap); without overlap it follows the whole backward. ZeRO-1/2's
   // parameter all-gather overlaps the next step's first forward.
-  // A MoE model's two groups (dense weights, experts) reduce one after the other.
+  const double params_held = r.memory.parameters + r.memory.expert_parameters;
+  const double bucket_fraction =
+      std::min(1.0, params.dp_bucket_params / std::max(1.0, params_held));
   for (auto op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter}) {
-    double total = 0;
-    for (const TimedComm* c : find_comms(r.comms, D::kDp, P::kStep, op)) total += c->total_s();
+    const double total = per_step_seconds(r.comms, D::kDp, op);
     if (total <= 0) continue;
-    if (!w.framework.grad_reduce_overlap) {
-      dp_exposed += total;
-      continue;
-    }
-    const double params_held = r.memory.parameters + r.memory.expert_parameters;
-    const double bucket_fraction = std::min(1.0, params.dp_bucket_params / std::max(1.0, params_held));
-    dp_exposed += std::max(total - st.backward_s, total * bucket_fraction);
+    dp_exposed += w.framework.grad_reduce_overlap
+                      ? std::max(total - st.backward_s, total * bucket_fraction)
+                      : total;
   }
-  double gathers = 0;
-  for (const TimedComm* ag : find_comms(r.comms, D::kDp, P::kStep, CollectiveOp::kAllGather)) {
-    gathers += ag->total_s();
-  }
-  dp_exposed += std::max(0.0, gathers - st.forward_s);
+  dp_exposed +=
+      std::max(0.0, per_step_seconds(r.comms, D::kDp, CollectiveOp::kAllGather) - st.forward_s);
   b.dp.exposed_s = std::min(dp_exposed, b.dp.total_s);
 
   // 4. Bubble: the other stages' fill and drain, over the virtual stages (Narayanan et al.
   // 2021: (pp - 1) / v micro-batch slots when the stages are equal).
   const double v = par.pp_schedule == PipelineSchedule::kInterleaved ? par.virtual_stages : 1;
-  b.bubble_s = (sum_mb - busiest_mb) / v;
   if (dualpipe) {
     // (pp/2 - 1)(F&B + B - 3W) (DeepSeek-V3 report Table 2): F&B, an overlapped forward and
     // backward chunk, takes F + B; W, the weight-gradient GEMMs, about half the backward GEMMs.
     const double w_grad = 0.5 * st.gemm_backward_s;
     b.bubble_s = std::max(0.0, (par.pp / 2.0 - 1) *
                                    (st.forward_s + 2 * st.backward_s - 3 * w_grad));
+  } else {
+    b.bubble_s = (sum_mb - busiest_mb) / v;
   }
   b.compute_s = m * st.total_s();
 

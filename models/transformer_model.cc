@@ -34,6 +34,23 @@ double stage_expert_parameters(const WorkloadConfig& w, const ParameterCount& pc
   return moe_layers_of_stage(w, stage) * pc.experts * pc.expert / w.parallelism.ep;
 }
 
+// What the GPU of `stage` holds before ZeRO sharding: its stage's dense parameters and routed
+// experts, and under DualPipe also the mirrored stage's (DeepSeek-V3 report Table 2: "Parameter
+// 2x": device s runs stages s and pp - 1 - s).
+struct HeldParameters {
+  double dense = 0;
+  double experts = 0;
+};
+HeldParameters held_parameters(const WorkloadConfig& w, const ParameterCount& pc, int stage) {
+  HeldParameters out{stage_parameters(w, pc, stage), stage_expert_parameters(w, pc, stage)};
+  if (w.parallelism.pp_schedule == PipelineSchedule::kDualPipe) {
+    const int mirror = w.parallelism.pp - 1 - stage;
+    out.dense += stage_parameters(w, pc, mirror);
+    out.experts += stage_expert_parameters(w, pc, mirror);
+  }
+  return out;
+}
+
 // Micro-batches whose activations a stage holds at its peak, in units of "one micro-batch
 // through all the stage's layers" (Korthikanti et al. 2022, sec. 4.2.3).
 double microbatches_in_flight(const WorkloadConfig& w, int stage) {
@@ -66,15 +83,9 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   const bool mixed = mixed_precision(w.precision);
   MemoryBreakdown out;
   out.stage = stage;
-  out.parameters = stage_parameters(w, pc, stage);
-  out.expert_parameters = stage_expert_parameters(w, pc, stage);
-  // DualPipe: each device holds its stage and the mirrored one (DeepSeek-V3 report Table 2:
-  // "Parameter 2x"), with their gradients and optimizer state.
-  if (par.pp_schedule == PipelineSchedule::kDualPipe) {
-    const int mirror = par.pp - 1 - stage;
-    out.parameters += stage_parameters(w, pc, mirror);
-    out.expert_parameters += stage_expert_parameters(w, pc, mirror);
-  }
+  const HeldParameters held = held_parameters(w, pc, stage);
+  out.parameters = held.dense;
+  out.expert_parameters = held.experts;
   const double expert_shard = expert_data_parallel(w);
   // 1. Weights, gradients, optimizer state. 16-bit weights with an fp32 master copy in the
   // optimizer (Megatron-LM, DeepSpeed: 2 + 12 bytes), or fp32 parameters cast per use (PyTorch
@@ -119,7 +130,7 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   const double h = m.hidden;
   const double kv = double(m.kv_heads) * h / m.heads;
   const double f = m.ffn_hidden;
-  const double ffn_out = (m.gated_ffn ? 2.0 : 1.0) * f;
+  const double ffn_out = m.up_width(f);
   const double sp = par.sp ? t : 1;  // the sequence-parallel shard
   // Under autocast with fp32 parameters the embedding's output, and so the residual stream, is
   // fp32; FSDP mixed precision gathers 16-bit parameters and runs the layers in 16 bits.
@@ -159,7 +170,7 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   if (m.moe.enabled()) {
     // The permuted inputs and activation outputs are FP8 GEMM inputs under fp8 training.
     const MoeSpec& x = m.moe;
-    const double out_e = (m.gated_ffn ? 2.0 : 1.0) * x.expert_ffn_hidden;
+    const double out_e = m.up_width(x.expert_ffn_hidden);
     const double copies = x.top_k * w.moe_routing.busiest_share() / t;
     const double act_out = (modules & kRecomputeMoeAct) ? 0 : x.expert_ffn_hidden * e_in;
     const double routed = copies * (h * e_in + out_e * e + act_out);
@@ -353,16 +364,13 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
   const bool full = par.recompute == Recompute::kFull;
   std::vector<CommCall> calls;
   auto add = [&](ParallelDim dim, CommPhase phase, CollectiveOp op, double size, double count,
-                 int size_ranks, int stride, const char* what) {
+                 int size_ranks, int stride, const char* what, double network_share = 1) {
     if (count > 0 && size_ranks > 1) {
-      calls.push_back({dim, phase, op, size, count, size_ranks, stride, what});
+      calls.push_back({dim, phase, op, size, count, size_ranks, stride, what, network_share});
     }
   };
 
-  // Mixture-of-experts layers of the stage with the most of them (the dense layers come first).
-  double moe_layers = 0;
-  for (int st = 0; st < par.pp; ++st) moe_layers = std::max<double>(moe_layers, moe_layers_of_stage(w, st));
-  moe_layers = std::min(moe_layers, layers);
+  const double moe_layers = moe_layers_per_stage(w);
 
   // TP: the attention and MLP blocks each end in an all-reduce (forward) and begin with one
   // (backward); SP splits each into a reduce-scatter and an all-gather of the same total. A MoE
@@ -423,13 +431,10 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
     const double network_share =
         limit > 0 ? std::min(1.0, double(limit) / m.moe.top_k) : 1.0;
     add(ParallelDim::kEp, CommPhase::kForward, CollectiveOp::kAllToAll, routed_bytes,
-        2 * moe_layers, par.ep, 1, "MoE token dispatch and combine");
+        2 * moe_layers, par.ep, 1, "MoE token dispatch and combine", network_share);
     add(ParallelDim::kEp, CommPhase::kBackward, CollectiveOp::kAllToAll, routed_bytes,
         2 * moe_layers * (full ? 2 : 1), par.ep, 1,
-        "MoE dispatch and combine gradients (and recompute)");
-    for (auto& c : calls) {
-      if (c.dim == ParallelDim::kEp) c.network_share = network_share;
-    }
+        "MoE dispatch and combine gradients (and recompute)", network_share);
   }
 
   // DP over the dp x cp ranks that hold the same weights; a MoE model's experts over their
@@ -464,25 +469,17 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
         break;
     }
   };
-  const bool dualpipe = par.pp_schedule == PipelineSchedule::kDualPipe;
-  double stage_params = stage_parameters(w, pc, 0);
-  if (dualpipe) {
-    stage_params += stage_parameters(w, pc, par.pp - 1);  // a device holds both ends
-  } else if (par.pp > 1) {
-    stage_params = std::max(stage_params, stage_parameters(w, pc, par.pp - 1));
-  }
+  // The dense weights of the first or the last stage (DualPipe: device 0 holds both), the
+  // experts of the GPU holding the most.
+  double stage_params = held_parameters(w, pc, 0).dense;
+  if (par.pp > 1) stage_params = std::max(stage_params, held_parameters(w, pc, par.pp - 1).dense);
   data_parallel(stage_params, par.dp * par.cp, par.tp,
                 par.zero == 0 ? "gradient all-reduce" : "gradient reduce-scatter",
                 "updated-parameter all-gather", "ZeRO-3 parameter gather (forward)",
                 "ZeRO-3 parameter gather (backward)", "ZeRO-3 gradient reduce-scatter");
   if (m.moe.enabled()) {
     double experts = 0;
-    for (int st = 0; st < par.pp; ++st) {
-      const int mirror = dualpipe ? par.pp - 1 - st : st;
-      const double layers_held =
-          moe_layers_of_stage(w, st) + (dualpipe ? moe_layers_of_stage(w, mirror) : 0);
-      experts = std::max(experts, layers_held * pc.experts * pc.expert / par.ep);
-    }
+    for (int st = 0; st < par.pp; ++st) experts = std::max(experts, held_parameters(w, pc, st).experts);
     data_parallel(experts, expert_data_parallel(w), par.ep,
                   par.zero == 0 ? "expert gradient all-reduce" : "expert gradient reduce-scatter",
                   "updated-expert all-gather", "ZeRO-3 expert gather (forward)",

@@ -549,10 +549,8 @@ models::Status StepBuilder::build(DesStepResult* out) {
   const int m = an_.micro_batches;
   chunks_ = par.pp_schedule == models::PipelineSchedule::kInterleaved ? par.virtual_stages : 1;
   layers_ = models::layers_per_stage(sc_.workload);
-  for (int st = 0; st < par.pp; ++st) {
-    moe_ref_ = std::max<double>(moe_ref_, models::moe_layers_of_stage(sc_.workload, st));
-  }
-  moe_ref_ = std::min(moe_ref_, layers_);
+  moe_ref_ = models::moe_layers_per_stage(sc_.workload);
+  const std::vector<int> stage_moe = models::moe_layers_of_stages(sc_.workload);
   // 1. Layer groups: at most max_tasks ops (about 2 per layer group and pass, plus PP and DP).
   const double per_stage_units = 2.0 * m * chunks_;
   const double layers_per_chunk = layers_ / chunks_;
@@ -564,7 +562,7 @@ models::Status StepBuilder::build(DesStepResult* out) {
     GroupCompute& g = group_[static_cast<size_t>(st.stage)];
     const double parts = double(chunks_) * groups_;
     g.layers = st.layers / parts;
-    g.moe_layers = models::moe_layers_of_stage(sc_.workload, st.stage) / parts;
+    g.moe_layers = stage_moe[static_cast<size_t>(st.stage)] / parts;
     g.fwd_s = st.forward_s / parts;
     g.bwd_s = st.backward_s / parts;
     g.gemm_fwd_s = st.gemm_forward_s / parts;

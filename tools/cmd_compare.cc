@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -256,6 +257,18 @@ std::vector<sim::TierLoad> busiest_tiers(const sim::DesStepResult& r) {
   return out;
 }
 
+// The highest utilisation of any link of these tiers over the step's patterns (0 unsimulated).
+double tier_utilisation(const Design& d, std::initializer_list<sim::ResourceTier> tiers) {
+  double u = 0;
+  if (!d.des) return u;
+  for (const auto& t : busiest_tiers(*d.des)) {
+    if (std::find(tiers.begin(), tiers.end(), t.tier) != tiers.end()) {
+      u = std::max(u, t.max_utilisation);
+    }
+  }
+  return u;
+}
+
 std::string saturation_line(const Design& d) {
   if (!d.des) return "-";
   std::string out;
@@ -336,13 +349,7 @@ std::vector<std::string> reasons(const Design& a, const Design& b) {
     if (moved.empty() && a.des && b.des) {
       // Same NICs, another fabric, and nothing moved: say why rather than print nothing.
       auto busiest_switch_tier = [](const Design& d) {
-        double u = 0;
-        for (const auto& t : busiest_tiers(*d.des)) {
-          if (t.tier == sim::ResourceTier::kLeafSpine || t.tier == sim::ResourceTier::kSpineCore) {
-            u = std::max(u, t.max_utilisation);
-          }
-        }
-        return u;
+        return tier_utilisation(d, {sim::ResourceTier::kLeafSpine, sim::ResourceTier::kSpineCore});
       };
       out.push_back("no step component moved by " + format_percent(kReasonShareOfStep) +
                     ": neither fabric slowed the collectives below what the NICs carry (busiest "
@@ -356,9 +363,7 @@ std::vector<std::string> reasons(const Design& a, const Design& b) {
   const auto& fb = b.scenario.cluster.fabric;
   if (fa.switch_radix != fb.switch_radix && a.des && b.des) {
     auto leaf_spine = [](const Design& d) {
-      for (const auto& t : busiest_tiers(*d.des))
-        if (t.tier == sim::ResourceTier::kLeafSpine) return t.max_utilisation;
-      return 0.0;
+      return tier_utilisation(d, {sim::ResourceTier::kLeafSpine});
     };
     out.push_back("switches of " + std::to_string(fa.switch_radix) + " vs " +
                   std::to_string(fb.switch_radix) +
