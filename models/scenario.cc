@@ -981,10 +981,11 @@ bool Loader::load_model(const YAML::Node& node) {
                   "give capacity_factor (tokens dropped beyond it) or imbalance (dropless), not "
                   "both");
     }
-    if ((moe["capacity_factor"].IsDefined() || moe["imbalance"].IsDefined() ||
-         moe["max_nodes_per_token"].IsDefined()) &&
-        !e.enabled()) {
-      return fail(moe, moe_path, "routing settings need a mixture-of-experts model (experts)");
+    if (!e.enabled()) {
+      // A dense model: any key here (top_k, routing...) would be ignored without a word.
+      return fail(moe, moe_path,
+                  "needs a mixture-of-experts model: give experts (with top_k and "
+                  "expert_ffn_hidden) or a MoE preset such as mixtral-8x7b");
     }
   }
   if (given && !overridden.empty()) {

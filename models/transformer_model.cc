@@ -128,7 +128,7 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   const double s = double(w.seq_len) / par.cp;
   const double tokens = s * w.micro_batch;
   const double h = m.hidden;
-  const double kv = double(m.kv_heads) * h / m.heads;
+  const double kv = m.kv_width();  // the K projection's width (head_dim as the model gives it)
   const double f = m.ffn_hidden;
   const double ffn_out = m.up_width(f);
   const double sp = par.sp ? t : 1;  // the sequence-parallel shard
@@ -395,9 +395,12 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
 
   // CP (ring attention): each layer passes K and V around the ring (cp-1 steps); backward
   // passes K, V and their gradients.
-  const double head_dim = double(m.hidden) / m.heads;
-  const double kv_local = std::max(1.0, double(m.kv_heads) / par.tp) * head_dim;
-  const double kv_bytes = 2 * s * w.micro_batch * kv_local * ab;
+  // One rank's K and V heads (MLA: every head's, as training materialises them), each of the
+  // model's key and value widths.
+  const double kv_heads_local =
+      std::max(1.0, double(m.mla.enabled() ? m.heads : m.kv_heads) / par.tp);
+  const double kv_bytes =
+      s * w.micro_batch * kv_heads_local * (m.qk_head_dim() + m.v_head_dim()) * ab;
   const double cp_steps = (par.cp - 1) * layers;
   add(ParallelDim::kCp, CommPhase::kForward, CollectiveOp::kSendRecv, kv_bytes, cp_steps, par.cp,
       par.tp, "ring attention K/V");
@@ -469,10 +472,13 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
         break;
     }
   };
-  // The dense weights of the first or the last stage (DualPipe: device 0 holds both), the
-  // experts of the GPU holding the most.
-  double stage_params = held_parameters(w, pc, 0).dense;
-  if (par.pp > 1) stage_params = std::max(stage_params, held_parameters(w, pc, par.pp - 1).dense);
+  // The dense weights and the experts of the GPU holding the most (the first or last stage
+  // with the embedding or the head, or a middle one under Llama 3's layout, an uneven split or
+  // DualPipe's paired stages).
+  double stage_params = 0;
+  for (int st = 0; st < par.pp; ++st) {
+    stage_params = std::max(stage_params, held_parameters(w, pc, st).dense);
+  }
   data_parallel(stage_params, par.dp * par.cp, par.tp,
                 par.zero == 0 ? "gradient all-reduce" : "gradient reduce-scatter",
                 "updated-parameter all-gather", "ZeRO-3 parameter gather (forward)",

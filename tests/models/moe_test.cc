@@ -89,6 +89,11 @@ TEST_SUITE("models") {
               .find("needs sp: true") != std::string::npos);
     CHECK(load_error(mixtral("    imbalance: 1\n", "    tp: 1\n    dp: 16\n    ep: 32\n"))
               .find("ep 32 does not divide") != std::string::npos);
+    // Any moe key on a dense model is refused (top_k alone was once ignored).
+    std::string dense_moe = mixtral("    top_k: 2\n");
+    dense_moe.replace(dense_moe.find("mixtral-8x7b"), 12, "llama3-8b");
+    CHECK(load_error(dense_moe).find("needs a mixture-of-experts model: give experts") !=
+          std::string::npos);
     // ep on a dense model.
     std::string dense = mixtral("    imbalance: 1\n", "    tp: 2\n    sp: true\n    dp: 8\n    ep: 2\n");
     dense.replace(dense.find("mixtral-8x7b"), 12, "llama3-8b");
@@ -230,5 +235,25 @@ TEST_SUITE("models") {
     const auto f = flops_per_token(s.workload.model, 4096);
     CHECK(r->model_flops_per_step == doctest::Approx(64 * 4096 * f.training()));
     CHECK(f.dense_forward < 2 * 13.0e9);
+  }
+
+  TEST_CASE("moe: attention widths follow head_dim (Qwen3) in memory and ring-attention bytes") {
+    // Qwen3-235B: 64 query heads and 4 KV heads of 128, hidden 4096 (hidden / heads = 64): K and
+    // V are 512 wide each, not 256.
+    auto s = load_scenario_text(
+        "cluster: {nodes: 4, node: {gpu: h100-sxm, gpus_per_node: 8, scale_up: nvlink4, "
+        "nics_per_node: 8, nic: ib-ndr}, fabric: {topology: fat-tree}}\n"
+        "workload:\n  model: qwen3-235b-a22b\n  seq_len: 8192\n  global_batch: 32\n"
+        "  parallelism: {tp: 1, dp: 16, cp: 2, ep: 32, zero: 1}\n",
+        "q.yaml");
+    REQUIRE(s.ok());
+    for (const auto& c : communication_per_step(s->workload)) {
+      if (c.dim != ParallelDim::kCp || c.phase != CommPhase::kForward) continue;
+      // Each ring step passes K and V of the rank's 4096 tokens: 4 heads x (128 + 128) x 2 bytes.
+      CHECK(c.size_bytes == doctest::Approx(4096.0 * 4 * 256 * 2));
+    }
+    WorkloadConfig wide = s->workload;
+    wide.model.head_dim_override = 256;  // twice the K/V (and Q) width: more activations
+    CHECK(memory_per_gpu(wide).activations_bytes > memory_per_gpu(s->workload).activations_bytes);
   }
 }

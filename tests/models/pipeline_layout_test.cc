@@ -141,4 +141,26 @@ TEST_SUITE("models") {
     REQUIRE_FALSE(full.ok());
     CHECK(full.message().find("needs recompute: selective") != std::string::npos);
   }
+
+  TEST_CASE("pipeline: DP reduces what the GPU holding the most holds (Llama 3's layout)") {
+    // Llama 3.1 405B on pp 16: 126 layers + embedding + head in 16 slots of 8, so the middle
+    // stages hold 8 layers and the first and last 7 plus the embedding or head; a layer
+    // (3.2B / tp 8) outweighs the embedding (2.1B / 8): the middle stage's gradients are the
+    // largest the DP groups reduce.
+    auto s = load_scenario_text(
+        "cluster: {nodes: 128, node: {gpu: h100-sxm, gpus_per_node: 8, scale_up: nvlink4, "
+        "nics_per_node: 8, nic: ib-ndr}, fabric: {topology: fat-tree}}\n"
+        "workload:\n  model: llama3-405b\n  seq_len: 8192\n  global_batch: 64\n"
+        "  parallelism: {tp: 8, sp: true, pp: 16, dp: 8, zero: 1}\n",
+        "l3.yaml");
+    INFO((s.ok() ? std::string() : s.message()));
+    REQUIRE(s.ok());
+    const auto pc = count_parameters(s->workload.model);
+    const double middle = 8 * (pc.matmul_per_layer() / 8 + pc.norms_per_layer);
+    for (const auto& c : communication_per_step(s->workload)) {
+      if (c.dim == ParallelDim::kDp && c.op == CollectiveOp::kReduceScatter) {
+        CHECK(c.size_bytes == doctest::Approx(middle * gradient_bytes(s->workload)));
+      }
+    }
+  }
 }
