@@ -74,10 +74,8 @@ double optimizer_seconds(const GpuSpec& gpu, const WorkloadConfig& w, const Memo
 
 }  // namespace
 
-double overlap_interference_s(const GpuSpec& gpu, double hidden_comm_s, const StepParams& params) {
-  const double sms = gpu.sm_count > 0 ? gpu.sm_count : 100;
-  const double share = std::clamp(params.overlap_comm_sms / sms, 0.0, 0.5);
-  return std::max(0.0, hidden_comm_s) * share / (1 - share);
+double overlap_interference_s(double hidden_comm_s, const StepParams& params) {
+  return std::max(0.0, hidden_comm_s) * params.overlap_compute_slowdown;
 }
 
 StepParams default_step_params(const ClusterConfig& cluster) {
@@ -258,7 +256,7 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   b.optimizer_s = optimizer_seconds(gpu, w, r.memory, params);
 
   // 6. What the hidden collectives take from the compute they overlap.
-  b.overlap_interference_s = overlap_interference_s(gpu, b.hidden_comm_s(), params);
+  b.overlap_interference_s = overlap_interference_s(b.hidden_comm_s(), params);
   b.compute_s += b.overlap_interference_s;
 
   r.step_time_s = b.compute_s + b.tp.exposed_s + b.cp.exposed_s + b.ep.exposed_s +

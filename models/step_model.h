@@ -29,11 +29,17 @@ struct StepParams {
   // Gradient buckets: the last one cannot overlap with backward. Megatron-core DDP's default
   // bucket is 40M parameters (distributed_data_parallel_config.py, bucket_size).
   double dp_bucket_params = 40e6;
-  // A collective running beside compute occupies SMs: NCCL runs one thread block per channel
-  // (docs: NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS; 16 or more on NVLink and multi-NIC nodes), TE's
-  // userbuffers overlap 16-24 (NeMo's tp_comm_overlap configs, num_sm). The compute it overlaps
-  // runs on the other SMs for that long: hidden x s / (SMs - s) is added to the compute.
-  double overlap_comm_sms = 16;
+  // A collective running beside compute slows it: its kernels hold SMs (NCCL one thread block
+  // per channel, 16 or more on NVLink and multi-NIC nodes; TE's userbuffers 16-24), its traffic
+  // shares HBM and L2 with the compute's, and its NVLink/NIC power comes out of the GPU's power
+  // cap. Each second of hidden communication adds this many seconds to the compute it hides
+  // behind. 0.61: Lee et al., "Characterizing Compute-Communication Overlap in GPU-Accelerated
+  // Distributed Deep Learning: Performance and Power Implications" (arXiv 2507.03114, 2025),
+  // GPT and Llama training on 4 A100, H100, MI250 and MI210: overlapped compute ran 18.9%
+  // slower than alone on average, and sequential execution was 10.2% slower than overlapped,
+  // so the communication lasted 1.102 x 1.189 - 1 = 0.310 of the compute and cost
+  // 0.189 / 0.310 = 0.61 of its duration. (The SMs alone, 16 of 132, would explain 0.14.)
+  double overlap_compute_slowdown = 0.61;
   // The optimizer step's HBM traffic per parameter (Megatron-LM's mixed-precision optimizer,
   // optimizer.py): the gradient norm for clipping (read the fp32 gradient: 4; --clip-grad 1.0
   // is the default), Adam (read master weight, gradient, m, v: 16; write master, m, v: 12),
@@ -49,8 +55,8 @@ struct StepParams {
 StepParams default_step_params(const ClusterConfig& cluster);
 
 // The compute time a step loses to the collectives it hides: `hidden_comm_s` of them running
-// beside compute on params.overlap_comm_sms of the GPU's SMs.
-double overlap_interference_s(const GpuSpec& gpu, double hidden_comm_s, const StepParams& params);
+// beside compute, times params.overlap_compute_slowdown.
+double overlap_interference_s(double hidden_comm_s, const StepParams& params);
 
 // One kind of collective of the step, timed.
 struct TimedComm {

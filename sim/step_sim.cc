@@ -747,10 +747,10 @@ void StepBuilder::account(DesStepResult* out, const RunStats& run) {
     slot->total_s = std::max(total[dim], exposed[dim]);
     slot->exposed_s = exposed[dim];
   }
-  // The compute the hidden collectives slowed (their SMs), added after the schedule as the
+  // The compute the hidden collectives slowed (SMs, HBM, power), added after the schedule as the
   // analytic model adds it.
   b.overlap_interference_s =
-      models::overlap_interference_s(sc_.cluster.node.gpu, b.hidden_comm_s(), params_);
+      models::overlap_interference_s(b.hidden_comm_s(), params_);
   b.compute_s += b.overlap_interference_s;
   t += b.overlap_interference_s;
   r.step_time_s = t;

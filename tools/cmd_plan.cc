@@ -217,7 +217,7 @@ void print_breakdown(const models::StepResult& r) {
   };
   row("compute (forward + backward)", b.compute_s);
   if (b.overlap_interference_s > 0) {
-    row("  of it: SMs lent to hidden comm", b.overlap_interference_s);
+    row("  of it: slowed by hidden comm", b.overlap_interference_s);
   }
   row("exposed TP communication", b.tp.exposed_s);
   row("exposed DP communication", b.dp.exposed_s);

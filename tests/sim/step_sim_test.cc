@@ -232,8 +232,15 @@ TEST_SUITE("sim") {
       CHECK(b.cp.total_s >= a.cp.total_s * (1 - 1e-6));
       CHECK(b.cp.total_s <= a.cp.total_s + b.dp.total_s);
       CHECK(b.cp.exposed_s < 1e-3 * b.cp.total_s);
-      // The simulated step within 1% of the formula (measured: 1.4463 s vs 1.4475 s).
-      CHECK(r.step.step_time_s == doctest::Approx(r.analytic.step_time_s).epsilon(0.01));
+      // The simulated step within 1% of the formula before what the hidden collectives take
+      // from the compute beside them (measured: 1.4463 s vs 1.4475 s); that slowdown is the
+      // same share of each engine's hidden time (the simulation's is longer by the contention).
+      CHECK(r.step.step_time_s - b.overlap_interference_s ==
+            doctest::Approx(r.analytic.step_time_s - a.overlap_interference_s).epsilon(0.01));
+      CHECK(b.overlap_interference_s ==
+            doctest::Approx(models::overlap_interference_s(b.hidden_comm_s(), models::StepParams{})));
+      CHECK(a.overlap_interference_s ==
+            doctest::Approx(models::overlap_interference_s(a.hidden_comm_s(), models::StepParams{})));
     }
     SUBCASE("8K tokens on 100 GbE TCP: the exchange outlasts attention, the excess is exposed") {
       k.seq_len = 8192;
@@ -253,7 +260,8 @@ TEST_SUITE("sim") {
         excess_s[i] = b.cp.exposed_s - a.cp.exposed_s;
         CHECK(excess_s[i] >= 0);
         CHECK(excess_s[i] <= b.dp.total_s);
-        CHECK(r.step.step_time_s == doctest::Approx(r.analytic.step_time_s).epsilon(0.03));
+        CHECK(r.step.step_time_s - b.overlap_interference_s ==
+              doctest::Approx(r.analytic.step_time_s - a.overlap_interference_s).epsilon(0.03));
       }
       // Per step, not per micro-batch: every micro-batch but the last exposes what the formula
       // says (within 5%: exposed 2.856 s vs 2.757 s at 32 micro-batches).

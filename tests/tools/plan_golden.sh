@@ -5,8 +5,8 @@
 # The des golden was reviewed against the analytic one: the same kernels (120.5 s) and TP
 # (TP between the GEMMs), DP exposed less because the simulation lets a micro-batch's ZeRO-3
 # gathers and reduce-scatters run under the neighbouring micro-batches' compute, which the
-# formula adds serially; so it hides more, and the compute it slows (16 of 132 SMs lent to the
-# hidden collectives: hidden x 16/116) is larger (analytic 16.6 s).
+# formula adds serially; so it hides more, and the compute it slows (0.61 s per second of
+# hidden collectives, Lee et al. 2025, step_model.h) is larger (analytic 72 s of 120 s hidden).
 # The golden was reviewed by hand (forward 115 ms: 73 TFLOP of GEMMs at the 0.834 in-tile rate
 # held to the power cap's clock, plus flash attention and the memory-bound kernels; ZeRO-3
 # gather 3/4 x 17.2 GB / 47 GB/s = 275 ms; fp32 gradients 8.6 GB sharded by 4; optimizer 38
