@@ -235,8 +235,9 @@ struct CollectiveRequest {
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
   CollectiveProtocol protocol = CollectiveProtocol::kAuto;
   // alltoall only: the share of the bytes bound for other nodes that really cross the network
-  // (node-limited MoE routing sends each token once to each of at most M nodes and forwards it
-  // over NVLink there: ExpertRouting::max_nodes_per_token). 1: every copy crosses.
+  // (a hierarchical MoE dispatcher sends each token once to each node holding its experts and
+  // forwards it over NVLink there: alltoall_network_share, transformer_model.h). 1: every copy
+  // crosses.
   double network_share = 1;
 };
 

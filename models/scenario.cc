@@ -132,6 +132,7 @@ constexpr std::string_view kMoeKeys[] = {"experts",       "top_k",           "ex
                                          "imbalance",     "max_nodes_per_token"};
 constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "tp_comm_overlap",     "ep_comm_overlap",
+                                               "ep_dispatcher",
                                                "fp8_recipe",          "fp8_param_gather",
                                                "grad_reduce_overlap", "weights_in_fp32",
                                                "fp32_gradients"};
@@ -1088,12 +1089,15 @@ bool Loader::load_workload(const YAML::Node& node) {
         {"fused", KernelFusion::kFused}, {"eager", KernelFusion::kEager}};
     static constexpr std::pair<std::string_view, bool> kFp8Recipes[] = {{"tensorwise", false},
                                                                        {"blockwise", true}};
+    static constexpr std::pair<std::string_view, bool> kDispatchers[] = {{"alltoall", false},
+                                                                        {"hierarchical", true}};
     FrameworkConfig& f = w.framework;
     if (!open_map(fw, fp, kFrameworkKeys) ||
         !read_enum(fw, fp, "attention", kAttention, &f.attention) ||
         !read_enum(fw, fp, "kernels", kKernels, &f.kernels) ||
         !read_bool(fw, fp, "tp_comm_overlap", &f.tp_comm_overlap) ||
         !read_bool(fw, fp, "ep_comm_overlap", &f.ep_comm_overlap) ||
+        !read_enum(fw, fp, "ep_dispatcher", kDispatchers, &f.ep_hierarchical) ||
         !read_enum(fw, fp, "fp8_recipe", kFp8Recipes, &f.fp8_blockwise) ||
         !read_bool(fw, fp, "fp8_param_gather", &f.fp8_param_gather) ||
         !read_bool(fw, fp, "grad_reduce_overlap", &f.grad_reduce_overlap) ||
@@ -1106,6 +1110,12 @@ bool Loader::load_workload(const YAML::Node& node) {
         return fail(fw[key], child(fp, key),
                     "applies to precision: fp8 (the workload trains in " +
                         std::string(to_string(w.precision)) + ")");
+      }
+    }
+    for (const char* key : {"ep_dispatcher", "ep_comm_overlap"}) {
+      if (fw[key].IsDefined() && !w.model.moe.enabled()) {
+        return fail(fw[key], child(fp, key),
+                    "applies to a mixture-of-experts model (" + w.model.name + " is dense)");
       }
     }
   }

@@ -171,6 +171,12 @@ struct FrameworkConfig {
   // (DeepSeek-V3's DualPipe; Megatron-Core's --overlap-moe-expert-parallel-comm). false: they
   // sit between the router and the experts (the common default).
   bool ep_comm_overlap = false;
+  // How MoE tokens reach experts on other nodes. false (Megatron-Core's alltoall token
+  // dispatcher, NCCL all-to-all): every routed copy is its own message, so a token bound for
+  // two experts on one node crosses the network twice. true (hierarchical: DeepSeek-V3 sec.
+  // 3.2.2, DeepEP; Megatron-Core's flex dispatcher): a token crosses once to each node holding
+  // any of its experts, to the GPU of the same index there, which forwards it over NVLink.
+  bool ep_hierarchical = false;
   // DP gradient reduction overlapped with the backward bucket by bucket (Megatron-Core
   // --overlap-grad-reduce, PyTorch DDP/FSDP, DeepSpeed). false: after the whole backward
   // (Megatron-LM of 2021).
@@ -196,9 +202,9 @@ struct ExpertRouting {
   // load imbalance; 1 = perfectly balanced, as auxiliary-loss-free balancing aims for).
   double imbalance = 1.0;
   // Node-limited routing (DeepSeek-AI 2024, "DeepSeek-V3 Technical Report" sec. 2.1.2: each
-  // token to at most M = 4 nodes): a token crosses the network once to each of at most this
-  // many nodes and is forwarded to its experts there over NVLink, so of its top_k copies bound
-  // for other nodes only min(top_k, M) / top_k cross. 0: no limit, every copy crosses.
+  // token to at most M = 4 nodes): its top_k experts are chosen among those of at most this
+  // many nodes. With a hierarchical dispatcher (framework.ep_dispatcher) a token then crosses
+  // the network at most M times. 0: no limit.
   int max_nodes_per_token = 0;
   // The busiest GPU's expert tokens over the even share.
   double busiest_share() const { return capacity_factor > 0 ? capacity_factor : imbalance; }

@@ -354,6 +354,27 @@ double gradient_bytes(const WorkloadConfig& w) {
                                                                      : working_bytes(w.precision);
 }
 
+double alltoall_network_share(const CommCall& call, int gpus_per_node) {
+  const ExpertDispatch& d = call.dispatch;
+  if (!d.hierarchical || d.experts <= 0 || d.top_k <= 0) return 1;
+  const int gpn = std::max(1, gpus_per_node);
+  const int stride = std::max(1, call.group_stride);
+  const int per_node = stride >= gpn ? 1 : std::min(call.group_size, gpn / stride);
+  const int nodes = (call.group_size + per_node - 1) / per_node;
+  if (nodes <= 1) return 1;
+  if (d.max_nodes > 0 && d.max_nodes < nodes) {
+    // The router picks the M nodes whose experts score highest for the token, so each holds
+    // some of its top_k.
+    return std::min(1.0, double(d.max_nodes) / d.top_k);
+  }
+  const double on_node = double(d.experts) / nodes;
+  double miss = 1;  // a given node holds none of the token's top_k experts
+  for (int i = 0; i < d.top_k; ++i) {
+    miss *= std::max(0.0, (d.experts - on_node - i) / (d.experts - i));
+  }
+  return std::min(1.0, nodes * (1 - miss) / d.top_k);
+}
+
 std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
   const auto& par = w.parallelism;
   const ModelSpec& m = w.model;
@@ -364,9 +385,9 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
   const bool full = par.recompute == Recompute::kFull;
   std::vector<CommCall> calls;
   auto add = [&](ParallelDim dim, CommPhase phase, CollectiveOp op, double size, double count,
-                 int size_ranks, int stride, const char* what, double network_share = 1) {
+                 int size_ranks, int stride, const char* what, ExpertDispatch dispatch = {}) {
     if (count > 0 && size_ranks > 1) {
-      calls.push_back({dim, phase, op, size, count, size_ranks, stride, what, network_share});
+      calls.push_back({dim, phase, op, size, count, size_ranks, stride, what, dispatch});
     }
   };
 
@@ -430,14 +451,13 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
   if (m.moe.enabled() && par.ep > 1) {
     const double routed_bytes = s * w.micro_batch / par.tp * m.moe.top_k *
                                 w.moe_routing.busiest_share() * m.hidden * ab;
-    const int limit = w.moe_routing.max_nodes_per_token;
-    const double network_share =
-        limit > 0 ? std::min(1.0, double(limit) / m.moe.top_k) : 1.0;
+    const ExpertDispatch dispatch{m.moe.experts, m.moe.top_k, w.moe_routing.max_nodes_per_token,
+                                  w.framework.ep_hierarchical};
     add(ParallelDim::kEp, CommPhase::kForward, CollectiveOp::kAllToAll, routed_bytes,
-        2 * moe_layers, par.ep, 1, "MoE token dispatch and combine", network_share);
+        2 * moe_layers, par.ep, 1, "MoE token dispatch and combine", dispatch);
     add(ParallelDim::kEp, CommPhase::kBackward, CollectiveOp::kAllToAll, routed_bytes,
         2 * moe_layers * (full ? 2 : 1), par.ep, 1,
-        "MoE dispatch and combine gradients (and recompute)", network_share);
+        "MoE dispatch and combine gradients (and recompute)", dispatch);
   }
 
   // DP over the dp x cp ranks that hold the same weights; a MoE model's experts over their

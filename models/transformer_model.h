@@ -188,6 +188,15 @@ std::string_view to_string(ParallelDim d);
 // includes the forward recomputation of full recompute), or once per optimizer step.
 enum class CommPhase { kForward, kBackward, kStep };
 
+// What decides how many of a MoE layer's routed token copies cross the network in its
+// all-to-all (CommCall::dispatch).
+struct ExpertDispatch {
+  int experts = 0;     // routed experts; 0: not a MoE all-to-all
+  int top_k = 0;       // experts per token
+  int max_nodes = 0;   // node-limited routing (ExpertRouting::max_nodes_per_token); 0: none
+  bool hierarchical = false;  // FrameworkConfig::ep_hierarchical
+};
+
 // One kind of collective a GPU takes part in, with how many times per micro-batch (forward,
 // backward) or per step, on which group. size_bytes is nccl-tests' size column (the gathered
 // total for all_gather/reduce_scatter).
@@ -200,8 +209,18 @@ struct CommCall {
   int group_size = 1;
   int group_stride = 1;   // global-rank distance between group members (rank order tp, cp, dp, pp)
   const char* what = "";  // "attention+MLP outputs", "ZeRO-3 parameter gather", ...
-  double network_share = 1;  // alltoall: CollectiveRequest::network_share (node-limited routing)
+  ExpertDispatch dispatch;  // alltoall of a MoE layer
 };
+
+// An all-to-all's CollectiveRequest::network_share on nodes of `gpus_per_node` GPUs: 1 for
+// NCCL's all-to-all (every routed copy is its own message). With a hierarchical dispatcher a
+// token crosses once to each of the D nodes that hold any of its experts, and D / top_k of its
+// copies cross. Node-limited routing to M nodes picks the nodes whose experts score highest for
+// the token, so each holds some of them: D = min(M, top_k). Without a limit, E experts spread
+// evenly over the N nodes of the EP group, top_k of them distinct and equally likely:
+// D = N (1 - C(E - E/N, top_k) / C(E, top_k)) (DeepSeek-V3's 256 experts, top 8, over 8 nodes:
+// 5.29; limited to M = 4: 4).
+double alltoall_network_share(const CommCall& call, int gpus_per_node);
 
 // The ranks that hold the same experts and reduce their gradients: tp x cp x dp / ep (expert
 // tensor parallelism 1, Megatron-Core's expert data-parallel group); 1 for a dense model.
@@ -219,7 +238,7 @@ double gradient_bytes(const WorkloadConfig& workload);
 // step (ZeRO-1), reduce-scatter per micro-batch (ZeRO-2), and ZeRO-3's parameter all-gathers in
 // forward and backward of every micro-batch; CP: cp-1 ring steps of K and V per layer forward,
 // K, V and their gradients backward; EP (MoE, ep > 1): a dispatch and a combine all-to-all per
-// MoE layer each way (node-limited routing's network_share), the experts' gradients over their
+// MoE layer each way (alltoall_network_share), the experts' gradients over their
 // expert data-parallel group.
 std::vector<CommCall> communication_per_step(const WorkloadConfig& workload);
 

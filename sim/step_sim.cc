@@ -303,7 +303,8 @@ const std::vector<SimFlow>& StepBuilder::footprint(CommKind& kind, int stage) {
     auto topo = models::parallel_group_topology(sc_.cluster, call.group_size, call.group_stride);
     CS_ASSERT(topo.ok(), "the analytic model accepted this group");
     const CollectiveShape shape{call.op, kind.timed->estimate.algorithm, kind.timed->estimate.protocol,
-                                call.size_bytes, call.network_share};
+                                call.size_bytes,
+                                models::alltoall_network_share(call, sc_.cluster.node.gpus_per_node)};
     auto lowered = lower_collective(shape, {lay_.group_of(rep_rank, call.group_size, call.group_stride)},
                                     *topo, fabric_, params_.collective, opt_.sim.lowering);
     CS_ASSERT(lowered.ok(), "the pattern of this collective lowered already");
@@ -326,7 +327,8 @@ models::Status StepBuilder::prepare_collective(CommKind& kind, DesStepResult* ou
   auto topo = models::parallel_group_topology(sc_.cluster, call.group_size, call.group_stride);
   if (!topo) return models::Error{dim_name(call.dim) + " group: " + topo.message()};
   const models::CollectiveRequest request{call.op, call.size_bytes, kind.timed->estimate.algorithm,
-                                          kind.timed->estimate.protocol, call.network_share};
+                                          kind.timed->estimate.protocol,
+                                          models::alltoall_network_share(call, sc_.cluster.node.gpus_per_node)};
   // Siblings: every group of this shape on stage 0 runs it at the same time.
   const auto siblings = lay_.stage_groups(0, call.group_size, call.group_stride);
   auto sim = simulate_collective(fabric_, request, siblings, *topo, opt_.sim, background_);

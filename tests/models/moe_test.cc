@@ -178,19 +178,25 @@ TEST_SUITE("models") {
     CHECK(moe_layers_of_stage(s.workload, 0) == 32);
   }
 
-  TEST_CASE("moe: node-limited routing sends min(top_k, M) / top_k of the cross-node copies") {
-    // Qwen3-235B-A22B (top 8) with ep 32 over four nodes: the all-to-all is NIC-bound; with
-    // each token sent to at most 4 nodes half its cross-node bytes go.
+  TEST_CASE("moe: a hierarchical dispatcher sends a token once per node its experts are on") {
+    // Qwen3-235B-A22B (128 experts, top 8) with ep 32 over four nodes: 32 experts per node. NCCL's
+    // all-to-all sends every routed copy, limit or not. A hierarchical dispatcher (DeepEP) sends
+    // a token once to each node holding one of its 8 experts: 4 (1 - C(96, 8) / C(128, 8)) =
+    // 3.629 nodes of 4, so 0.4536 of the copies cross; limited to 2 nodes (chosen for holding
+    // its best experts), 2 of 8.
     const std::string text =
         "cluster:\n  nodes: 4\n  node: {gpu: h100-sxm, gpus_per_node: 8, scale_up: nvlink4, "
         "nics_per_node: 8, nic: ib-ndr}\n  fabric: {topology: fat-tree}\n"
         "workload:\n  model: qwen3-235b-a22b\n  seq_len: 4096\n  global_batch: 32\n"
-        "  moe: {max_nodes_per_token: 4}\n"
+        "  moe: {max_nodes_per_token: 2}\n  framework: {ep_dispatcher: hierarchical}\n"
         "  parallelism: {tp: 1, dp: 32, ep: 32, zero: 1}\n";
     const Scenario limited = load_ok(text);
-    CHECK(limited.workload.moe_routing.max_nodes_per_token == 4);
+    CHECK(limited.workload.moe_routing.max_nodes_per_token == 2);
+    CHECK(limited.workload.framework.ep_hierarchical);
     Scenario unlimited = limited;
     unlimited.workload.moe_routing.max_nodes_per_token = 0;
+    Scenario flat = limited;
+    flat.workload.framework.ep_hierarchical = false;
     auto ep_call = [](const Scenario& sc) {
       for (const auto& c : communication_per_step(sc.workload)) {
         if (c.dim == ParallelDim::kEp) return c;
@@ -198,8 +204,15 @@ TEST_SUITE("models") {
       FAIL("no EP call");
       return CommCall{};
     };
-    CHECK(ep_call(limited).network_share == doctest::Approx(0.5));
-    CHECK(ep_call(unlimited).network_share == doctest::Approx(1.0));
+    CHECK(alltoall_network_share(ep_call(limited), 8) == doctest::Approx(0.25));
+    CHECK(alltoall_network_share(ep_call(unlimited), 8) == doctest::Approx(0.45363).epsilon(1e-4));
+    CHECK(alltoall_network_share(ep_call(flat), 8) == 1);
+    // One node (ep 8 of 8 GPUs): nothing crosses, the share is moot.
+    CommCall one_node = ep_call(unlimited);
+    one_node.group_size = 8;
+    CHECK(alltoall_network_share(one_node, 8) == 1);
+    // Not a MoE all-to-all: every byte crosses.
+    CHECK(alltoall_network_share(CommCall{}, 8) == 1);
     auto topo = parallel_group_topology(limited.cluster, 32, 1);
     REQUIRE(topo.ok());
     const double bytes = ep_call(limited).size_bytes;
@@ -212,10 +225,22 @@ TEST_SUITE("models") {
     CHECK(full->bottleneck == CollectiveBottleneck::kNetwork);
     CHECK(half->bandwidth_s == doctest::Approx(0.5 * full->bandwidth_s));
     auto a = predict_step(limited, default_step_params(limited.cluster));
-    auto b = predict_step(unlimited, default_step_params(unlimited.cluster));
+    auto b = predict_step(flat, default_step_params(flat.cluster));
     REQUIRE(a.ok());
     REQUIRE(b.ok());
-    CHECK(a->breakdown.ep.total_s < 0.6 * b->breakdown.ep.total_s);
+    CHECK(a->breakdown.ep.total_s < 0.3 * b->breakdown.ep.total_s);
+    // A limit of all 4 nodes limits nothing: the unlimited expectation.
+    Scenario all_four = limited;
+    all_four.workload.moe_routing.max_nodes_per_token = 4;
+    CHECK(alltoall_network_share(ep_call(all_four), 8) == doctest::Approx(0.45363).epsilon(1e-4));
+    CHECK(load_error(mixtral("    imbalance: 1\n  framework: {ep_dispatcher: deepep}\n"))
+              .find("hierarchical") != std::string::npos);
+    // On a dense model the key would be ignored: refused.
+    std::string dense = text;
+    dense.replace(dense.find("qwen3-235b-a22b"), 15, "llama3-8b");
+    dense.replace(dense.find("  moe: {max_nodes_per_token: 2}\n"), 32, "");
+    dense.replace(dense.find(", ep: 32"), 8, "");
+    CHECK(load_error(dense).find("is dense") != std::string::npos);
     CHECK(load_error(mixtral("    max_nodes_per_token: 0\n")).find("at least 1") !=
           std::string::npos);
   }
