@@ -200,12 +200,15 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     const double shard = tokens / t;
     const double local_experts = double(e.experts) / par.ep;
     const double routed = shard * e.top_k * w.moe_routing.busiest_share();
-    const double per_expert = routed / local_experts;
-    const double out_e = m.up_width(e.expert_ffn_hidden);
+    // Expert TP: each expert's rows are the etp ranks' gathered tokens, its columns (up) and
+    // reduction (down) 1/etp of the FFN.
+    const double etp = par.etp;
+    const double per_expert = routed / local_experts * etp;
+    const double out_e = m.up_width(e.expert_ffn_hidden) / etp;
     gemms.push_back({shard, double(e.experts), h, 0, 1, false, Role::kMlp});
     gemms.push_back({per_expert, out_e, h, 0, 1, true, Role::kMlp, local_experts});
-    gemms.push_back(
-        {per_expert, h, double(e.expert_ffn_hidden), 0, 1, true, Role::kMlp, local_experts});
+    gemms.push_back({per_expert, h, e.expert_ffn_hidden / etp, 0, 1, true, Role::kMlp,
+                     local_experts});
     if (e.shared_experts > 0) {
       const double f_s = double(e.shared_experts) * e.expert_ffn_hidden;
       gemms.push_back({tokens, m.up_width(f_s) / t, h, 0, chunks, true, Role::kShared});

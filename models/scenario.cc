@@ -138,7 +138,7 @@ constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "fp32_gradients"};
 constexpr std::string_view kParallelismKeys[] = {"tp",   "pp",        "dp",          "cp",
                                                  "sp",   "zero",      "recompute",   "pp_schedule",
-                                                 "virtual_stages", "ep", "first_stage_layers",
+                                                 "virtual_stages", "ep", "etp", "first_stage_layers",
                                                  "last_stage_layers", "recompute_modules"};
 constexpr std::string_view kCostKeys[] = {"gpu_hour"};
 constexpr std::string_view kReliabilityKeys[] = {"gpu_mtbf", "checkpoint_interval",
@@ -1015,7 +1015,7 @@ bool Loader::load_parallelism(const YAML::Node& node, const std::string& path) {
       !read_enum(node, path, "recompute", kRecompute, &p.recompute) ||
       !read_enum(node, path, "pp_schedule", kSchedules, &p.pp_schedule) ||
       !read_int(node, path, "virtual_stages", 1, &p.virtual_stages) ||
-      !read_int(node, path, "ep", 1, &p.ep) ||
+      !read_int(node, path, "ep", 1, &p.ep) || !read_int(node, path, "etp", 1, &p.etp) ||
       !read_int(node, path, "first_stage_layers", 1, &p.first_stage_layers) ||
       !read_int(node, path, "last_stage_layers", 1, &p.last_stage_layers)) {
     return false;
@@ -1349,6 +1349,11 @@ Status check_parallelism(const Scenario& scenario) {
                       "dense_layers " + str(e.dense_layers) + " leaves none of the " +
                           str(m.layers) + " layers with experts");
     }
+    if (e.expert_ffn_hidden % p.etp != 0) {
+      return fail_key(cite(par + ".etp", par),
+                      "etp " + str(p.etp) + " does not divide expert_ffn_hidden " +
+                          str(e.expert_ffn_hidden) + ": each expert's FFN is split over etp GPUs");
+    }
     if (e.experts % p.ep != 0) {
       return fail_key(ep_key, "ep " + str(p.ep) + " does not divide the " + str(e.experts) +
                                   " experts: each GPU of an expert-parallel group holds "
@@ -1361,16 +1366,19 @@ Status check_parallelism(const Scenario& scenario) {
                       "a mixture of experts with tp " + str(p.tp) +
                           " needs sp: true (the experts take each rank's sequence shard)");
     }
-  } else if (p.ep > 1) {
-    return fail_key(ep_key, "ep " + str(p.ep) + " needs a mixture-of-experts model (workload.moe "
-                                                "or a MoE preset such as mixtral-8x7b)");
+  } else if (p.ep > 1 || p.etp > 1) {
+    const bool ep = p.ep > 1;
+    return fail_key(ep ? ep_key : cite(par + ".etp", par),
+                    std::string(ep ? "ep " : "etp ") + str(ep ? p.ep : p.etp) +
+                        " needs a mixture-of-experts model (workload.moe or a MoE preset such as "
+                        "mixtral-8x7b)");
   }
   const int stage_gpus = p.tp * p.cp * p.dp;
-  if (stage_gpus % p.ep != 0) {
-    return fail_key(ep_key, "ep " + str(p.ep) + " does not divide tp x cp x dp = " +
-                                str(stage_gpus) +
-                                ": expert-parallel groups are carved from a pipeline stage's "
-                                "GPUs");
+  if (stage_gpus % p.expert_model_parallel() != 0) {
+    return fail_key(p.etp > 1 ? cite(par + ".etp", par) : ep_key,
+                    (p.etp > 1 ? "ep x etp = " + str(p.expert_model_parallel()) : "ep " + str(p.ep)) +
+                        " does not divide tp x cp x dp = " + str(stage_gpus) +
+                        ": expert-parallel groups are carved from a pipeline stage's GPUs");
   }
   const bool interleaved = p.pp_schedule == PipelineSchedule::kInterleaved;
   const std::string vs_key = par + ".virtual_stages";

@@ -124,8 +124,16 @@ struct ParallelismConfig {
   // GPUs of a pipeline stage, which exchange tokens by all-to-all. As Megatron-Core places it
   // (expert tensor parallelism 1): ep consecutive ranks of the stage's tp x cp x dp, tokens on
   // their sequence-parallel shard; each expert's weights replicated over the
-  // tp x cp x dp / ep ranks that hold the same experts (the expert data-parallel group).
+  // tp x cp x dp / (ep x etp) ranks that hold the same experts (the expert data-parallel
+  // group).
   int ep = 1;
+  // Expert tensor parallelism (Megatron-Core --expert-tensor-parallel-size): each expert's
+  // weights split over etp consecutive ranks (up/gate by columns, down by rows), which gather
+  // the tokens dispatched to them (all-gather) and reduce-scatter the experts' output; the EP
+  // group's ranks are then etp apart (MoE parallel folding: etp x ep ranks of the stage's
+  // tp x cp x dp hold one copy of the experts).
+  int etp = 1;
+  int expert_model_parallel() const { return ep * etp; }
   // Layers on the first and on the last pipeline stage when they differ from the rest
   // (Megatron-Core's num_layers_in_first/last_pipeline_stage; 0: not given): the middle stages
   // split the remaining layers evenly.

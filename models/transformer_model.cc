@@ -29,9 +29,11 @@ double stage_parameters(const WorkloadConfig& w, const ParameterCount& pc, int s
   return p;
 }
 
-// The routed experts one GPU of `stage` holds: experts / ep of each MoE layer's.
+// The routed experts one GPU of `stage` holds: experts / ep of each MoE layer's, each split
+// over etp.
 double stage_expert_parameters(const WorkloadConfig& w, const ParameterCount& pc, int stage) {
-  return moe_layers_of_stage(w, stage) * pc.experts * pc.expert / w.parallelism.ep;
+  return moe_layers_of_stage(w, stage) * pc.experts * pc.expert /
+         w.parallelism.expert_model_parallel();
 }
 
 // What the GPU of `stage` holds before ZeRO sharding: its stage's dense parameters and routed
@@ -119,7 +121,8 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
     // The current and the prefetched layer, whole (a MoE layer with its local experts).
     const double layer = pc.moe_layers > 0
                              ? pc.attention_per_layer / t + pc.shared_per_layer / t +
-                                   pc.router_per_layer + pc.experts * pc.expert / par.ep
+                                   pc.router_per_layer +
+                                   pc.experts * pc.expert / par.expert_model_parallel()
                              : pc.matmul_per_layer() / t;
     out.gathered_weights_bytes += 2 * layer * (fp8_params ? 1 : e);
   }
@@ -173,7 +176,9 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
     const double out_e = m.up_width(x.expert_ffn_hidden);
     const double copies = x.top_k * w.moe_routing.busiest_share() / t;
     const double act_out = (modules & kRecomputeMoeAct) ? 0 : x.expert_ffn_hidden * e_in;
-    const double routed = copies * (h * e_in + out_e * e + act_out);
+    // Expert TP: a GPU keeps the etp x more tokens its group gathered, each 1/etp as wide
+    // past the up projection.
+    const double routed = copies * (h * e_in * par.etp + out_e * e + act_out);
     const double shared = x.shared_experts * (out_e * e + act_out) / t;
     mlp_moe = routed + ((modules & kRecomputeSharedExperts) ? 0 : shared) + x.experts * 4.0 / t;
     if (modules & kRecomputeMoe) mlp_moe = 0;  // only the MoE block's input (the norm output)
@@ -346,7 +351,7 @@ std::string_view to_string(ParallelDim d) {
 
 int expert_data_parallel(const WorkloadConfig& w) {
   const auto& par = w.parallelism;
-  return std::max(1, par.tp * par.cp * par.dp / std::max(1, par.ep));
+  return std::max(1, par.tp * par.cp * par.dp / std::max(1, par.expert_model_parallel()));
 }
 
 double gradient_bytes(const WorkloadConfig& w) {
@@ -447,21 +452,35 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
   // brings the results back (combine), an all-to-all each, forward and (gradients) backward,
   // again in the recompute forward. One rank's send buffer: its sequence shard x top_k x hidden,
   // scaled by the busiest GPU's share (the all-to-all ends when the busiest receiver has its
-  // tokens). ep consecutive ranks of the stage (stride 1).
+  // tokens). ep ranks of the stage, etp apart. With expert TP the etp ranks of an expert
+  // shard then all-gather what was dispatched to them and reduce-scatter the experts' output
+  // (Megatron-Core's alltoall dispatcher), forward, backward (the transposes) and recompute.
+  const double routed_bytes = s * w.micro_batch / par.tp * m.moe.top_k *
+                              w.moe_routing.busiest_share() * m.hidden * ab;
   if (m.moe.enabled() && par.ep > 1) {
-    const double routed_bytes = s * w.micro_batch / par.tp * m.moe.top_k *
-                                w.moe_routing.busiest_share() * m.hidden * ab;
     const ExpertDispatch dispatch{m.moe.experts, m.moe.top_k, w.moe_routing.max_nodes_per_token,
                                   w.framework.ep_hierarchical};
     add(ParallelDim::kEp, CommPhase::kForward, CollectiveOp::kAllToAll, routed_bytes,
-        2 * moe_layers, par.ep, 1, "MoE token dispatch and combine", dispatch);
+        2 * moe_layers, par.ep, par.etp, "MoE token dispatch and combine", dispatch);
     add(ParallelDim::kEp, CommPhase::kBackward, CollectiveOp::kAllToAll, routed_bytes,
-        2 * moe_layers * (full ? 2 : 1), par.ep, 1,
+        2 * moe_layers * (full ? 2 : 1), par.ep, par.etp,
         "MoE dispatch and combine gradients (and recompute)", dispatch);
+  }
+  if (m.moe.enabled() && par.etp > 1) {
+    const double gathered = routed_bytes * par.etp;
+    for (CollectiveOp op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
+      const bool gather = op == CollectiveOp::kAllGather;
+      add(ParallelDim::kEp, CommPhase::kForward, op, gathered, moe_layers, par.etp, 1,
+          gather ? "expert-TP token gather" : "expert-TP output reduce-scatter");
+      add(ParallelDim::kEp, CommPhase::kBackward, op, gathered, moe_layers * (full ? 2 : 1),
+          par.etp, 1,
+          gather ? "expert-TP gradient gather (and recompute)"
+                 : "expert-TP gradient reduce-scatter (and recompute)");
+    }
   }
 
   // DP over the dp x cp ranks that hold the same weights; a MoE model's experts over their
-  // expert data-parallel group (tp x cp x dp / ep ranks, ep apart).
+  // expert data-parallel group (tp x cp x dp / (ep x etp) ranks, ep x etp apart).
   const ParameterCount pc = count_parameters(m);
   auto data_parallel = [&](double params, int size, int stride, const char* grads,
                            const char* gather, const char* z3_fwd, const char* z3_bwd,
@@ -506,7 +525,7 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
   if (m.moe.enabled()) {
     double experts = 0;
     for (int st = 0; st < par.pp; ++st) experts = std::max(experts, held_parameters(w, pc, st).experts);
-    data_parallel(experts, expert_data_parallel(w), par.ep,
+    data_parallel(experts, expert_data_parallel(w), par.expert_model_parallel(),
                   par.zero == 0 ? "expert gradient all-reduce" : "expert gradient reduce-scatter",
                   "updated-expert all-gather", "ZeRO-3 expert gather (forward)",
                   "ZeRO-3 expert gather (backward)", "ZeRO-3 expert gradient reduce-scatter");

@@ -517,16 +517,29 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
     if (!ep_calls.empty() && gc.moe_layers > 0) {
       // The MoE dispatch and combine of the group's MoE layers: between its router and experts
       // and after them (on the stream), or beside its compute (ep_comm_overlap: DualPipe-like),
-      // a zero-length join waiting for both.
-      const int ep = transfer(stage, ep_calls, comm_info("EP all-to-all " + layer_tag, "ep",
-                                                         kLaneEp, ParallelDim::kEp));
+      // a zero-length join waiting for both. Expert TP's gathers and reduce-scatters follow the
+      // all-to-all they feed or drain, one after the other.
+      std::vector<std::pair<CommKind*, double>> a2a, etp;
+      for (const auto& c : ep_calls) {
+        (c.first->timed->call.op == CollectiveOp::kAllToAll ? a2a : etp).push_back(c);
+      }
+      std::vector<int> chain;
+      if (!a2a.empty()) {
+        chain.push_back(transfer(stage, a2a, comm_info("EP all-to-all " + layer_tag, "ep",
+                                                       kLaneEp, ParallelDim::kEp)));
+      }
+      if (!etp.empty()) {
+        chain.push_back(transfer(stage, etp, comm_info("expert-TP gather/scatter " + layer_tag,
+                                                       "ep", kLaneEp, ParallelDim::kEp)));
+      }
       if (ep_overlap) {
-        dep(first, ep);
+        dep(first, chain.front());
+        for (size_t c = 1; c < chain.size(); ++c) dep(chain[c - 1], chain[c]);
         const int join = compute(stage, 0, layer_tag + " EP join");
-        dep(ep, join);
+        dep(chain.back(), join);
         on_stream(stage, join);
       } else {
-        on_stream(stage, ep);
+        for (int t : chain) on_stream(stage, t);
       }
     }
     if (!grad_rs.empty()) {

@@ -118,7 +118,8 @@ std::string parallelism_line(const models::WorkloadConfig& w, int micro_batches)
     s += " x" + std::to_string(p.virtual_stages);
   }
   s += ", dp " + std::to_string(p.dp) + ", cp " + std::to_string(p.cp) +
-       (p.ep > 1 ? ", ep " + std::to_string(p.ep) : std::string()) + ", zero " +
+       (p.ep > 1 ? ", ep " + std::to_string(p.ep) : std::string()) +
+       (p.etp > 1 ? ", etp " + std::to_string(p.etp) : std::string()) + ", zero " +
        std::to_string(p.zero) + ", recompute " + std::string(models::to_string(p.recompute)) +
        "; micro-batches per step: " + std::to_string(micro_batches) + " of " +
        std::to_string(w.micro_batch) + (w.micro_batch == 1 ? " sequence" : " sequences");

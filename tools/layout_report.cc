@@ -39,6 +39,7 @@ nlohmann::json layout_json(const models::Layout& layout) {
           {"dp", p.dp},
           {"cp", p.cp},
           {"ep", p.ep},
+          {"etp", p.etp},
           {"sp", p.sp},
           {"zero", p.zero},
           {"recompute", models::to_string(p.recompute)},
@@ -57,6 +58,7 @@ std::string layout_yaml(const models::Layout& layout) {
                   ", pp_schedule: " + std::string(models::to_string(p.pp_schedule));
   if (p.virtual_stages > 1) s += ", virtual_stages: " + std::to_string(p.virtual_stages);
   if (p.ep > 1) s += ", ep: " + std::to_string(p.ep);
+  if (p.etp > 1) s += ", etp: " + std::to_string(p.etp);
   return s + "}";
 }
 

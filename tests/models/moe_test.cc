@@ -245,6 +245,61 @@ TEST_SUITE("models") {
           std::string::npos);
   }
 
+  TEST_CASE("moe: expert tensor parallelism splits each expert over etp GPUs") {
+    // Mixtral 8x7B (8 experts of 3 x 4096 x 14336) on 16 GPUs of a stage (tp 2, dp 8): ep 4 x
+    // etp 2 holds the experts as ep 8 does (8 of 8 experts' weights over 8 GPUs), in 2 expert
+    // data-parallel copies; the EP ranks are 2 apart and each expert-TP pair gathers what was
+    // dispatched to it (2 x the all-to-all's buffer) and reduce-scatters the output, each MoE
+    // layer forward and twice backward with full recompute (here: none, once).
+    Scenario ep8 = load_ok(mixtral("    imbalance: 1\n", "    tp: 2\n    sp: true\n    dp: 8\n"
+                                                     "    ep: 8\n    zero: 1\n"));
+    Scenario etp2 = load_ok(mixtral("    imbalance: 1\n", "    tp: 2\n    sp: true\n    dp: 8\n"
+                                                      "    ep: 4\n    etp: 2\n    zero: 1\n"));
+    CHECK(etp2.workload.parallelism.etp == 2);
+    CHECK(expert_data_parallel(etp2.workload) == 2);
+    const MemoryParams mp;
+    CHECK(memory_per_gpu(etp2.workload, mp).expert_parameters ==
+          doctest::Approx(memory_per_gpu(ep8.workload, mp).expert_parameters));
+    CHECK(memory_per_gpu(etp2.workload, mp).expert_parameters ==
+          doctest::Approx(32.0 * 8 * 3 * 4096.0 * 14336 / 8));
+    double a2a = 0, gather = 0, rs = 0;
+    int a2a_stride = 0, gather_group = 0;
+    for (const auto& c : communication_per_step(etp2.workload)) {
+      if (c.dim != ParallelDim::kEp || c.phase != CommPhase::kForward) continue;
+      if (c.op == CollectiveOp::kAllToAll) {
+        a2a = c.size_bytes;
+        a2a_stride = c.group_stride;
+        CHECK(c.group_size == 4);
+      } else if (c.op == CollectiveOp::kAllGather) {
+        gather = c.size_bytes;
+        gather_group = c.group_size;
+        CHECK(c.group_stride == 1);
+        CHECK(c.count == 32);  // one per MoE layer of the stage
+      } else if (c.op == CollectiveOp::kReduceScatter) {
+        rs = c.size_bytes;
+      }
+    }
+    // One rank's buffer: 4096 / tp 2 tokens x top 2 x 4096 x 2 bytes = 32 MiB.
+    CHECK(a2a == doctest::Approx(2048.0 * 2 * 4096 * 2));
+    CHECK(a2a_stride == 2);
+    CHECK(gather_group == 2);
+    CHECK(gather == doctest::Approx(2 * a2a));
+    CHECK(rs == doctest::Approx(2 * a2a));
+    // The same expert FLOPs per GPU, in GEMMs twice as tall and half as wide.
+    const auto& gpu = etp2.cluster.node.gpu;
+    const ComputeParams p = default_compute_params(gpu);
+    const double t1 = layer_kernels(gpu, ep8.workload, p, true).gemm_mlp_forward_s;
+    const double t2 = layer_kernels(gpu, etp2.workload, p, true).gemm_mlp_forward_s;
+    CHECK(t2 == doctest::Approx(t1).epsilon(0.1));
+    // Refused: etp not dividing the expert FFN, ep x etp not dividing tp x cp x dp, a dense model.
+    CHECK(load_error(mixtral("    imbalance: 1\n", "    tp: 2\n    sp: true\n    dp: 8\n"
+                                                "    ep: 2\n    etp: 3\n    zero: 1\n"))
+              .find("does not divide expert_ffn_hidden 14336") != std::string::npos);
+    CHECK(load_error(mixtral("    imbalance: 1\n", "    tp: 2\n    sp: true\n    dp: 8\n"
+                                                "    ep: 8\n    etp: 4\n    zero: 1\n"))
+              .find("ep x etp = 32 does not divide tp x cp x dp = 16") != std::string::npos);
+  }
+
   TEST_CASE("moe: the step pays the EP all-to-all, hidden with ep_comm_overlap") {
     Scenario s = load_ok(mixtral());
     auto r = predict_step(s, default_step_params(s.cluster));

@@ -122,11 +122,14 @@ TEST_SUITE("sim") {
 
   TEST_CASE("MoE: the simulated EP all-to-all equals the formula, inside a node and across nodes") {
     // Qwen3-235B-A22B (128 experts), tp 1: ep 8 inside each node (NVLink), then ep 32 across
-    // four nodes on a non-blocking fat-tree with adaptive routing; uncontended, the step is the
+    // four nodes on a non-blocking fat-tree with adaptive routing (flat, then hierarchical with
+    // at most 2 nodes per token), then ep 16 with expert TP 2 (the EP ranks 2 apart, the
+    // expert-TP gathers and reduce-scatters inside a node); uncontended, the step is the
     // formula's.
-    for (int ep : {8, 32, -32}) {
+    for (int ep : {8, 32, -32, 16}) {
       CAPTURE(ep);
-      const bool limited = ep < 0;  // node-limited routing, at most 4 nodes per token
+      const bool limited = ep < 0;  // hierarchical dispatch, node-limited routing
+      const int etp = ep == 16 ? 2 : 1;
       ep = std::abs(ep);
       Knobs k;
       k.nodes = 4;
@@ -138,7 +141,11 @@ TEST_SUITE("sim") {
       k.zero = 1;
       k.recompute = "full";
       models::Scenario sc = scenario(k);
-      if (limited) sc.workload.moe_routing.max_nodes_per_token = 4;
+      sc.workload.parallelism.etp = etp;
+      if (limited) {
+        sc.workload.moe_routing.max_nodes_per_token = 2;
+        sc.workload.framework.ep_hierarchical = true;
+      }
       const auto r = simulate(sc);
       const auto& a = r.analytic;
       REQUIRE(a.breakdown.ep.total_s > 0);
