@@ -100,8 +100,8 @@ Leg slower(Leg a, Leg b) { return a.seconds >= b.seconds ? a : b; }
 
 class Model {
  public:
-  Model(const CollectiveTopology& t, const CollectiveParams& p, double network_share = 1)
-      : t_(t), p_(p), network_share_(network_share) {}
+  Model(const CollectiveTopology& t, const CollectiveParams& p, AllToAllDispatch dispatch = {})
+      : t_(t), p_(p), dispatch_(dispatch) {}
 
   // NCCL's channels for one peer of a p2p send, at its per-channel rate.
   double p2p_peer_cap_Bps(double per_peer_bytes) const {
@@ -423,9 +423,13 @@ class Model {
         net.seconds = bytes / (std::min(t_.nic_Bps, t_.node_network_Bps) * link_factor);
       }
     } else {
-      intra.seconds = bytes * (g() - 1) / n() / intra_Bps(bytes / n(), g() - 1);
+      // Inside the node: the copies for its other GPUs, and with a hierarchical dispatcher
+      // the (g-1)/g of the copies for other nodes that the receiving GPU forwards there.
+      const double forwarded =
+          dispatch_.forward_in_node ? double(n() - g()) / n() * (g() - 1) / g() : 0;
+      intra.seconds = bytes * ((g() - 1.0) / n() + forwarded) / intra_Bps(bytes / n(), g() - 1);
       if (multi_node()) {
-        net.seconds = bytes * g() * (n() - g()) / n() * network_share_ /
+        net.seconds = bytes * g() * (n() - g()) / n() * dispatch_.network_share /
                       (t_.node_network_Bps * link_factor);
       }
     }
@@ -442,7 +446,7 @@ class Model {
 
   const CollectiveTopology& t_;
   const CollectiveParams& p_;
-  double network_share_ = 1;
+  AllToAllDispatch dispatch_;
 };
 
 constexpr Algo kAlgorithms[] = {Algo::kRing,    Algo::kTree,         Algo::kNvls,
@@ -498,8 +502,8 @@ bool point_to_point(Op op) { return op == Op::kAllToAll || op == Op::kSendRecv; 
 std::vector<CollectiveEstimate> enumerate(const CollectiveTopology& topology,
                                           const CollectiveParams& params, Op op, double bytes,
                                           Algo want_algo, Proto want_proto,
-                                          std::string* first_error, double network_share = 1) {
-  const Model model(topology, params, network_share);
+                                          std::string* first_error, AllToAllDispatch dispatch = {}) {
+  const Model model(topology, params, dispatch);
   std::vector<CollectiveEstimate> out;
   for (Algo a : kAlgorithms) {
     if (want_algo == Algo::kAuto ? a == Algo::kHierarchical : a != want_algo) continue;
@@ -642,10 +646,10 @@ Result<CollectiveEstimate> estimate_collective(const CollectiveTopology& topolog
     return finish(topology, params, op, bytes, a, p, Terms{});
   }
   std::string first_error;
-  CS_ASSERT(request.network_share > 0 && request.network_share <= 1,
+  CS_ASSERT(request.dispatch.network_share > 0 && request.dispatch.network_share <= 1,
             "an alltoall's network share is in (0, 1]");
   const auto all = enumerate(topology, params, op, bytes, request.algorithm, request.protocol,
-                             &first_error, request.network_share);
+                             &first_error, request.dispatch);
   if (all.empty()) return Error{first_error};
   return *std::min_element(all.begin(), all.end(),
                            [](const auto& a, const auto& b) { return a.time_s < b.time_s; });

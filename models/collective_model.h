@@ -226,6 +226,18 @@ struct CollectiveParams {
 // `params` without its calibration (fits and corrections): the model's own constants.
 CollectiveParams uncalibrated(CollectiveParams params);
 
+// How an all-to-all's copies bound for other nodes travel. NCCL's alltoall (the defaults): each
+// copy is its own message. A hierarchical MoE dispatcher (DeepEP, HybridEP; models
+// alltoall_dispatch, transformer_model.h) sends a token once to each node that holds its
+// experts and forwards it there over the scale-up links.
+struct AllToAllDispatch {
+  // The share of the bytes bound for other nodes that cross the network, in (0, 1].
+  double network_share = 1;
+  // What crosses is forwarded inside the receiving node: of the copies for other nodes, the
+  // (g-1)/g not for the receiving GPU itself also cross that node's scale-up links.
+  bool forward_in_node = false;
+};
+
 struct CollectiveRequest {
   CollectiveOp op = CollectiveOp::kAllReduce;
   // nccl-tests' size column: the buffer of all_reduce/broadcast/reduce/sendrecv, the total
@@ -234,11 +246,9 @@ struct CollectiveRequest {
   double size_bytes = 0;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
   CollectiveProtocol protocol = CollectiveProtocol::kAuto;
-  // alltoall only: the share of the bytes bound for other nodes that really cross the network
-  // (a hierarchical MoE dispatcher sends each token once to each node holding its experts and
-  // forwards it over NVLink there: alltoall_network_share, transformer_model.h). 1: every copy
-  // crosses.
-  double network_share = 1;
+  // alltoall only: how its copies for other nodes travel (a MoE dispatcher's; NCCL's own
+  // alltoall: the defaults).
+  AllToAllDispatch dispatch;
 };
 
 struct CollectiveEstimate {

@@ -120,7 +120,7 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
     auto est = estimate_collective(
         *topo,
         {call.op, call.size_bytes, CollectiveAlgorithm::kAuto, CollectiveProtocol::kAuto,
-         alltoall_network_share(call, cluster.node.gpus_per_node)},
+         alltoall_dispatch(call, cluster.node.gpus_per_node)},
         params.collective);
     if (!est)
       return Error{std::string(to_string(call.dim)) + " " + call.what + ": " + est.message()};

@@ -359,25 +359,25 @@ double gradient_bytes(const WorkloadConfig& w) {
                                                                      : working_bytes(w.precision);
 }
 
-double alltoall_network_share(const CommCall& call, int gpus_per_node) {
+AllToAllDispatch alltoall_dispatch(const CommCall& call, int gpus_per_node) {
   const ExpertDispatch& d = call.dispatch;
-  if (!d.hierarchical || d.experts <= 0 || d.top_k <= 0) return 1;
+  if (!d.hierarchical || d.experts <= 0 || d.top_k <= 0) return {};
   const int gpn = std::max(1, gpus_per_node);
   const int stride = std::max(1, call.group_stride);
   const int per_node = stride >= gpn ? 1 : std::min(call.group_size, gpn / stride);
   const int nodes = (call.group_size + per_node - 1) / per_node;
-  if (nodes <= 1) return 1;
+  if (nodes <= 1) return {};
   if (d.max_nodes > 0 && d.max_nodes < nodes) {
     // The router picks the M nodes whose experts score highest for the token, so each holds
     // some of its top_k.
-    return std::min(1.0, double(d.max_nodes) / d.top_k);
+    return {std::min(1.0, double(d.max_nodes) / d.top_k), true};
   }
   const double on_node = double(d.experts) / nodes;
   double miss = 1;  // a given node holds none of the token's top_k experts
   for (int i = 0; i < d.top_k; ++i) {
     miss *= std::max(0.0, (d.experts - on_node - i) / (d.experts - i));
   }
-  return std::min(1.0, nodes * (1 - miss) / d.top_k);
+  return {std::min(1.0, nodes * (1 - miss) / d.top_k), true};
 }
 
 std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {

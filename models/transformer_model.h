@@ -212,7 +212,8 @@ struct CommCall {
   ExpertDispatch dispatch;  // alltoall of a MoE layer
 };
 
-// An all-to-all's CollectiveRequest::network_share on nodes of `gpus_per_node` GPUs: 1 for
+// An all-to-all's CollectiveRequest::dispatch on nodes of `gpus_per_node` GPUs: forwarded inside
+// the receiving node with a hierarchical dispatcher; its network share 1 for
 // NCCL's all-to-all (every routed copy is its own message). With a hierarchical dispatcher a
 // token crosses once to each of the D nodes that hold any of its experts, and D / top_k of its
 // copies cross. Node-limited routing to M nodes picks the nodes whose experts score highest for
@@ -220,7 +221,7 @@ struct CommCall {
 // evenly over the N nodes of the EP group, top_k of them distinct and equally likely:
 // D = N (1 - C(E - E/N, top_k) / C(E, top_k)) (DeepSeek-V3's 256 experts, top 8, over 8 nodes:
 // 5.29; limited to M = 4: 4).
-double alltoall_network_share(const CommCall& call, int gpus_per_node);
+AllToAllDispatch alltoall_dispatch(const CommCall& call, int gpus_per_node);
 
 // The ranks that hold the same experts and reduce their gradients: tp x cp x dp / ep (expert
 // tensor parallelism 1, Megatron-Core's expert data-parallel group); 1 for a dense model.
@@ -238,7 +239,7 @@ double gradient_bytes(const WorkloadConfig& workload);
 // step (ZeRO-1), reduce-scatter per micro-batch (ZeRO-2), and ZeRO-3's parameter all-gathers in
 // forward and backward of every micro-batch; CP: cp-1 ring steps of K and V per layer forward,
 // K, V and their gradients backward; EP (MoE, ep > 1): a dispatch and a combine all-to-all per
-// MoE layer each way (alltoall_network_share), the experts' gradients over their
+// MoE layer each way (alltoall_dispatch), the experts' gradients over their
 // expert data-parallel group.
 std::vector<CommCall> communication_per_step(const WorkloadConfig& workload);
 

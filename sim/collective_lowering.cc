@@ -421,8 +421,17 @@ class Lowering {
         const auto& a = nodes[j];
         const auto& b = nodes[(j + d) % N];
         for (size_t i = 0; i < a.size(); ++i) {
-          flow(0, a[i], b[i % b.size()],
-               share * static_cast<double>(b.size()) * scale * shape_.network_share, ++edge);
+          const int to = b[i % b.size()];
+          flow(0, a[i], to,
+               share * static_cast<double>(b.size()) * scale * shape_.dispatch.network_share,
+               ++edge);
+          // A hierarchical dispatcher: the receiving GPU forwards the copies for its node's
+          // other GPUs over the scale-up links.
+          if (shape_.dispatch.forward_in_node) {
+            for (int m : b) {
+              if (m != to) flow(0, to, m, share * scale, ++edge, cap);
+            }
+          }
         }
       }
     }

@@ -74,7 +74,7 @@ struct CollectiveShape {
   models::CollectiveAlgorithm algorithm = models::CollectiveAlgorithm::kRing;
   models::CollectiveProtocol protocol = models::CollectiveProtocol::kSimple;
   double size_bytes = 0;  // nccl-tests' size column (see CollectiveRequest)
-  double network_share = 1;  // alltoall: CollectiveRequest::network_share
+  models::AllToAllDispatch dispatch;  // alltoall: CollectiveRequest::dispatch
 };
 
 // Phases run one after the other; the flows of a phase run together.

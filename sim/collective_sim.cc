@@ -47,7 +47,7 @@ models::Result<DesCollective> simulate_collective(FabricModel& fabric,
 
   // 2. The flows of every communicator, phase by phase.
   const CollectiveShape shape{request.op, est->algorithm, est->protocol, request.size_bytes,
-                              request.network_share};
+                              request.dispatch};
   auto lowered = lower_collective(shape, comms, topology, fabric, params.collective, params.lowering);
   if (!lowered) return models::Error{lowered.message()};
   out.flows = lowered->flow_count();

@@ -304,7 +304,7 @@ const std::vector<SimFlow>& StepBuilder::footprint(CommKind& kind, int stage) {
     CS_ASSERT(topo.ok(), "the analytic model accepted this group");
     const CollectiveShape shape{call.op, kind.timed->estimate.algorithm, kind.timed->estimate.protocol,
                                 call.size_bytes,
-                                models::alltoall_network_share(call, sc_.cluster.node.gpus_per_node)};
+                                models::alltoall_dispatch(call, sc_.cluster.node.gpus_per_node)};
     auto lowered = lower_collective(shape, {lay_.group_of(rep_rank, call.group_size, call.group_stride)},
                                     *topo, fabric_, params_.collective, opt_.sim.lowering);
     CS_ASSERT(lowered.ok(), "the pattern of this collective lowered already");
@@ -328,7 +328,7 @@ models::Status StepBuilder::prepare_collective(CommKind& kind, DesStepResult* ou
   if (!topo) return models::Error{dim_name(call.dim) + " group: " + topo.message()};
   const models::CollectiveRequest request{call.op, call.size_bytes, kind.timed->estimate.algorithm,
                                           kind.timed->estimate.protocol,
-                                          models::alltoall_network_share(call, sc_.cluster.node.gpus_per_node)};
+                                          models::alltoall_dispatch(call, sc_.cluster.node.gpus_per_node)};
   // Siblings: every group of this shape on stage 0 runs it at the same time.
   const auto siblings = lay_.stage_groups(0, call.group_size, call.group_stride);
   auto sim = simulate_collective(fabric_, request, siblings, *topo, opt_.sim, background_);
@@ -472,6 +472,7 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
     const double overlapped = tp_overlap ? std::min(total - (cp_calls.empty() ? 0 : att),
                                                     fwd ? gc.gemm_fwd_s : gc.gemm_bwd_s)
                                          : 0;
+    const int stream_before = last_stream_[stage];
     int first = -1, last = -1;
     if (!cp_calls.empty() && att > 0) {
       // Ring attention: the K/V exchange runs beside the attention kernels of the group.
@@ -533,7 +534,10 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
                                                        "ep", kLaneEp, ParallelDim::kEp)));
       }
       if (ep_overlap) {
-        dep(first, chain.front());
+        // Beside the group's compute from its start: it stands for the other micro-batch's
+        // compute that DualPipe and Megatron-Core's EP overlap pair it with.
+        dep(stream_before, chain.front());
+        dep(input, chain.front());
         for (size_t c = 1; c < chain.size(); ++c) dep(chain[c - 1], chain[c]);
         const int join = compute(stage, 0, layer_tag + " EP join");
         dep(chain.back(), join);

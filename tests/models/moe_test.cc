@@ -204,22 +204,22 @@ TEST_SUITE("models") {
       FAIL("no EP call");
       return CommCall{};
     };
-    CHECK(alltoall_network_share(ep_call(limited), 8) == doctest::Approx(0.25));
-    CHECK(alltoall_network_share(ep_call(unlimited), 8) == doctest::Approx(0.45363).epsilon(1e-4));
-    CHECK(alltoall_network_share(ep_call(flat), 8) == 1);
+    CHECK(alltoall_dispatch(ep_call(limited), 8).network_share == doctest::Approx(0.25));
+    CHECK(alltoall_dispatch(ep_call(unlimited), 8).network_share == doctest::Approx(0.45363).epsilon(1e-4));
+    CHECK(alltoall_dispatch(ep_call(flat), 8).network_share == 1);
     // One node (ep 8 of 8 GPUs): nothing crosses, the share is moot.
     CommCall one_node = ep_call(unlimited);
     one_node.group_size = 8;
-    CHECK(alltoall_network_share(one_node, 8) == 1);
+    CHECK(alltoall_dispatch(one_node, 8).network_share == 1);
     // Not a MoE all-to-all: every byte crosses.
-    CHECK(alltoall_network_share(CommCall{}, 8) == 1);
+    CHECK(alltoall_dispatch(CommCall{}, 8).network_share == 1);
     auto topo = parallel_group_topology(limited.cluster, 32, 1);
     REQUIRE(topo.ok());
     const double bytes = ep_call(limited).size_bytes;
     auto full = estimate_collective(*topo, {CollectiveOp::kAllToAll, bytes});
     auto half = estimate_collective(
         *topo, {CollectiveOp::kAllToAll, bytes, CollectiveAlgorithm::kAuto,
-                CollectiveProtocol::kAuto, 0.5});
+                CollectiveProtocol::kAuto, {0.5, false}});
     REQUIRE(full.ok());
     REQUIRE(half.ok());
     CHECK(full->bottleneck == CollectiveBottleneck::kNetwork);
@@ -232,7 +232,7 @@ TEST_SUITE("models") {
     // A limit of all 4 nodes limits nothing: the unlimited expectation.
     Scenario all_four = limited;
     all_four.workload.moe_routing.max_nodes_per_token = 4;
-    CHECK(alltoall_network_share(ep_call(all_four), 8) == doctest::Approx(0.45363).epsilon(1e-4));
+    CHECK(alltoall_dispatch(ep_call(all_four), 8).network_share == doctest::Approx(0.45363).epsilon(1e-4));
     CHECK(load_error(mixtral("    imbalance: 1\n  framework: {ep_dispatcher: deepep}\n"))
               .find("hierarchical") != std::string::npos);
     // On a dense model the key would be ignored: refused.
