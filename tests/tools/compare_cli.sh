@@ -175,6 +175,22 @@ assert abs(f8["mfu_bf16_peak"] - 1979 / 989 * f8["mfu"]) < 1e-9  # the H100 peak
 assert 0.5 < f8["step_time_s"] / bf["step_time_s"] < 0.85, (f8["step_time_s"], bf["step_time_s"])
 PY
 
+# And on a dense job (Llama 3 8B on 8 H100): the weight GEMMs at the fp8 rate, the memory of
+# the FP8 weight copies and saved inputs, side by side.
+l8="$src/scenarios/llama3-8b-8xh100.yaml"
+sed 's/precision: bf16/precision: fp8/; s/^name: .*/name: llama-fp8/' "$l8" >"$tmp/l8-fp8.yaml"
+"$bin" compare "$l8" "$tmp/l8-fp8.yaml" --engine analytic --json >"$tmp/l8.json" ||
+  fail "compare dense bf16 vs fp8 --json exited $?"
+python3 - "$tmp/l8.json" <<'PY' || fail "compare dense bf16 vs fp8 --json content"
+import json, sys
+d = json.load(open(sys.argv[1]))
+bf, f8 = d["designs"]
+assert bf["precision"] == "bf16" and f8["precision"] == "fp8"
+assert abs(f8["mfu_bf16_peak"] - 1979 / 989 * f8["mfu"]) < 1e-9
+assert 0.6 < f8["step_time_s"] / bf["step_time_s"] < 0.9, (f8["step_time_s"], bf["step_time_s"])
+assert f8["memory_per_gpu_bytes"] != bf["memory_per_gpu_bytes"]
+PY
+
 # Fat-tree vs rail-optimized for a MoE job whose all-to-all crosses nodes: the same step, and
 # the report says why rather than nothing.
 q="$src/scenarios/moe-qwen3-235b-256xh100"
