@@ -1392,11 +1392,12 @@ Status check_parallelism(const Scenario& scenario) {
   }
   if (p.pp_schedule == PipelineSchedule::kDualPipe &&
       (p.pp < 2 || p.pp % 2 != 0 || w.micro_batches_per_step() % 2 != 0 ||
-       w.micro_batches_per_step() < p.pp)) {
-    // DualPipe feeds half the micro-batches from each end (DeepSeek-V3 report sec. 3.2.1).
+       w.micro_batches_per_step() < 2 * p.pp)) {
+    // DualPipe feeds half the micro-batches from each end (DeepSeek-V3 report sec. 3.2.1);
+    // deepseek-ai/DualPipe's step() asserts num_chunks >= num_ranks * 2.
     return fail_key(cite(par + ".pp_schedule", par),
                     "dualpipe needs an even pp >= 2 and an even number of micro-batches per "
-                    "step, at least pp (pp " + str(p.pp) + ", micro-batches " +
+                    "step, at least 2 x pp (pp " + str(p.pp) + ", micro-batches " +
                         str(w.micro_batches_per_step()) + ")");
   }
   // Layers split evenly over pp x virtual_stages model chunks, or in Llama 3's balanced layout:

@@ -262,6 +262,7 @@ class StepBuilder {
   std::map<std::tuple<int, int, int>, int> start_gather_;
   std::map<std::tuple<int, int, int, int>, int> fwd_out_, bwd_out_;  // (stage, mb, chunk) PP sends
   std::map<std::pair<int, int>, int> first_forward_, last_backward_;  // (stage, chunk) -> mb
+  std::map<std::pair<int, int>, bool> last_weights_op_;  // that last op is a weight pass
   int first_forward_mb(int stage, int chunk) const {
     auto it = first_forward_.find({stage, chunk});
     return it == first_forward_.end() ? -1 : it->second;
@@ -281,6 +282,17 @@ class StepBuilder {
     double att_fwd_s = 0, att_bwd_s = 0;
   };
   std::vector<GroupCompute> group_;
+  // DualPipe: the mirrored stage's groups a device runs for direction 1 (model stage
+  // pp - 1 - s), empty otherwise.
+  std::vector<GroupCompute> mirror_group_;
+  const GroupCompute& group_for(int stage, int chunk) const {
+    const auto& g = chunk == 1 && !mirror_group_.empty() ? mirror_group_ : group_;
+    return g[static_cast<size_t>(stage)];
+  }
+  // The weight-gradient GEMMs of a group's backward: half its backward GEMMs (each weight GEMM
+  // has a data- and a weight-gradient GEMM of its forward's size), as the analytic model's W.
+  static double weight_pass_s(const GroupCompute& g) { return 0.5 * g.gemm_bwd_s; }
+  bool dualpipe_ = false;
   size_t pattern_flows_ = 0;
 };
 
@@ -427,7 +439,28 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
   const CommPhase phase = fwd ? CommPhase::kForward : CommPhase::kBackward;
   const std::string tag = std::string(fwd ? "F" : "B") + " mb" + std::to_string(op.micro_batch) +
                           " c" + std::to_string(op.chunk);
-  const GroupCompute& gc = group_[static_cast<size_t>(stage)];
+  const GroupCompute& gc = group_for(stage, op.chunk);
+  if (op.weights) {
+    // DualPipe's deferred weight pass: the weight-gradient GEMMs of every group, on the stream;
+    // after the chunk's last, its share of the once-per-step gradient reduction.
+    const int w = compute(stage, groups_ * weight_pass_s(gc),
+                          "W mb" + std::to_string(op.micro_batch) + " c" + std::to_string(op.chunk));
+    on_stream(stage, w);
+    const int zero = sc_.workload.parallelism.zero;
+    if (last_backward_of_chunk && zero <= 1) {
+      const auto rs = all_kinds(ParallelDim::kDp, CommPhase::kStep,
+                                zero == 0 ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter,
+                                1.0 / chunks_);
+      if (!rs.empty()) {
+        const int t = transfer(stage, rs,
+                               comm_info("DP grads c" + std::to_string(op.chunk), "dp", kLaneDp,
+                                         ParallelDim::kDp));
+        dep(w, t);
+        on_dp_stream(stage, t);
+      }
+    }
+    return;
+  }
   const auto tp_calls = per_layer(ParallelDim::kTp, phase, gc.layers);
   const auto cp_calls = per_layer(ParallelDim::kCp, phase, gc.layers);
   const bool tp_overlap = sc_.workload.framework.tp_comm_overlap && !tp_calls.empty();
@@ -466,11 +499,13 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
     const int g = fwd ? i : groups_ - 1 - i;
     const std::string layer_tag = tag + " g" + std::to_string(g);
     if (z3_gather && i + 1 < groups_) gather(i + 1);
-    const double total = fwd ? gc.fwd_s : gc.bwd_s;
+    // A backward that defers its weight pass (DualPipe's zero bubble) computes the rest.
+    const double deferred = op.defers_weights ? weight_pass_s(gc) : 0;
+    const double total = fwd ? gc.fwd_s : gc.bwd_s - deferred;
     const double att = fwd ? gc.att_fwd_s : gc.att_bwd_s;
     // With TP overlap the group's weight GEMMs run last, their collectives beside them.
     const double overlapped = tp_overlap ? std::min(total - (cp_calls.empty() ? 0 : att),
-                                                    fwd ? gc.gemm_fwd_s : gc.gemm_bwd_s)
+                                                    fwd ? gc.gemm_fwd_s : gc.gemm_bwd_s - deferred)
                                          : 0;
     const int stream_before = last_stream_[stage];
     int first = -1, last = -1;
@@ -566,20 +601,25 @@ void StepBuilder::emit_optimizer(int stage) {
 models::Status StepBuilder::build(DesStepResult* out) {
   const auto& par = sc_.workload.parallelism;
   const int m = an_.micro_batches;
-  chunks_ = par.pp_schedule == models::PipelineSchedule::kInterleaved ? par.virtual_stages : 1;
+  dualpipe_ = par.pp_schedule == models::PipelineSchedule::kDualPipe;
+  // DualPipe's two directions are its two "chunks", each a whole stage.
+  chunks_ = par.pp_schedule == models::PipelineSchedule::kInterleaved ? par.virtual_stages
+            : dualpipe_                                               ? 2
+                                                                      : 1;
+  const int compute_chunks = dualpipe_ ? 1 : chunks_;
   layers_ = models::layers_per_stage(sc_.workload);
   moe_ref_ = models::moe_layers_per_stage(sc_.workload);
   const std::vector<int> stage_moe = models::moe_layers_of_stages(sc_.workload);
   // 1. Layer groups: at most max_tasks ops (about 2 per layer group and pass, plus PP and DP).
-  const double per_stage_units = 2.0 * m * chunks_;
-  const double layers_per_chunk = layers_ / chunks_;
+  const double per_stage_units = 2.0 * m * compute_chunks;
+  const double layers_per_chunk = layers_ / compute_chunks;
   const double budget = std::max(1.0, opt_.max_tasks / (4.0 * lay_.pp * per_stage_units));
   groups_ = std::max(1, static_cast<int>(std::min(std::ceil(layers_per_chunk), std::floor(budget))));
   out->layers_per_task = static_cast<int>(std::ceil(layers_per_chunk / groups_));
   group_.assign(static_cast<size_t>(lay_.pp), {});
   for (const models::StageCompute& st : an_.stages) {
     GroupCompute& g = group_[static_cast<size_t>(st.stage)];
-    const double parts = double(chunks_) * groups_;
+    const double parts = double(compute_chunks) * groups_;
     g.layers = st.layers / parts;
     g.moe_layers = stage_moe[static_cast<size_t>(st.stage)] / parts;
     g.fwd_s = st.forward_s / parts;
@@ -591,6 +631,10 @@ models::Status StepBuilder::build(DesStepResult* out) {
       g.att_fwd_s = std::min(g.fwd_s, st.attention_forward_s / parts);
       g.att_bwd_s = std::min(g.bwd_s, st.attention_backward_s / parts);
     }
+  }
+  mirror_group_.clear();
+  if (dualpipe_) {
+    for (int s = 0; s < lay_.pp; ++s) mirror_group_.push_back(group_[static_cast<size_t>(lay_.pp - 1 - s)]);
   }
 
   // 2. Patterns.
@@ -622,8 +666,11 @@ models::Status StepBuilder::build(DesStepResult* out) {
       if (op.forward) {
         auto key = std::make_pair(s, op.chunk);
         if (!first_forward_.count(key)) first_forward_[key] = op.micro_batch;
-      } else {
+      } else if (!op.defers_weights) {
+        // The last op that completes a chunk's weight gradients: a backward, or DualPipe's
+        // deferred weight pass (the gradient reduction follows it).
         last_backward_[{s, op.chunk}] = op.micro_batch;
+        last_weights_op_[{s, op.chunk}] = op.weights;
       }
     }
     emit_dp_start_gathers(s);
@@ -643,7 +690,19 @@ models::Status StepBuilder::build(DesStepResult* out) {
         int input = -1;
         bool needs = false;
         std::tuple<int, int, int, int> key;
-        if (op.forward && (s > 0 || op.chunk > 0)) {
+        // DualPipe: direction 0 flows from device 0 to the last, direction 1 back; a weight
+        // pass needs nothing but its backward, earlier on the same stream.
+        const bool down = op.chunk == 0;  // DualPipe's direction 0
+        if (dualpipe_) {
+          const int from = op.forward == down ? s - 1 : s + 1;
+          if (!op.weights && from >= 0 && from < P) {
+            needs = true;
+            key = std::make_tuple(from, op.micro_batch, op.chunk, op.forward ? 0 : 1);
+            const auto& sent = op.forward ? fwd_out_ : bwd_out_;
+            auto it = sent.find(key);
+            if (it != sent.end()) input = it->second;
+          }
+        } else if (op.forward && (s > 0 || op.chunk > 0)) {
           needs = true;
           key = s > 0 ? std::make_tuple(s - 1, op.micro_batch, op.chunk, 0)
                       : std::make_tuple(P - 1, op.micro_batch, op.chunk - 1, 0);
@@ -657,11 +716,21 @@ models::Status StepBuilder::build(DesStepResult* out) {
           if (it != bwd_out_.end()) input = it->second;
         }
         if (needs && input < 0) break;
-        const bool last_b = !op.forward && last_backward_[{s, op.chunk}] == op.micro_batch;
+        const bool last_b = !op.forward && !op.defers_weights &&
+                            last_backward_[{s, op.chunk}] == op.micro_batch &&
+                            last_weights_op_[{s, op.chunk}] == op.weights;
         emit_op(s, op, input, last_b);
         // The send this op produces (blocking, as Megatron's batched send/recv pairs are).
-        const bool has_consumer = op.forward ? (s < P - 1 || op.chunk < V - 1)
-                                             : (s > 0 || op.chunk > 0);
+        if (op.weights) {
+          ++pos[s];
+          --left;
+          progress = true;
+          continue;
+        }
+        const int to = op.forward == down ? s + 1 : s - 1;
+        const bool has_consumer =
+            dualpipe_ ? !op.weights && to >= 0 && to < P
+                      : op.forward ? (s < P - 1 || op.chunk < V - 1) : (s > 0 || op.chunk > 0);
         CommKind* kind = op.forward ? pp_fwd : pp_bwd;
         if (has_consumer && kind != nullptr) {
           const int t = transfer(
@@ -669,7 +738,12 @@ models::Status StepBuilder::build(DesStepResult* out) {
               comm_info(std::string("PP send ") + (op.forward ? "act" : "grad") + " mb" +
                             std::to_string(op.micro_batch) + " c" + std::to_string(op.chunk),
                         "pp", kLanePp, ParallelDim::kPp));
-          on_stream(s, t);
+          if (dualpipe_) {
+            // DualPipe sends asynchronously (its F&B pairs hide them): off the stream.
+            dep(last_stream_[s], t);
+          } else {
+            on_stream(s, t);
+          }
           (op.forward ? fwd_out_ : bwd_out_)[{s, op.micro_batch, op.chunk, op.forward ? 0 : 1}] = t;
         } else if (has_consumer) {
           (op.forward ? fwd_out_ : bwd_out_)[{s, op.micro_batch, op.chunk, op.forward ? 0 : 1}] =
@@ -701,11 +775,6 @@ models::Status StepBuilder::run(DesStepResult* out) {
 // stage's compute: the pipeline bubble).
 void StepBuilder::account(DesStepResult* out, const RunStats& run) {
   const auto& spans = run.spans;
-  int crit = 0;
-  for (int s = 0; s < lay_.pp; ++s) {
-    if (spans[last_stream_[s]].end_s > spans[last_stream_[crit]].end_s) crit = s;
-  }
-  out->critical_stage = crit;
   auto latest_pred = [&](int task, int exclude) {
     int best = -1;
     for (int p : info_[task].preds) {
@@ -714,64 +783,89 @@ void StepBuilder::account(DesStepResult* out, const RunStats& run) {
     }
     return best;
   };
-  std::map<ParallelDim, double> exposed, total;
-  double compute_s = 0, optimizer_s = 0, bubble_s = 0;
-  auto attribute = [&](double t0, double t1, int x) {
-    while (t1 > t0) {
-      if (x < 0 || !info_[x].comm) {
-        bubble_s += t1 - t0;
-        return;
-      }
-      const double start = std::max(t0, spans[x].start_s);
-      exposed[info_[x].dim] += t1 - start;
-      if (spans[x].start_s <= t0) return;
-      t1 = spans[x].start_s;
-      x = latest_pred(x, -1);
-    }
+  // One stage's stream from the step's start: busy (compute, exposed collectives, the
+  // optimizer) or waiting, each wait charged to the transfer it waits for while that runs and
+  // to whatever held that transfer back (another stage's compute: the bubble); then the compute
+  // its hidden collectives slowed (SMs, HBM, power), added after the schedule as the analytic
+  // model adds it. The critical stage is the one that ends last with it.
+  struct StageAccount {
+    std::map<ParallelDim, double> exposed, total;
+    double compute_s = 0, optimizer_s = 0, bubble_s = 0, end_s = 0;
+    models::StepBreakdown breakdown;
   };
-  double t = 0;
-  int previous = -1;
-  for (int task : stream_[crit]) {
-    const TaskSpan& sp = spans[task];
-    if (sp.start_s > t) attribute(t, sp.start_s, latest_pred(task, previous));
-    const double d = sp.end_s - sp.start_s;
-    const TaskInfo& in = info_[task];
-    if (in.category == "optimizer") {
-      optimizer_s += d;
-    } else if (in.comm) {
-      exposed[in.dim] += d;
-    } else {
-      compute_s += d;
-    }
-    t = std::max(t, sp.end_s);
-    previous = task;
-  }
-  // Overlapped compute (attention beside the next op) can end later than the stream's chain.
+  // Every stage's collectives, hidden or not, in one pass (overlapped ones can end later than
+  // the stream's chain).
+  std::vector<std::map<ParallelDim, double>> comm_total(static_cast<size_t>(lay_.pp));
   for (int task = 0; task < graph_.size(); ++task) {
     const TaskInfo& in = info_[task];
-    if (in.comm && in.stage == crit && in.category != "background") {
-      total[in.dim] += spans[task].end_s - spans[task].start_s;
+    if (in.comm && in.stage >= 0 && in.stage < lay_.pp && in.category != "background") {
+      comm_total[static_cast<size_t>(in.stage)][in.dim] += spans[task].end_s - spans[task].start_s;
     }
   }
-
+  auto walk = [&](int stage) {
+    StageAccount a;
+    auto attribute = [&](double t0, double t1, int x) {
+      while (t1 > t0) {
+        if (x < 0 || !info_[x].comm) {
+          a.bubble_s += t1 - t0;
+          return;
+        }
+        const double start = std::max(t0, spans[x].start_s);
+        a.exposed[info_[x].dim] += t1 - start;
+        if (spans[x].start_s <= t0) return;
+        t1 = spans[x].start_s;
+        x = latest_pred(x, -1);
+      }
+    };
+    double t = 0;
+    int previous = -1;
+    for (int task : stream_[stage]) {
+      const TaskSpan& sp = spans[task];
+      if (sp.start_s > t) attribute(t, sp.start_s, latest_pred(task, previous));
+      const double d = sp.end_s - sp.start_s;
+      const TaskInfo& in = info_[task];
+      if (in.category == "optimizer") {
+        a.optimizer_s += d;
+      } else if (in.comm) {
+        a.exposed[in.dim] += d;
+      } else {
+        a.compute_s += d;
+      }
+      t = std::max(t, sp.end_s);
+      previous = task;
+    }
+    a.total = comm_total[static_cast<size_t>(stage)];
+    models::StepBreakdown& b = a.breakdown;
+    b = an_.breakdown;
+    b.compute_s = a.compute_s;
+    b.optimizer_s = a.optimizer_s;
+    b.bubble_s = a.bubble_s;
+    for (auto [dim, slot] :
+         {std::pair{ParallelDim::kTp, &b.tp}, std::pair{ParallelDim::kPp, &b.pp},
+          std::pair{ParallelDim::kDp, &b.dp}, std::pair{ParallelDim::kCp, &b.cp},
+          std::pair{ParallelDim::kEp, &b.ep}}) {
+      slot->total_s = std::max(a.total[dim], a.exposed[dim]);
+      slot->exposed_s = a.exposed[dim];
+    }
+    b.overlap_interference_s = models::overlap_interference_s(b.hidden_comm_s(), params_);
+    b.compute_s += b.overlap_interference_s;
+    a.end_s = t + b.overlap_interference_s;
+    return a;
+  };
+  int crit = 0;
+  StageAccount best = walk(0);
+  for (int s = 1; s < lay_.pp; ++s) {
+    StageAccount a = walk(s);
+    if (a.end_s > best.end_s) {
+      best = std::move(a);
+      crit = s;
+    }
+  }
+  out->critical_stage = crit;
   models::StepResult& r = out->step;
   r = an_;
-  models::StepBreakdown& b = r.breakdown;
-  b.compute_s = compute_s;
-  b.optimizer_s = optimizer_s;
-  b.bubble_s = bubble_s;
-  for (auto [dim, slot] : {std::pair{ParallelDim::kTp, &b.tp}, std::pair{ParallelDim::kPp, &b.pp},
-                           std::pair{ParallelDim::kDp, &b.dp}, std::pair{ParallelDim::kCp, &b.cp},
-                           std::pair{ParallelDim::kEp, &b.ep}}) {
-    slot->total_s = std::max(total[dim], exposed[dim]);
-    slot->exposed_s = exposed[dim];
-  }
-  // The compute the hidden collectives slowed (SMs, HBM, power), added after the schedule as the
-  // analytic model adds it.
-  b.overlap_interference_s =
-      models::overlap_interference_s(b.hidden_comm_s(), params_);
-  b.compute_s += b.overlap_interference_s;
-  t += b.overlap_interference_s;
+  r.breakdown = best.breakdown;
+  const double t = best.end_s;
   r.step_time_s = t;
   if (t > 0) {
     r.tokens_per_s = r.tokens_per_step / t;
@@ -837,11 +931,6 @@ models::Result<DesStepResult> simulate_step(const models::Scenario& scenario,
   // 1. The analytic model: compute per micro-batch, the collectives, NCCL's choices.
   auto analytic = models::predict_step(scenario, params);
   if (!analytic) return models::Error{analytic.message()};
-  if (scenario.workload.parallelism.pp_schedule == models::PipelineSchedule::kDualPipe) {
-    return models::Error{scenario.where("workload.parallelism.pp_schedule") +
-                         ": the simulator has no DualPipe schedule yet (the analytic model has "
-                         "its bubble and overlap): use --engine analytic"};
-  }
   // 2. The fabric (with the neighbour's nodes, if any).
   const Interference& interference =
       options.interference.any() ? options.interference : scenario.interference;

@@ -85,10 +85,10 @@ TEST_SUITE("models") {
     CHECK(rd->breakdown.bubble_s < 0.6 * r1->breakdown.bubble_s);
     CHECK(rd->breakdown.pp.exposed_s == 0);
     CHECK(md.parameters > m0.parameters);
-    // Micro-batches: an even count of at least pp.
+    // Micro-batches: an even count of at least 2 x pp (dualpipe.py asserts it).
     auto few = load(deepseek("    {tp: 1, pp: 16, dp: 32, ep: 32, zero: 1, first_stage_layers: 3, "
                              "last_stage_layers: 2, pp_schedule: dualpipe}\n",
-                             32 * 14));  // 14 micro-batches < pp
+                             32 * 30));  // 30 micro-batches < 2 x pp
     REQUIRE_FALSE(few.ok());
     CHECK(few.message().find("dualpipe needs an even pp >= 2 and an even number of micro-batches")
           != std::string::npos);

@@ -13,6 +13,7 @@
 #include "models/scenario.h"
 #include "models/step_model.h"
 #include "sim/chrome_trace.h"
+#include "sim/pipeline_schedule.h"
 #include "sim/step_sim.h"
 
 namespace clustersim::sim {
@@ -189,6 +190,61 @@ TEST_SUITE("sim") {
     const auto serial = simulate(sc);
     CHECK(serial.step.breakdown.ep.exposed_s ==
           doctest::Approx(serial.step.breakdown.ep.total_s).epsilon(0.02));
+  }
+
+  TEST_CASE("DualPipe's schedule: dualpipe.py's eight steps, every micro-batch once each way") {
+    // 4 devices, 8 micro-batches (4 each way). Device 0 (half rank 0): step 1 two forwards of
+    // direction 0, step 2 one F0 F1 pair, step 3 one B1 W F1 (zero bubble), step 4
+    // 4 - 4 + 0 + 1 = 1 round of F0 B1 F1 B0, step 5 one B1 F1 B0, step 6 one B1 B0 (zero
+    // bubble from the middle: i = 0 = 1 / 2 with half rank 0 even, after B1), step 7 one W B0
+    // (deferred), step 8 the half_rank + 1 = 1 weight pass left.
+    const auto ops = stage_schedule(models::PipelineSchedule::kDualPipe, 4, 0, 8, 1);
+    std::string seq;
+    for (const auto& op : ops) {
+      seq += op.weights ? "W" : op.forward ? "F" : "B";
+      if (!op.weights) seq += std::to_string(op.chunk);
+      if (op.defers_weights) seq += "z";
+      seq += " ";
+    }
+    CHECK(seq == "F0 F0 F0 F1 B1z W F1 F0 B1 F1 B0 B1 F1 B0 B1 B0z W B0z W ");
+    for (int stage = 0; stage < 4; ++stage) {
+      CAPTURE(stage);
+      const auto s_ops = stage_schedule(models::PipelineSchedule::kDualPipe, 4, stage, 8, 1);
+      int f[2] = {0, 0}, b[2] = {0, 0}, deferred = 0, weights = 0;
+      for (const auto& op : s_ops) {
+        if (op.weights) {
+          ++weights;
+        } else if (op.forward) {
+          CHECK(op.micro_batch == f[op.chunk]++);
+        } else {
+          CHECK(op.micro_batch == b[op.chunk]++);
+          deferred += op.defers_weights ? 1 : 0;
+          CHECK(b[op.chunk] <= f[op.chunk]);  // a backward after its own forward
+        }
+      }
+      CHECK(f[0] == 4);
+      CHECK(f[1] == 4);
+      CHECK(b[0] == 4);
+      CHECK(b[1] == 4);
+      CHECK(weights == deferred);
+    }
+  }
+
+  TEST_CASE("DualPipe in the simulator: the formula's step, a small bubble, PP hidden") {
+    // Llama 3 70B on four stages of TP 8, 16 micro-batches: the simulated step within 5% of the
+    // formula's (bubble (pp/2 - 1)(F + 2B - 3W), PP sends hidden); far less bubble than 1F1B's.
+    Knobs k = four_stages(16);
+    k.model = "llama3-70b";
+    k.schedule = "dualpipe";
+    const auto dual = simulate(scenario(k));
+    CAPTURE(dual.analytic.breakdown.bubble_s);
+    CAPTURE(dual.step.breakdown.bubble_s);
+    CHECK(dual.step.step_time_s == doctest::Approx(dual.analytic.step_time_s).epsilon(0.05));
+    CHECK(dual.step.breakdown.pp.exposed_s < 0.01 * dual.step.step_time_s);
+    k.schedule = "1f1b";
+    const auto one = simulate(scenario(k));
+    CHECK(dual.step.breakdown.bubble_s < 0.5 * one.step.breakdown.bubble_s);
+    CHECK(dual.step.step_time_s < one.step.step_time_s);
   }
 
   TEST_CASE("1F1B on four stages: the bubble is (pp - 1) micro-batch slots, as the formula says") {
