@@ -11,6 +11,7 @@
 
 #include "models/compute_model.h"
 #include "models/units.h"
+#include "sim/fair_share.h"
 #include "sim/pipeline_schedule.h"
 
 namespace clustersim::sim {
@@ -96,6 +97,18 @@ class StepBuilder {
   models::Status run(DesStepResult* out);
 
  private:
+  // --- progress --------------------------------------------------------------------------
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  double elapsed_s() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  void tell(const PatternReport& rep) const {
+    if (!opt_.progress) return;
+    opt_.progress("pattern " + rep.what + ": " + std::to_string(rep.flows) + " flows, simulated in " +
+                      models::format_time(rep.wall_s),
+                  elapsed_s());
+  }
+
   // --- resources the representatives own -------------------------------------------------
   const std::set<int>& owned(int stage) {
     auto [it, inserted] = owned_.try_emplace(stage);
@@ -356,7 +369,9 @@ models::Status StepBuilder::prepare_collective(CommKind& kind, DesStepResult* ou
   rep.uncontended_s = kind.timed->estimate.bandwidth_s;
   rep.simulated_s = sim->bandwidth_s;
   rep.flows = sim->flows;
+  rep.wall_s = sim->wall_s;
   rep.loads = sim->loads;
+  tell(rep);
   out->patterns.push_back(std::move(rep));
   return models::Status::Ok();
 }
@@ -372,12 +387,22 @@ models::Status StepBuilder::prepare_pp(CommKind& kind, DesStepResult* out) {
           pp_flows(lay_.gpu(lay_.rank(t, c, d, p)), lay_.gpu(lay_.rank(t, c, d, p + 1)),
                    call.size_bytes, p, flows);
         }
-  TaskGraph g;
-  g.add_transfer(0, flows);
-  if (!background_.empty()) g.add_background(background_);
-  auto run = run_task_graph(g, fabric_.table(), opt_.sim.engine);
-  if (!run) return models::Error{"pp pattern: " + run.message()};
-  kind.pattern_s = run->makespan_s;
+  // Every send the same bytes: the makespan from the first max-min level (fair_share.h), exact,
+  // else the simulator.
+  const auto wall0 = std::chrono::steady_clock::now();
+  double wall_s = 0;
+  if (const auto direct = equal_flows_makespan(flows, background_, fabric_.table())) {
+    kind.pattern_s = *direct;
+    wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  } else {
+    TaskGraph g;
+    g.add_transfer(0, flows);
+    if (!background_.empty()) g.add_background(background_);
+    auto run = run_task_graph(g, fabric_.table(), opt_.sim.engine);
+    if (!run) return models::Error{"pp pattern: " + run.message()};
+    kind.pattern_s = run->makespan_s;
+    wall_s = run->wall_s;
+  }
   pattern_flows_ += flows.size();
   std::vector<const SimFlow*> ptrs;
   for (const SimFlow& f : flows) ptrs.push_back(&f);
@@ -386,9 +411,11 @@ models::Status StepBuilder::prepare_pp(CommKind& kind, DesStepResult* out) {
   rep.what = "pp sends " + models::format_size(call.size_bytes) + " at every stage boundary (" +
              std::to_string(flows.size()) + " flows)";
   rep.uncontended_s = kind.timed->estimate.bandwidth_s;
-  rep.simulated_s = run->makespan_s;
+  rep.simulated_s = kind.pattern_s;
   rep.flows = flows.size();
-  rep.loads = tier_loads(fabric_.table(), ptrs, run->makespan_s);
+  rep.wall_s = wall_s;
+  rep.loads = tier_loads(fabric_.table(), ptrs, kind.pattern_s);
+  tell(rep);
   out->patterns.push_back(std::move(rep));
   return models::Status::Ok();
 }
@@ -764,6 +791,12 @@ models::Status StepBuilder::build(DesStepResult* out) {
 models::Status StepBuilder::run(DesStepResult* out) {
   auto run = run_task_graph(graph_, fabric_.table(), opt_.sim.engine);
   if (!run) return models::Error{run.message()};
+  if (opt_.progress) {
+    opt_.progress("step graph: " + std::to_string(graph_.size()) + " tasks, " +
+                      std::to_string(run->flows) + " flows, simulated in " +
+                      models::format_time(run->wall_s),
+                  elapsed_s());
+  }
   out->flows = run->flows + pattern_flows_;
   account(out, *run);
   return models::Status::Ok();

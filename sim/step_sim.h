@@ -23,6 +23,7 @@
 // model's StepResult with the simulated times, plus what only the simulation knows.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ struct StepSimOptions {
   bool interference_traffic = true;
   bool trace = false;      // keep every op's timing for a Chrome trace (chrome_trace.h)
   int max_tasks = 20000;   // bound on the op graph; layers are grouped above it
+  // Told each simulated collective pattern and the step graph as they finish (their
+  // PatternReport line, or the graph's size), with the wall time since the start: a long
+  // prediction says what it is doing (plan prints it on stderr past a few seconds).
+  std::function<void(const std::string& what, double elapsed_s)> progress;
 };
 
 // One op of the simulated step, for the timeline.
@@ -64,6 +69,7 @@ struct PatternReport {
   double simulated_s = 0;    // the simulated bandwidth term with its siblings and interference
   double slowdown() const { return uncontended_s > 0 ? simulated_s / uncontended_s : 1; }
   size_t flows = 0;
+  double wall_s = 0;  // host time its simulation took
   std::vector<TierLoad> loads;
 };
 

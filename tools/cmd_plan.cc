@@ -443,9 +443,14 @@ int run_plan(const PlanArgs& a) {
   double analytic_step_s = step->step_time_s;
   const bool interfered = scenario->interference.any();
   InterferenceEffect interference{interference_what(scenario->interference)};
+  // A simulation past a few seconds says on stderr what it has simulated so far.
+  auto progress = [](const std::string& what, double elapsed_s) {
+    if (elapsed_s >= 3) std::fprintf(stderr, "clustersim plan: %s (%.0f s)\n", what.c_str(), elapsed_s);
+  };
   if (des) {
     sim::StepSimOptions options;
     options.trace = !a.trace.empty();
+    options.progress = progress;
     auto simulated = sim::simulate_step(*scenario, params, options);
     if (!simulated && must_simulate) {
       // Messages from the scenario's own keys already start with its path.
@@ -472,6 +477,7 @@ int run_plan(const PlanArgs& a) {
     // The same step again with the interference silent: the baseline of its slowdown.
     sim::StepSimOptions options;
     options.interference_traffic = false;
+    options.progress = progress;
     auto alone = sim::simulate_step(*scenario, params, options);
     if (!alone) {
       return fail_bad_input("plan", scenario->path + ": without interference: " + alone.message());
