@@ -11,12 +11,24 @@ namespace clustersim::sim {
 
 std::vector<TierLoad> tier_loads(const ResourceTable& table, const std::vector<const SimFlow*>& flows,
                                  double interval_s) {
-  std::map<int, double> bytes;  // resource -> bytes carried
-  for (const SimFlow* f : flows)
-    for (int r : f->route) bytes[r] += f->bytes;
+  // Bytes per resource in a flat array (the table's ids), then per tier in resource order.
+  std::vector<double> bytes(table.resources.size(), 0);
+  std::vector<char> seen(table.resources.size(), 0);
+  std::vector<int> touched;
+  for (const SimFlow* f : flows) {
+    for (int r : f->route) {
+      if (!seen[static_cast<size_t>(r)]) {
+        seen[static_cast<size_t>(r)] = 1;
+        touched.push_back(r);
+      }
+      bytes[static_cast<size_t>(r)] += f->bytes;
+    }
+  }
+  std::sort(touched.begin(), touched.end());
   std::map<ResourceTier, TierLoad> tiers;
-  for (const auto& [r, b] : bytes) {
-    const NetResource& res = table.resources[r];
+  for (int r : touched) {
+    const NetResource& res = table.resources[static_cast<size_t>(r)];
+    const double b = bytes[static_cast<size_t>(r)];
     TierLoad& t = tiers[res.tier];
     t.tier = res.tier;
     const double u = interval_s > 0 ? b / (res.capacity_Bps * interval_s) : 0;

@@ -1,7 +1,9 @@
-// The discrete-event engine at scale (issue 4). Targets on the 2-core machine: one training-step
-// prediction of a Llama-3-405B-like job (TP 8, PP 16 interleaved, RoCE 400G on a three-tier
-// ECMP fat-tree, as Llama Team 2024 sec. 3.3) in under 1 s at 1,024 GPUs and under 10 s and 2 GB
-// at 16,384; and one 2 GiB all_reduce over every GPU with the contention of its ECMP fabric.
+// The discrete-event engine at scale (issues 4 and 11). Targets on the 2-core machine: one
+// training-step prediction of a Llama-3-405B-like job (TP 8, PP 16 interleaved, RoCE 400G on a
+// three-tier ECMP fat-tree of 128-port switches, as Llama Team 2024 sec. 3.3, or on a
+// rail-optimized fabric) in under 1 s at 1,024 GPUs, 2 s at 16,384, 5 s at 65,536 and 10 s and
+// 4 GB at 131,072, growing no faster than the GPU count; and one 2 GiB all_reduce over every
+// GPU with the contention of its ECMP fabric.
 // Peak RSS: run one argument at a time under /usr/bin/time -v, e.g.
 //   /usr/bin/time -v bench_sim --benchmark_filter='BM_StepPrediction/16384'
 // Each iteration builds everything from the scenario (graph, patterns, op graph, SimGrid run).
@@ -20,7 +22,7 @@ namespace {
 
 // scenarios/llama3-405b-16k-h100.yaml at `gpus` GPUs: DP shrinks with the cluster, each
 // pipeline keeps its 16 micro-batches per step (global batch 16 x dp).
-std::string llama3_405b(int gpus) {
+std::string llama3_405b(int gpus, const std::string& topology = "fat-tree") {
   const int nodes = gpus / 8;
   const int dp = gpus / (8 * 16);
   return "name: llama3-405b-like-" + std::to_string(gpus) + "\n"
@@ -28,7 +30,7 @@ std::string llama3_405b(int gpus) {
          "  nodes: " + std::to_string(nodes) + "\n"
          "  node: {gpu: h100-sxm, gpus_per_node: 8, scale_up: nvlink4, nics_per_node: 8,"
          " nic: roce-400, links_per_nic: 1}\n"
-         "  fabric: {topology: fat-tree, tiers: 3, switch: spectrum-4-sn5600-2x400g,"
+         "  fabric: {topology: " + topology + ", tiers: 3, switch: spectrum-4-sn5600-2x400g,"
          " oversubscription: 1.0, routing: ecmp}\n"
          "workload:\n"
          "  model: llama3-405b\n"
@@ -41,8 +43,9 @@ std::string llama3_405b(int gpus) {
 }
 
 // Fails the benchmark (false) when the scenario does not load.
-bool load(int gpus, benchmark::State& state, models::Scenario* out) {
-  auto s = models::load_scenario_text(llama3_405b(gpus), "<bench>");
+bool load(int gpus, benchmark::State& state, models::Scenario* out,
+          const std::string& topology = "fat-tree") {
+  auto s = models::load_scenario_text(llama3_405b(gpus, topology), "<bench>");
   if (!s) {
     state.SkipWithError(s.message().c_str());
     return false;
@@ -51,10 +54,10 @@ bool load(int gpus, benchmark::State& state, models::Scenario* out) {
   return true;
 }
 
-void BM_StepPrediction(benchmark::State& state) {
+void step_prediction(benchmark::State& state, const std::string& topology) {
   const int gpus = static_cast<int>(state.range(0));
   models::Scenario scenario;
-  if (!load(gpus, state, &scenario)) return;
+  if (!load(gpus, state, &scenario, topology)) return;
   const models::StepParams params = models::default_step_params(scenario.cluster);
   DesStepResult last;
   for (auto _ : state) {
@@ -71,7 +74,11 @@ void BM_StepPrediction(benchmark::State& state) {
   state.counters["tasks"] = static_cast<double>(last.tasks);
   state.counters["flows"] = static_cast<double>(last.flows);
 }
-BENCHMARK(BM_StepPrediction)->Arg(1024)->Arg(4096)->Arg(16384)->ArgName("gpus")
+void BM_StepPrediction(benchmark::State& state) { step_prediction(state, "fat-tree"); }
+void BM_StepPredictionRail(benchmark::State& state) { step_prediction(state, "rail-optimized"); }
+BENCHMARK(BM_StepPrediction)->RangeMultiplier(4)->Range(1024, 65536)->Arg(131072)
+    ->ArgName("gpus")->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_StepPredictionRail)->Arg(16384)->Arg(65536)->Arg(131072)->ArgName("gpus")
     ->Unit(benchmark::kMillisecond)->Iterations(1);
 
 // One communicator over every GPU (nccl-tests' layout), NCCL's choice of algorithm; the NVLink
