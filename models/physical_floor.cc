@@ -38,14 +38,22 @@ double per_gpu_bytes(CollectiveOp op, int n, double s, bool reduction_in_switch)
   }
 }
 
-// Bytes each node's NICs must send for the op over N nodes of g ranks.
-double per_node_bytes(CollectiveOp op, int nodes, int g, double s, bool in_network) {
+// Bytes the busiest node's NICs must carry (per direction) for the op over n ranks on N nodes,
+// filled in order: g ranks each, the last one the rest. A node of k ranks receives the (n - k)/n
+// of an all_gather's buffer held elsewhere (and sends as much of a reduce_scatter's), and in an
+// all-to-all its k ranks send k (n - k)/n of a rank's buffer off the node. With equal nodes these
+// are (N - 1)/N S and g (N - 1)/N S.
+double per_node_bytes(CollectiveOp op, int nodes, int g, int n, double s, bool in_network) {
   const double share = double(nodes - 1) / nodes;
+  const int last = n - (nodes - 1) * g;  // ranks on the last node (g when they divide evenly)
   switch (op) {
     case CollectiveOp::kAllReduce: return in_network ? s : 2.0 * share * s;
     case CollectiveOp::kAllGather:
-    case CollectiveOp::kReduceScatter: return share * s;
-    case CollectiveOp::kAllToAll: return g * share * s;
+    case CollectiveOp::kReduceScatter: return double(n - std::min(g, last)) / n * s;
+    case CollectiveOp::kAllToAll: {
+      auto off_node = [n](int k) { return double(k) * (n - k) / n; };
+      return std::max(off_node(g), off_node(last)) * s;
+    }
     default: return s;
   }
 }
@@ -71,7 +79,7 @@ CollectiveFloor collective_floor(const FloorHardware& hw, CollectiveOp op, doubl
                   format_bandwidth(gpu_Bps) + (hw.nodes > 1 ? " (scale-up link + its NIC share)" : "");
   if (hw.nodes > 1 && hw.node_network_Bps > 0) {
     const double node_bytes =
-        per_node_bytes(op, hw.nodes, hw.ranks_per_node, size_bytes, hw.in_network_reduction);
+        per_node_bytes(op, hw.nodes, hw.ranks_per_node, n, size_bytes, hw.in_network_reduction);
     const double net_s = node_bytes / hw.node_network_Bps;
     if (net_s >= gpu_s) {
       f.bound = "network";

@@ -46,8 +46,9 @@ struct CollectiveFloor {
 // switch reduces; all_gather, reduce_scatter, alltoall (n-1)/n S; broadcast, reduce, sendrecv S.
 // Across N nodes each node's NICs carry: all_reduce 2(N-1)/N S, or S with in-network reduction
 // (each node sends its S to the switches once and gets the result once: REFERENCE.md's "half
-// that with SHARP" for large N); all_gather, reduce_scatter (N-1)/N S; alltoall g (N-1)/N S;
-// broadcast, reduce, sendrecv S. The GPU's own egress in a multi-node job is its scale-up link
+// that with SHARP" for large N); all_gather, reduce_scatter (N-1)/N S; alltoall g (N-1)/N S
+// (nodes of g ranks; a last node holding k < g: the busiest node's (n - k)/n S and k (n - k)/n
+// S instead); broadcast, reduce, sendrecv S. The GPU's own egress in a multi-node job is its scale-up link
 // plus its share of the node's NICs. One rank or zero bytes: time 0.
 CollectiveFloor collective_floor(const FloorHardware& hw, CollectiveOp op, double size_bytes);
 

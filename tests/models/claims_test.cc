@@ -55,6 +55,16 @@ TEST_SUITE("models") {
     CHECK(collective_floor(ring, CollectiveOp::kAllGather, 8e9).max_busbw_Bps ==
           doctest::Approx(450e9));
     CHECK(collective_floor(ring, CollectiveOp::kAllReduce, 0).time_s == 0);
+    // A communicator that fills its last node only in part (12 ranks on nodes of 8, one
+    // 100G NIC each): an all-to-all's busiest node sends 8 x 4/12 = 2.67 of a rank's buffer
+    // off the node, not 8 x (N-1)/N = 4 (found by property_test.cc: the model beat that floor);
+    // an all_gather's 4-rank node must receive 8/12 of the buffer, not (N-1)/N = 1/2.
+    FloorHardware twelve = floor_hardware(cluster("h100-sxm", 8, 2, "eth-tcp-100", 1), 12);
+    CHECK(twelve.nodes == 2);
+    CHECK(collective_floor(twelve, CollectiveOp::kAllToAll, 1.2e9).time_s ==
+          doctest::Approx(8.0 * 4 / 12 * 1.2e9 / 12.5e9));
+    CHECK(collective_floor(twelve, CollectiveOp::kAllGather, 1.2e9).time_s ==
+          doctest::Approx(8.0 / 12 * 1.2e9 / 12.5e9));
     // Attention at 1M tokens, h = 16384, causal: 3.3e16 FLOP per layer (REFERENCE.md).
     CHECK(attention_forward_flops_per_layer(1e6, 16384, true) == doctest::Approx(3.2768e16));
   }
