@@ -2,7 +2,8 @@
 // space (thousands of draws, analytic model only, about a second in all): a collective never gets
 // faster with more bytes, never beats the hardware's physical floor, never slows with faster NICs;
 // a step is never shorter than its FLOPs at the GPUs' peak, never slows with faster NICs; memory
-// per GPU never shrinks with a longer sequence or a larger micro-batch. A failure prints the
+// per GPU never shrinks with a longer sequence or a larger micro-batch; search never ranks a
+// layout above the scenario's own unless it is faster. A failure prints the
 // draw (CAPTURE) so it can be replayed.
 #include <doctest/doctest.h>
 
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "models/collective_model.h"
+#include "models/parallelism_search.h"
 #include "models/physical_floor.h"
 #include "models/scenario.h"
 #include "models/step_model.h"
@@ -159,6 +161,25 @@ TEST_SUITE("properties") {
       return true;
     });
     CHECK(checked > 300);
+  }
+
+  TEST_CASE("properties: search's winner is never slower than the scenario's own layout") {
+    SearchOptions options;
+    options.space.micro_batches = {1, 2};
+    options.space.zero_stages = {1};
+    options.space.recompute = {Recompute::kNone, Recompute::kFull};
+    options.space.include_gpipe = false;
+    options.space.max_virtual_stages = 2;
+    int compared = 0;
+    for_each_valid(3, 300, [&](const Draw&, const Scenario& s, std::mt19937&) {
+      const auto r = search_layouts(s, default_step_params(s.cluster), options);
+      if (!r || !r->own || r->own_rank == 0 || r->top.empty()) return false;
+      CHECK(r->top.front().score >= r->own->score * (1 - 1e-9));
+      CHECK(r->top.front().step.tokens_per_s >= r->own->step.tokens_per_s * (1 - 1e-9));
+      ++compared;
+      return true;
+    });
+    CHECK(compared > 50);
   }
 
   TEST_CASE("properties: memory per GPU grows with the sequence and the micro-batch") {
