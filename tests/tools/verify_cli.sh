@@ -36,6 +36,21 @@ printf 'a-secret-key\n' >"$tmp/key"
 "$bin" verify "$m" --report "$tmp/r.md" --report "$tmp/r.html" --report "$tmp/r.json" \
   --sign-key "$tmp/key" >/dev/null || fail "verify with reports"
 grep -q "<svg" "$tmp/r.html" || fail "the HTML report has the plot"
+# A measurement file's strings are data: a hostname and a GPU name carrying markup show as text.
+python3 - "$m" "$tmp/hostile.json" <<'PY' || fail "could not write the hostile file"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for h in d.get("hosts", []):
+    h["hostname"] = "<script>alert('h')</script>"
+for g in d.get("gpus", []):
+    g["host"] = "<script>alert('h')</script>"
+    g["name"] = "NVIDIA H200 <img src=x onerror=alert(1)>"
+json.dump(d, open(sys.argv[2], "w"))
+PY
+"$bin" verify "$tmp/hostile.json" --report "$tmp/hostile.html" >/dev/null 2>&1
+[ -s "$tmp/hostile.html" ] || fail "no HTML report for the file with markup in its strings"
+if grep -q "<script>\|<img" "$tmp/hostile.html"; then fail "markup from the file reached the HTML report"; fi
+grep -q "&lt;script&gt;" "$tmp/hostile.html" || fail "the hostname should show, escaped, in the HTML report"
 grep -q "SHA-256 of the measurement file" "$tmp/r.md" || fail "the report cites the digest"
 sha="$(sha256sum "$m" | cut -d' ' -f1)"
 grep -q "$sha" "$tmp/r.md" || fail "the digest is the file's SHA-256 ($sha)"
