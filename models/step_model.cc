@@ -120,7 +120,7 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
     auto est = estimate_collective(
         *topo,
         {call.op, call.size_bytes, CollectiveAlgorithm::kAuto, CollectiveProtocol::kAuto,
-         alltoall_dispatch(call, cluster.node.gpus_per_node)},
+         alltoall_dispatch(call, *topo)},
         params.collective);
     if (!est)
       return Error{std::string(to_string(call.dim)) + " " + call.what + ": " + est.message()};
@@ -243,8 +243,8 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   const double v = par.pp_schedule == PipelineSchedule::kInterleaved ? par.virtual_stages : 1;
   if (dualpipe) {
     // (pp/2 - 1)(F&B + B - 3W) (DeepSeek-V3 report Table 2): F&B, an overlapped forward and
-    // backward chunk, takes F + B; W, the weight-gradient GEMMs, about half the backward GEMMs.
-    const double w_grad = 0.5 * st.gemm_backward_s;
+    // backward chunk, takes F + B; W, the weight-gradient GEMMs.
+    const double w_grad = weight_gradient_s(st.gemm_backward_s);
     b.bubble_s = std::max(0.0, (par.pp / 2.0 - 1) *
                                    (st.forward_s + 2 * st.backward_s - 3 * w_grad));
   } else {

@@ -54,6 +54,10 @@ struct StepParams {
 // The defaults for this cluster's GPU (compute efficiency by architecture).
 StepParams default_step_params(const ClusterConfig& cluster);
 
+// A backward's weight-gradient GEMMs, the weight pass zero-bubble schedules (DualPipe) defer:
+// half its GEMMs (each weight GEMM has a data- and a weight-gradient GEMM of its forward's size).
+inline double weight_gradient_s(double gemm_backward_s) { return 0.5 * gemm_backward_s; }
+
 // The compute time a step loses to the collectives it hides: `hidden_comm_s` of them running
 // beside compute, times params.overlap_compute_slowdown.
 double overlap_interference_s(double hidden_comm_s, const StepParams& params);

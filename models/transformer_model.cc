@@ -359,14 +359,10 @@ double gradient_bytes(const WorkloadConfig& w) {
                                                                      : working_bytes(w.precision);
 }
 
-AllToAllDispatch alltoall_dispatch(const CommCall& call, int gpus_per_node) {
+AllToAllDispatch alltoall_dispatch(const CommCall& call, const CollectiveTopology& group) {
   const ExpertDispatch& d = call.dispatch;
-  if (!d.hierarchical || d.experts <= 0 || d.top_k <= 0) return {};
-  const int gpn = std::max(1, gpus_per_node);
-  const int stride = std::max(1, call.group_stride);
-  const int per_node = stride >= gpn ? 1 : std::min(call.group_size, gpn / stride);
-  const int nodes = (call.group_size + per_node - 1) / per_node;
-  if (nodes <= 1) return {};
+  const int nodes = group.nodes;
+  if (!d.hierarchical || d.experts <= 0 || d.top_k <= 0 || nodes <= 1) return {};
   if (d.max_nodes > 0 && d.max_nodes < nodes) {
     // The router picks the M nodes whose experts score highest for the token, so each holds
     // some of its top_k.

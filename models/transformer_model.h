@@ -212,8 +212,9 @@ struct CommCall {
   ExpertDispatch dispatch;  // alltoall of a MoE layer
 };
 
-// An all-to-all's CollectiveRequest::dispatch on nodes of `gpus_per_node` GPUs: forwarded inside
-// the receiving node with a hierarchical dispatcher; its network share 1 for
+// An all-to-all's CollectiveRequest::dispatch on its group (`group`: parallel_group_topology of
+// the call's size and stride, whose nodes it spans): forwarded inside the receiving node with a
+// hierarchical dispatcher; its network share 1 for
 // NCCL's all-to-all (every routed copy is its own message). With a hierarchical dispatcher a
 // token crosses once to each of the D nodes that hold any of its experts, and D / top_k of its
 // copies cross. Node-limited routing to M nodes picks the nodes whose experts score highest for
@@ -221,7 +222,7 @@ struct CommCall {
 // evenly over the N nodes of the EP group, top_k of them distinct and equally likely:
 // D = N (1 - C(E - E/N, top_k) / C(E, top_k)) (DeepSeek-V3's 256 experts, top 8, over 8 nodes:
 // 5.29; limited to M = 4: 4).
-AllToAllDispatch alltoall_dispatch(const CommCall& call, int gpus_per_node);
+AllToAllDispatch alltoall_dispatch(const CommCall& call, const CollectiveTopology& group);
 
 // The ranks that hold the same experts and reduce their gradients: tp x cp x dp / ep (expert
 // tensor parallelism 1, Megatron-Core's expert data-parallel group); 1 for a dense model.

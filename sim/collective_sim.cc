@@ -47,6 +47,37 @@ std::vector<TierLoad> tier_loads(const ResourceTable& table, const std::vector<c
   return out;
 }
 
+models::Result<PhasesRun> run_phases(std::vector<std::vector<SimFlow>>& phases,
+                                     const std::vector<SimFlow>& background,
+                                     const ResourceTable& table, const EngineOptions& engine) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  PhasesRun out;
+  bool direct = true;
+  for (const auto& phase : phases) {
+    const auto s = equal_flows_makespan(phase, background, table);
+    if (!s) {
+      direct = false;
+      break;
+    }
+    out.makespan_s += *s;
+  }
+  if (direct) {
+    out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    return out;
+  }
+  TaskGraph graph;
+  std::vector<int> tasks;
+  for (auto& phase : phases) {
+    tasks.push_back(graph.add_transfer(0, std::move(phase)));
+    if (tasks.size() > 1) graph.depend(tasks[tasks.size() - 2], tasks.back());
+  }
+  if (!background.empty()) graph.add_background(background);
+  auto run = run_task_graph(graph, table, engine);
+  for (size_t i = 0; i < phases.size(); ++i) phases[i] = graph.take_flows(tasks[i]);
+  if (!run) return models::Error{run.message()};
+  return PhasesRun{run->makespan_s, run->wall_s};
+}
+
 models::Result<DesCollective> simulate_collective(FabricModel& fabric,
                                                   const models::CollectiveRequest& request,
                                                   const std::vector<Communicator>& comms,
@@ -67,44 +98,14 @@ models::Result<DesCollective> simulate_collective(FabricModel& fabric,
   if (!lowered) return models::Error{lowered.message()};
   out.flows = lowered->flow_count();
 
-  // 3. Phases in sequence, background traffic alongside: each phase's makespan from its first
-  // max-min level where that is exact (fair_share.h: every flow of the phase the same bytes),
-  // else the simulator for the whole pattern.
-  const auto wall0 = std::chrono::steady_clock::now();
+  // 3. Phases in sequence, background traffic alongside.
+  auto run = run_phases(lowered->phases, background, fabric.table(), params.engine);
+  if (!run) return models::Error{run.message()};
+  out.bandwidth_s = run->makespan_s;
+  out.wall_s = run->wall_s;
   std::vector<const SimFlow*> flows;
-  double direct_s = 0;
-  bool direct = true;
-  for (const auto& phase : lowered->phases) {
-    const auto s = equal_flows_makespan(phase, background, fabric.table());
-    if (!s) {
-      direct = false;
-      break;
-    }
-    direct_s += *s;
-  }
-  TaskGraph graph;
-  if (direct) {
-    for (const auto& phase : lowered->phases)
-      for (const SimFlow& f : phase) flows.push_back(&f);
-    out.bandwidth_s = direct_s;
-    out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  } else {
-    int previous = -1;
-    for (auto& phase : lowered->phases) {
-      const int t = graph.add_transfer(0, std::move(phase));
-      if (previous >= 0) graph.depend(previous, t);
-      previous = t;
-    }
-    if (!background.empty()) graph.add_background(background);
-    auto run = run_task_graph(graph, fabric.table(), params.engine);
-    if (!run) return models::Error{run.message()};
-    for (const SimTask& t : graph.tasks()) {
-      if (t.background) continue;
-      for (const SimFlow& f : t.flows) flows.push_back(&f);
-    }
-    out.bandwidth_s = run->makespan_s;
-    out.wall_s = run->wall_s;
-  }
+  for (const auto& phase : lowered->phases)
+    for (const SimFlow& f : phase) flows.push_back(&f);
   out.time_s = est->latency_s + out.bandwidth_s;
   if (out.time_s > 0) {
     out.algbw_Bps = request.size_bytes / out.time_s;

@@ -26,6 +26,19 @@ struct SimParams {
   EngineOptions engine;
 };
 
+// Phases of flows run one after the other (each phase's flows all together) beside
+// `background`'s endless flows: how long they took and the host time the answer cost. Each
+// phase's makespan comes from the first max-min level where every flow of every phase carries
+// its phase's bytes (fair_share.h: exact), else the simulator runs them all (the phases are
+// lent to its graph and handed back unchanged).
+struct PhasesRun {
+  double makespan_s = 0;
+  double wall_s = 0;
+};
+models::Result<PhasesRun> run_phases(std::vector<std::vector<SimFlow>>& phases,
+                                     const std::vector<SimFlow>& background,
+                                     const ResourceTable& table, const EngineOptions& engine);
+
 // How loaded one tier of the fabric was during a simulated interval.
 struct TierLoad {
   ResourceTier tier = ResourceTier::kNic;

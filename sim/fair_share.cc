@@ -60,10 +60,7 @@ std::optional<double> equal_flows_makespan(const std::vector<SimFlow>& flows,
   std::vector<double> left(n, 0), weight(n, 0);
   for (size_t r = 0; r < n; ++r) {
     if (at[r] == at[r + 1]) continue;
-    const NetResource& res = table.resources[r];
-    left[r] = distinct[r] > std::max(1, res.congestion_flows)
-                  ? res.capacity_Bps * res.shared_efficiency
-                  : res.capacity_Bps;
+    left[r] = table.resources[r].capacity_Bps * table.resources[r].usable_share(distinct[r]);
     for (size_t e = at[r]; e < at[r + 1]; ++e) weight[r] += on[e].second;
   }
   std::vector<bool> frozen(all.size(), false);

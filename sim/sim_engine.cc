@@ -282,11 +282,10 @@ models::Result<RunStats> run_in_engine(const TaskGraph& graph, const ResourceTab
     const NetResource& res = table.resources[r];
     sg4::Link* link = zone->create_link("r" + std::to_string(r), {res.capacity_Bps});
     if (res.shared_efficiency < 1.0) {
-      const double e = res.shared_efficiency;
-      const int k = std::max(1, res.congestion_flows);
-      link->set_sharing_policy(sg4::Link::SharingPolicy::NONLINEAR, [e, k](double capacity, int flows) {
-        return flows > k ? capacity * e : capacity;
-      });
+      // (the table outlives this run's engine)
+      link->set_sharing_policy(
+          sg4::Link::SharingPolicy::NONLINEAR,
+          [r = &res](double capacity, int flows) { return capacity * r->usable_share(flows); });
     }
     links[r] = link->get_impl();
   }

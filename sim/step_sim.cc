@@ -11,7 +11,6 @@
 
 #include "models/compute_model.h"
 #include "models/units.h"
-#include "sim/fair_share.h"
 #include "sim/pipeline_schedule.h"
 
 namespace clustersim::sim {
@@ -251,7 +250,14 @@ class StepBuilder {
       if (call.dim == dim && call.phase == phase && call.op == op) out.push_back({&k, share});
     }
     return out;
+  }  // `share` of the once-per-step gradient reduction (ZeRO 0 all-reduces, 1 reduce-scatters).
+  std::vector<std::pair<CommKind*, double>> step_grad_reduction(double share) {
+    return all_kinds(ParallelDim::kDp, CommPhase::kStep,
+                     sc_.workload.parallelism.zero == 0 ? CollectiveOp::kAllReduce
+                                                        : CollectiveOp::kReduceScatter,
+                     share);
   }
+
 
   void emit_dp_start_gathers(int stage);
   void emit_op(int stage, const PipelineOp& op, int input, bool last_backward_of_chunk);
@@ -274,8 +280,10 @@ class StepBuilder {
   // Per stage, chunk, layer group: the ZeRO-1/2 parameter gather the first forward waits for.
   std::map<std::tuple<int, int, int>, int> start_gather_;
   std::map<std::tuple<int, int, int, int>, int> fwd_out_, bwd_out_;  // (stage, mb, chunk) PP sends
-  std::map<std::pair<int, int>, int> first_forward_, last_backward_;  // (stage, chunk) -> mb
-  std::map<std::pair<int, int>, bool> last_weights_op_;  // that last op is a weight pass
+  std::map<std::pair<int, int>, int> first_forward_;  // (stage, chunk) -> mb
+  // (stage, chunk) -> the position in the stage's schedule of the op that completes the chunk's
+  // weight gradients: its last backward, or DualPipe's last deferred weight pass.
+  std::map<std::pair<int, int>, size_t> last_gradients_op_;
   int first_forward_mb(int stage, int chunk) const {
     auto it = first_forward_.find({stage, chunk});
     return it == first_forward_.end() ? -1 : it->second;
@@ -302,9 +310,10 @@ class StepBuilder {
     const auto& g = chunk == 1 && !mirror_group_.empty() ? mirror_group_ : group_;
     return g[static_cast<size_t>(stage)];
   }
-  // The weight-gradient GEMMs of a group's backward: half its backward GEMMs (each weight GEMM
-  // has a data- and a weight-gradient GEMM of its forward's size), as the analytic model's W.
-  static double weight_pass_s(const GroupCompute& g) { return 0.5 * g.gemm_bwd_s; }
+  // The weight-gradient GEMMs of a group's backward (the analytic model's W).
+  static double weight_pass_s(const GroupCompute& g) {
+    return models::weight_gradient_s(g.gemm_bwd_s);
+  }
   bool dualpipe_ = false;
   size_t pattern_flows_ = 0;
 };
@@ -329,7 +338,7 @@ const std::vector<SimFlow>& StepBuilder::footprint(CommKind& kind, int stage) {
     CS_ASSERT(topo.ok(), "the analytic model accepted this group");
     const CollectiveShape shape{call.op, kind.timed->estimate.algorithm, kind.timed->estimate.protocol,
                                 call.size_bytes,
-                                models::alltoall_dispatch(call, sc_.cluster.node.gpus_per_node)};
+                                models::alltoall_dispatch(call, *topo)};
     auto lowered = lower_collective(shape, {lay_.group_of(rep_rank, call.group_size, call.group_stride)},
                                     *topo, fabric_, params_.collective, opt_.sim.lowering);
     CS_ASSERT(lowered.ok(), "the pattern of this collective lowered already");
@@ -353,7 +362,7 @@ models::Status StepBuilder::prepare_collective(CommKind& kind, DesStepResult* ou
   if (!topo) return models::Error{dim_name(call.dim) + " group: " + topo.message()};
   const models::CollectiveRequest request{call.op, call.size_bytes, kind.timed->estimate.algorithm,
                                           kind.timed->estimate.protocol,
-                                          models::alltoall_dispatch(call, sc_.cluster.node.gpus_per_node)};
+                                          models::alltoall_dispatch(call, *topo)};
   // Siblings: every group of this shape on stage 0 runs it at the same time.
   const auto siblings = lay_.stage_groups(0, call.group_size, call.group_stride);
   auto sim = simulate_collective(fabric_, request, siblings, *topo, opt_.sim, background_);
@@ -379,7 +388,8 @@ models::Status StepBuilder::prepare_collective(CommKind& kind, DesStepResult* ou
 models::Status StepBuilder::prepare_pp(CommKind& kind, DesStepResult* out) {
   // Every pipeline's every stage boundary at once (1F1B's steady state).
   const auto& call = kind.timed->call;
-  std::vector<SimFlow> flows;
+  std::vector<std::vector<SimFlow>> phases(1);  // one phase: every send at once
+  std::vector<SimFlow>& flows = phases.front();
   for (int p = 0; p + 1 < lay_.pp; ++p)
     for (int d = 0; d < lay_.dp; ++d)
       for (int c = 0; c < lay_.cp; ++c)
@@ -387,22 +397,9 @@ models::Status StepBuilder::prepare_pp(CommKind& kind, DesStepResult* out) {
           pp_flows(lay_.gpu(lay_.rank(t, c, d, p)), lay_.gpu(lay_.rank(t, c, d, p + 1)),
                    call.size_bytes, p, flows);
         }
-  // Every send the same bytes: the makespan from the first max-min level (fair_share.h), exact,
-  // else the simulator.
-  const auto wall0 = std::chrono::steady_clock::now();
-  double wall_s = 0;
-  if (const auto direct = equal_flows_makespan(flows, background_, fabric_.table())) {
-    kind.pattern_s = *direct;
-    wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  } else {
-    TaskGraph g;
-    g.add_transfer(0, flows);
-    if (!background_.empty()) g.add_background(background_);
-    auto run = run_task_graph(g, fabric_.table(), opt_.sim.engine);
-    if (!run) return models::Error{"pp pattern: " + run.message()};
-    kind.pattern_s = run->makespan_s;
-    wall_s = run->wall_s;
-  }
+  auto run = run_phases(phases, background_, fabric_.table(), opt_.sim.engine);
+  if (!run) return models::Error{"pp pattern: " + run.message()};
+  kind.pattern_s = run->makespan_s;
   pattern_flows_ += flows.size();
   std::vector<const SimFlow*> ptrs;
   for (const SimFlow& f : flows) ptrs.push_back(&f);
@@ -413,7 +410,7 @@ models::Status StepBuilder::prepare_pp(CommKind& kind, DesStepResult* out) {
   rep.uncontended_s = kind.timed->estimate.bandwidth_s;
   rep.simulated_s = kind.pattern_s;
   rep.flows = flows.size();
-  rep.wall_s = wall_s;
+  rep.wall_s = run->wall_s;
   rep.loads = tier_loads(fabric_.table(), ptrs, kind.pattern_s);
   tell(rep);
   out->patterns.push_back(std::move(rep));
@@ -473,11 +470,8 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
     const int w = compute(stage, groups_ * weight_pass_s(gc),
                           "W mb" + std::to_string(op.micro_batch) + " c" + std::to_string(op.chunk));
     on_stream(stage, w);
-    const int zero = sc_.workload.parallelism.zero;
-    if (last_backward_of_chunk && zero <= 1) {
-      const auto rs = all_kinds(ParallelDim::kDp, CommPhase::kStep,
-                                zero == 0 ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter,
-                                1.0 / chunks_);
+    if (last_backward_of_chunk && sc_.workload.parallelism.zero <= 1) {
+      const auto rs = step_grad_reduction(1.0 / chunks_);
       if (!rs.empty()) {
         const int t = transfer(stage, rs,
                                comm_info("DP grads c" + std::to_string(op.chunk), "dp", kLaneDp,
@@ -500,11 +494,7 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
       grad_rs = all_kinds(ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kReduceScatter,
                           group_share);
     }
-    if (zero <= 1 && last_backward_of_chunk) {
-      grad_rs = all_kinds(ParallelDim::kDp, CommPhase::kStep,
-                          zero == 0 ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter,
-                          group_share);
-    }
+    if (zero <= 1 && last_backward_of_chunk) grad_rs = step_grad_reduction(group_share);
   }
   const auto ep_calls = per_moe_layer(phase, gc.moe_layers);
   const bool ep_overlap = sc_.workload.framework.ep_comm_overlap;
@@ -689,15 +679,13 @@ models::Status StepBuilder::build(DesStepResult* out) {
   std::vector<size_t> pos(static_cast<size_t>(lay_.pp), 0);
   for (int s = 0; s < lay_.pp; ++s) {
     ops[s] = stage_schedule(par.pp_schedule, lay_.pp, s, m, chunks_);
-    for (const PipelineOp& op : ops[s]) {
+    for (size_t i = 0; i < ops[s].size(); ++i) {
+      const PipelineOp& op = ops[s][i];
       if (op.forward) {
         auto key = std::make_pair(s, op.chunk);
         if (!first_forward_.count(key)) first_forward_[key] = op.micro_batch;
       } else if (!op.defers_weights) {
-        // The last op that completes a chunk's weight gradients: a backward, or DualPipe's
-        // deferred weight pass (the gradient reduction follows it).
-        last_backward_[{s, op.chunk}] = op.micro_batch;
-        last_weights_op_[{s, op.chunk}] = op.weights;
+        last_gradients_op_[{s, op.chunk}] = i;
       }
     }
     emit_dp_start_gathers(s);
@@ -743,21 +731,15 @@ models::Status StepBuilder::build(DesStepResult* out) {
           if (it != bwd_out_.end()) input = it->second;
         }
         if (needs && input < 0) break;
-        const bool last_b = !op.forward && !op.defers_weights &&
-                            last_backward_[{s, op.chunk}] == op.micro_batch &&
-                            last_weights_op_[{s, op.chunk}] == op.weights;
+        const bool last_b = !op.forward && last_gradients_op_[{s, op.chunk}] == pos[s];
         emit_op(s, op, input, last_b);
-        // The send this op produces (blocking, as Megatron's batched send/recv pairs are).
-        if (op.weights) {
-          ++pos[s];
-          --left;
-          progress = true;
-          continue;
-        }
+        // The send this op produces (blocking, as Megatron's batched send/recv pairs are); a
+        // weight pass sends nothing.
         const int to = op.forward == down ? s + 1 : s - 1;
         const bool has_consumer =
-            dualpipe_ ? !op.weights && to >= 0 && to < P
-                      : op.forward ? (s < P - 1 || op.chunk < V - 1) : (s > 0 || op.chunk > 0);
+            op.weights ? false
+            : dualpipe_ ? to >= 0 && to < P
+                        : op.forward ? (s < P - 1 || op.chunk < V - 1) : (s > 0 || op.chunk > 0);
         CommKind* kind = op.forward ? pp_fwd : pp_bwd;
         if (has_consumer && kind != nullptr) {
           const int t = transfer(
@@ -822,9 +804,8 @@ void StepBuilder::account(DesStepResult* out, const RunStats& run) {
   // its hidden collectives slowed (SMs, HBM, power), added after the schedule as the analytic
   // model adds it. The critical stage is the one that ends last with it.
   struct StageAccount {
-    std::map<ParallelDim, double> exposed, total;
-    double compute_s = 0, optimizer_s = 0, bubble_s = 0, end_s = 0;
     models::StepBreakdown breakdown;
+    double end_s = 0;
   };
   // Every stage's collectives, hidden or not, in one pass (overlapped ones can end later than
   // the stream's chain).
@@ -837,14 +818,18 @@ void StepBuilder::account(DesStepResult* out, const RunStats& run) {
   }
   auto walk = [&](int stage) {
     StageAccount a;
+    models::StepBreakdown& b = a.breakdown;
+    b = an_.breakdown;
+    b.compute_s = b.optimizer_s = b.bubble_s = 0;
+    std::map<ParallelDim, double> exposed;
     auto attribute = [&](double t0, double t1, int x) {
       while (t1 > t0) {
         if (x < 0 || !info_[x].comm) {
-          a.bubble_s += t1 - t0;
+          b.bubble_s += t1 - t0;
           return;
         }
         const double start = std::max(t0, spans[x].start_s);
-        a.exposed[info_[x].dim] += t1 - start;
+        exposed[info_[x].dim] += t1 - start;
         if (spans[x].start_s <= t0) return;
         t1 = spans[x].start_s;
         x = latest_pred(x, -1);
@@ -858,27 +843,22 @@ void StepBuilder::account(DesStepResult* out, const RunStats& run) {
       const double d = sp.end_s - sp.start_s;
       const TaskInfo& in = info_[task];
       if (in.category == "optimizer") {
-        a.optimizer_s += d;
+        b.optimizer_s += d;
       } else if (in.comm) {
-        a.exposed[in.dim] += d;
+        exposed[in.dim] += d;
       } else {
-        a.compute_s += d;
+        b.compute_s += d;
       }
       t = std::max(t, sp.end_s);
       previous = task;
     }
-    a.total = comm_total[static_cast<size_t>(stage)];
-    models::StepBreakdown& b = a.breakdown;
-    b = an_.breakdown;
-    b.compute_s = a.compute_s;
-    b.optimizer_s = a.optimizer_s;
-    b.bubble_s = a.bubble_s;
+    auto& total = comm_total[static_cast<size_t>(stage)];
     for (auto [dim, slot] :
          {std::pair{ParallelDim::kTp, &b.tp}, std::pair{ParallelDim::kPp, &b.pp},
           std::pair{ParallelDim::kDp, &b.dp}, std::pair{ParallelDim::kCp, &b.cp},
           std::pair{ParallelDim::kEp, &b.ep}}) {
-      slot->total_s = std::max(a.total[dim], a.exposed[dim]);
-      slot->exposed_s = a.exposed[dim];
+      slot->total_s = std::max(total[dim], exposed[dim]);
+      slot->exposed_s = exposed[dim];
     }
     b.overlap_interference_s = models::overlap_interference_s(b.hidden_comm_s(), params_);
     b.compute_s += b.overlap_interference_s;

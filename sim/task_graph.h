@@ -5,6 +5,7 @@
 // ids index a ResourceTable that the caller owns and that must outlive the run.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,10 @@ struct NetResource {
   double capacity_Bps = 0;
   double shared_efficiency = 1.0;
   int congestion_flows = 1;
+  // The share of its capacity the resource carries while `flows` distinct flows cross it.
+  double usable_share(int flows) const {
+    return flows > std::max(1, congestion_flows) ? shared_efficiency : 1.0;
+  }
 };
 
 // The resources of one platform, appended to as routes are lowered (fabric_model.h).
@@ -91,6 +96,8 @@ class TaskGraph {
   int compute_hosts() const { return compute_hosts_; }
   int add_compute_host() { return compute_hosts_++; }
   const std::vector<SimTask>& tasks() const { return tasks_; }
+  // Moves a task's flows out (the task keeps none): to keep them after a run without a copy.
+  std::vector<SimFlow> take_flows(int task) { return std::move(tasks_.at(static_cast<size_t>(task)).flows); }
   int size() const { return static_cast<int>(tasks_.size()); }
   size_t flow_count() const;
 

@@ -443,9 +443,12 @@ int run_plan(const PlanArgs& a) {
   double analytic_step_s = step->step_time_s;
   const bool interfered = scenario->interference.any();
   InterferenceEffect interference{interference_what(scenario->interference)};
-  // A simulation past a few seconds says on stderr what it has simulated so far.
+  // A simulation past kQuietForS seconds says on stderr what it has simulated so far.
+  constexpr double kQuietForS = 3;
   auto progress = [](const std::string& what, double elapsed_s) {
-    if (elapsed_s >= 3) std::fprintf(stderr, "clustersim plan: %s (%.0f s)\n", what.c_str(), elapsed_s);
+    if (elapsed_s >= kQuietForS) {
+      std::fprintf(stderr, "clustersim plan: %s (%.0f s)\n", what.c_str(), elapsed_s);
+    }
   };
   if (des) {
     sim::StepSimOptions options;

@@ -204,15 +204,21 @@ TEST_SUITE("models") {
       FAIL("no EP call");
       return CommCall{};
     };
-    CHECK(alltoall_dispatch(ep_call(limited), 8).network_share == doctest::Approx(0.25));
-    CHECK(alltoall_dispatch(ep_call(unlimited), 8).network_share == doctest::Approx(0.45363).epsilon(1e-4));
-    CHECK(alltoall_dispatch(ep_call(flat), 8).network_share == 1);
+    // The dispatch on the call's own group (ep 32 over the cluster's 4 nodes).
+    auto dispatch = [&](const CommCall& c) {
+      auto group = parallel_group_topology(limited.cluster, c.group_size, c.group_stride);
+      REQUIRE(group.ok());
+      return alltoall_dispatch(c, *group);
+    };
+    CHECK(dispatch(ep_call(limited)).network_share == doctest::Approx(0.25));
+    CHECK(dispatch(ep_call(unlimited)).network_share == doctest::Approx(0.45363).epsilon(1e-4));
+    CHECK(dispatch(ep_call(flat)).network_share == 1);
     // One node (ep 8 of 8 GPUs): nothing crosses, the share is moot.
     CommCall one_node = ep_call(unlimited);
     one_node.group_size = 8;
-    CHECK(alltoall_dispatch(one_node, 8).network_share == 1);
+    CHECK(dispatch(one_node).network_share == 1);
     // Not a MoE all-to-all: every byte crosses.
-    CHECK(alltoall_dispatch(CommCall{}, 8).network_share == 1);
+    CHECK(dispatch(CommCall{}).network_share == 1);
     auto topo = parallel_group_topology(limited.cluster, 32, 1);
     REQUIRE(topo.ok());
     const double bytes = ep_call(limited).size_bytes;
@@ -232,7 +238,7 @@ TEST_SUITE("models") {
     // A limit of all 4 nodes limits nothing: the unlimited expectation.
     Scenario all_four = limited;
     all_four.workload.moe_routing.max_nodes_per_token = 4;
-    CHECK(alltoall_dispatch(ep_call(all_four), 8).network_share == doctest::Approx(0.45363).epsilon(1e-4));
+    CHECK(dispatch(ep_call(all_four)).network_share == doctest::Approx(0.45363).epsilon(1e-4));
     CHECK(load_error(mixtral("    imbalance: 1\n  framework: {ep_dispatcher: deepep}\n"))
               .find("hierarchical") != std::string::npos);
     // On a dense model the key would be ignored: refused.

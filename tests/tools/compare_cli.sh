@@ -154,42 +154,37 @@ assert d['engine'] == 'des' and d['step_time_s'] > 0 and d['analytic_step_time_s
 "$bin" compare "$ib" "$tmp/missing.yaml" >/dev/null 2>"$tmp/err.txt"
 [ $? -eq 2 ] || fail "a missing scenario should exit 2"
 
-# FP8 against BF16 on the same MoE job (Mixtral 8x22B): each design's MFU against its own
-# precision's peak, named, and both against the bf16 peak; fp8 faster, the reason named.
-mx="$src/scenarios/mixtral-8x22b-256xh100.yaml"
-sed 's/precision: bf16/precision: fp8/; s/^name: .*/name: mixtral-fp8/' "$mx" >"$tmp/mx-fp8.yaml"
-"$bin" compare "$mx" "$tmp/mx-fp8.yaml" --engine analytic >"$tmp/fp8.txt" 2>"$tmp/err.txt" ||
-  fail "compare bf16 vs fp8 exited $? ($(cat "$tmp/err.txt"))"
-for want in "of bf16 peak" "of fp8 peak" "MFU of the bf16 peak" "precision: bf16 vs fp8" "exposed EP"; do
-  grep -qF -- "$want" "$tmp/fp8.txt" || fail "compare bf16 vs fp8 lacks '$want'"
-done
-"$bin" compare "$mx" "$tmp/mx-fp8.yaml" --engine analytic --json >"$tmp/fp8.json" ||
-  fail "compare bf16 vs fp8 --json exited $?"
-python3 - "$tmp/fp8.json" <<'PY' || fail "compare bf16 vs fp8 --json content"
+# FP8 against BF16 on the same job: fp8_vs_bf16 SCENARIO NAME LOW HIGH writes the scenario's
+# fp8 twin (as $tmp/NAME.yaml) and checks compare --json: each design's MFU against its own
+# precision's peak and both against the bf16 peak, the fp8 step LOW..HIGH of the bf16 one, the
+# memory moved (FP8 weight copies and saved inputs).
+fp8_vs_bf16() {
+  local scenario="$1" name="$2"
+  sed "s/precision: bf16/precision: fp8/; s/^name: .*/name: $name/" "$scenario" >"$tmp/$name.yaml"
+  "$bin" compare "$scenario" "$tmp/$name.yaml" --engine analytic --json >"$tmp/$name.json" ||
+    { fail "compare bf16 vs fp8 ($name) --json exited $?"; return; }
+  python3 - "$tmp/$name.json" "$3" "$4" <<'PY' || fail "compare bf16 vs fp8 ($name) --json content"
 import json, sys
 d = json.load(open(sys.argv[1]))
+low, high = float(sys.argv[2]), float(sys.argv[3])
 bf, f8 = d["designs"]
 assert bf["precision"] == "bf16" and f8["precision"] == "fp8"
 assert abs(bf["mfu"] - bf["mfu_bf16_peak"]) < 1e-12
 assert abs(f8["mfu_bf16_peak"] - 1979 / 989 * f8["mfu"]) < 1e-9  # the H100 peaks
-assert 0.5 < f8["step_time_s"] / bf["step_time_s"] < 0.85, (f8["step_time_s"], bf["step_time_s"])
-PY
-
-# And on a dense job (Llama 3 8B on 8 H100): the weight GEMMs at the fp8 rate, the memory of
-# the FP8 weight copies and saved inputs, side by side.
-l8="$src/scenarios/llama3-8b-8xh100.yaml"
-sed 's/precision: bf16/precision: fp8/; s/^name: .*/name: llama-fp8/' "$l8" >"$tmp/l8-fp8.yaml"
-"$bin" compare "$l8" "$tmp/l8-fp8.yaml" --engine analytic --json >"$tmp/l8.json" ||
-  fail "compare dense bf16 vs fp8 --json exited $?"
-python3 - "$tmp/l8.json" <<'PY' || fail "compare dense bf16 vs fp8 --json content"
-import json, sys
-d = json.load(open(sys.argv[1]))
-bf, f8 = d["designs"]
-assert bf["precision"] == "bf16" and f8["precision"] == "fp8"
-assert abs(f8["mfu_bf16_peak"] - 1979 / 989 * f8["mfu"]) < 1e-9
-assert 0.6 < f8["step_time_s"] / bf["step_time_s"] < 0.9, (f8["step_time_s"], bf["step_time_s"])
+assert low < f8["step_time_s"] / bf["step_time_s"] < high, (f8["step_time_s"], bf["step_time_s"])
 assert f8["memory_per_gpu_bytes"] != bf["memory_per_gpu_bytes"]
 PY
+}
+# A MoE job (Mixtral 8x22B), also as text: both peaks named, the reason named.
+mx="$src/scenarios/mixtral-8x22b-256xh100.yaml"
+fp8_vs_bf16 "$mx" mixtral-fp8 0.5 0.85
+"$bin" compare "$mx" "$tmp/mixtral-fp8.yaml" --engine analytic >"$tmp/fp8.txt" 2>"$tmp/err.txt" ||
+  fail "compare bf16 vs fp8 exited $? ($(cat "$tmp/err.txt"))"
+for want in "of bf16 peak" "of fp8 peak" "MFU of the bf16 peak" "precision: bf16 vs fp8" "exposed EP"; do
+  grep -qF -- "$want" "$tmp/fp8.txt" || fail "compare bf16 vs fp8 lacks '$want'"
+done
+# A dense job (Llama 3 8B on 8 H100).
+fp8_vs_bf16 "$src/scenarios/llama3-8b-8xh100.yaml" llama-fp8 0.6 0.9
 
 # Fat-tree vs rail-optimized for a MoE job whose all-to-all crosses nodes: the same step, and
 # the report says why rather than nothing.

@@ -17,14 +17,7 @@
 #include <thread>
 #include <vector>
 
-#define CHECK(x)                                                                  \
-  do {                                                                            \
-    cudaError_t e_ = (x);                                                         \
-    if (e_ != cudaSuccess) {                                                      \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                               \
-    }                                                                             \
-  } while (0)
+#include "cuda_check.h"
 
 // Each block copies a contiguous part, 16 bytes per thread per iteration, 4 in flight.
 __global__ void copy_kernel(const int4* __restrict__ src, int4* __restrict__ dst, size_t n) {
