@@ -135,7 +135,7 @@ constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "ep_dispatcher",
                                                "fp8_recipe",          "fp8_param_gather",
                                                "grad_reduce_overlap", "weights_in_fp32",
-                                               "fp32_gradients"};
+                                               "fp32_gradients",      "zero1_grad_reduce"};
 constexpr std::string_view kParallelismKeys[] = {"tp",   "pp",        "dp",          "cp",
                                                  "sp",   "zero",      "recompute",   "pp_schedule",
                                                  "virtual_stages", "ep", "etp", "first_stage_layers",
@@ -1091,6 +1091,8 @@ bool Loader::load_workload(const YAML::Node& node) {
                                                                        {"blockwise", true}};
     static constexpr std::pair<std::string_view, bool> kDispatchers[] = {{"alltoall", false},
                                                                         {"hierarchical", true}};
+    static constexpr std::pair<std::string_view, bool> kZero1Reduce[] = {
+        {"reduce_scatter", false}, {"all_reduce", true}};
     FrameworkConfig& f = w.framework;
     if (!open_map(fw, fp, kFrameworkKeys) ||
         !read_enum(fw, fp, "attention", kAttention, &f.attention) ||
@@ -1102,7 +1104,8 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_bool(fw, fp, "fp8_param_gather", &f.fp8_param_gather) ||
         !read_bool(fw, fp, "grad_reduce_overlap", &f.grad_reduce_overlap) ||
         !read_bool(fw, fp, "weights_in_fp32", &f.weights_in_fp32) ||
-        !read_bool(fw, fp, "fp32_gradients", &f.fp32_gradients)) {
+        !read_bool(fw, fp, "fp32_gradients", &f.fp32_gradients) ||
+        !read_enum(fw, fp, "zero1_grad_reduce", kZero1Reduce, &f.zero1_all_reduce)) {
       return false;
     }
     for (const char* key : {"fp8_recipe", "fp8_param_gather"}) {
@@ -1186,6 +1189,11 @@ bool Loader::check_combinations() {
     return fail_key(cite("workload.precision", "workload"),
                     n.gpu.id + " has no " + std::string(to_string(w.precision)) +
                         " tensor-core peak (use bf16)");
+  }
+  if (given("workload.framework.zero1_grad_reduce") && w.parallelism.zero != 1) {
+    return fail_key("workload.framework.zero1_grad_reduce",
+                    "applies to zero: 1 (the workload has zero: " + str(w.parallelism.zero) +
+                        "; 0 all-reduces, 2 and 3 reduce-scatter)");
   }
   return true;
 }

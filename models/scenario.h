@@ -197,6 +197,11 @@ struct FrameworkConfig {
   // accumulate_allreduce_grads_in_fp32; Llama 3 sec. 3.3.2). false: in the working precision
   // (NeMo's performance recipes, grad_reduce_in_fp32: false).
   bool fp32_gradients = true;
+  // ZeRO-1's gradient reduction. false: a reduce-scatter, each rank receiving the shard it
+  // updates (Megatron-Core's distributed optimizer, DeepSpeed ZeRO-1 with reduce_scatter).
+  // true: an all-reduce of the whole gradient, each rank then updating its shard (DeepSpeed's
+  // pipeline engine with its BF16_Optimizer: _bf16_reduce_grads all-reduces the fp32 gradients).
+  bool zero1_all_reduce = false;
   bool operator==(const FrameworkConfig&) const = default;
 };
 

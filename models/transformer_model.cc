@@ -354,6 +354,10 @@ int expert_data_parallel(const WorkloadConfig& w) {
   return std::max(1, par.tp * par.cp * par.dp / std::max(1, par.expert_model_parallel()));
 }
 
+bool zero1_all_reduce(const WorkloadConfig& w) {
+  return w.parallelism.zero == 1 && w.framework.zero1_all_reduce;
+}
+
 double gradient_bytes(const WorkloadConfig& w) {
   return w.framework.fp32_gradients || !mixed_precision(w.precision) ? 4
                                                                      : working_bytes(w.precision);
@@ -493,7 +497,8 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
       case 1:
       case 2:
         add(ParallelDim::kDp, par.zero == 1 ? CommPhase::kStep : CommPhase::kBackward,
-            CollectiveOp::kReduceScatter, grad_bytes, 1, size, stride, grads);
+            zero1_all_reduce(w) ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter,
+            grad_bytes, 1, size, stride, grads);
         add(ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllGather, weight_bytes, 1, size,
             stride, gather);
         break;
@@ -515,14 +520,15 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
     stage_params = std::max(stage_params, held_parameters(w, pc, st).dense);
   }
   data_parallel(stage_params, par.dp * par.cp, par.tp,
-                par.zero == 0 ? "gradient all-reduce" : "gradient reduce-scatter",
+                par.zero == 0 || zero1_all_reduce(w) ? "gradient all-reduce" : "gradient reduce-scatter",
                 "updated-parameter all-gather", "ZeRO-3 parameter gather (forward)",
                 "ZeRO-3 parameter gather (backward)", "ZeRO-3 gradient reduce-scatter");
   if (m.moe.enabled()) {
     double experts = 0;
     for (int st = 0; st < par.pp; ++st) experts = std::max(experts, held_parameters(w, pc, st).experts);
     data_parallel(experts, expert_data_parallel(w), par.expert_model_parallel(),
-                  par.zero == 0 ? "expert gradient all-reduce" : "expert gradient reduce-scatter",
+                  par.zero == 0 || zero1_all_reduce(w) ? "expert gradient all-reduce"
+                                                       : "expert gradient reduce-scatter",
                   "updated-expert all-gather", "ZeRO-3 expert gather (forward)",
                   "ZeRO-3 expert gather (backward)", "ZeRO-3 expert gradient reduce-scatter");
   }

@@ -231,6 +231,8 @@ int expert_data_parallel(const WorkloadConfig& workload);
 // Bytes per gradient element as the framework accumulates and reduces them: 4 with
 // fp32_gradients or fp32 training, else the working precision's (workload.framework).
 double gradient_bytes(const WorkloadConfig& workload);
+// ZeRO-1 whose gradient reduction is a whole all-reduce (framework.zero1_grad_reduce).
+bool zero1_all_reduce(const WorkloadConfig& workload);
 
 // The collectives one GPU of the busiest stage issues per micro-batch / per step:
 // TP: per layer 2 all-reduces of s b h forward and 2 backward (with SP: 2 all-gathers + 2

@@ -250,11 +250,14 @@ class StepBuilder {
       if (call.dim == dim && call.phase == phase && call.op == op) out.push_back({&k, share});
     }
     return out;
-  }  // `share` of the once-per-step gradient reduction (ZeRO 0 all-reduces, 1 reduce-scatters).
+  }  // `share` of the once-per-step gradient reduction (ZeRO 0 all-reduces, 1 reduce-scatters
+  // unless the framework all-reduces: models::zero1_all_reduce).
   std::vector<std::pair<CommKind*, double>> step_grad_reduction(double share) {
+    const auto& w = sc_.workload;
     return all_kinds(ParallelDim::kDp, CommPhase::kStep,
-                     sc_.workload.parallelism.zero == 0 ? CollectiveOp::kAllReduce
-                                                        : CollectiveOp::kReduceScatter,
+                     w.parallelism.zero == 0 || models::zero1_all_reduce(w)
+                         ? CollectiveOp::kAllReduce
+                         : CollectiveOp::kReduceScatter,
                      share);
   }
 

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <string>
+#include <tuple>
 
 #include "models/units.h"
 
@@ -323,6 +325,62 @@ TEST_SUITE("models") {
       CHECK(c.dim != ParallelDim::kPp);
       CHECK(c.dim != ParallelDim::kCp);
     }
+  }
+
+  TEST_CASE("transformer: ZeRO-1's gradient reduction, reduce-scatter or all-reduce") {
+    auto w = llama2_70b_default();
+    w.parallelism.zero = 1;
+    auto grads = [&] {
+      const auto calls = communication_per_step(w);
+      const CommCall* rs =
+          find_call(calls, ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kReduceScatter);
+      const CommCall* ar =
+          find_call(calls, ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllReduce);
+      const CommCall* ag =
+          find_call(calls, ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllGather);
+      REQUIRE(ag != nullptr);
+      CHECK(ag->size_bytes == doctest::Approx(8623235072.0 * 2));  // bf16 weights
+      return std::pair{rs, ar};
+    };
+    auto [rs, ar] = grads();
+    REQUIRE(rs != nullptr);
+    CHECK(ar == nullptr);
+    CHECK(rs->size_bytes == doctest::Approx(8623235072.0 * 4));  // fp32 gradients
+    CHECK(std::string(rs->what) == "gradient reduce-scatter");
+    w.framework.zero1_all_reduce = true;
+    std::tie(rs, ar) = grads();
+    CHECK(rs == nullptr);
+    REQUIRE(ar != nullptr);
+    CHECK(ar->size_bytes == doctest::Approx(8623235072.0 * 4));
+    CHECK(std::string(ar->what) == "gradient all-reduce");
+    // Only ZeRO-1 has the choice: ZeRO-2 reduce-scatters in the backward whatever the key says.
+    w.parallelism.zero = 2;
+    const auto z2 = communication_per_step(w);
+    CHECK(find_call(z2, ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kReduceScatter) !=
+          nullptr);
+    // The loader takes the key with zero: 1 only, and names the values.
+    const std::string head =
+        "cluster: {nodes: 1, node: {gpu: h100-sxm, gpus_per_node: 8, scale_up: nvlink4}}\n"
+        "workload:\n  model: llama3-8b\n  seq_len: 4096\n  global_batch: 8\n";
+    auto ok = load_scenario_text(head +
+                                     "  framework: {zero1_grad_reduce: all_reduce}\n"
+                                     "  parallelism: {tp: 1, dp: 8, zero: 1}\n",
+                                 "ok.yaml");
+    REQUIRE(ok.ok());
+    CHECK(ok.value().workload.framework.zero1_all_reduce);
+    auto z0 = load_scenario_text(head +
+                                     "  framework: {zero1_grad_reduce: all_reduce}\n"
+                                     "  parallelism: {tp: 1, dp: 8, zero: 0}\n",
+                                 "z0.yaml");
+    REQUIRE_FALSE(z0.ok());
+    CHECK(z0.message().find("z0.yaml:6:") == 0);
+    CHECK(z0.message().find("applies to zero: 1") != std::string::npos);
+    auto typo = load_scenario_text(head +
+                                       "  framework: {zero1_grad_reduce: allreduce}\n"
+                                       "  parallelism: {tp: 1, dp: 8, zero: 1}\n",
+                                   "typo.yaml");
+    REQUIRE_FALSE(typo.ok());
+    CHECK(typo.message().find("reduce_scatter") != std::string::npos);
   }
 
   TEST_CASE("transformer: communication of PP, CP and plain DP") {

@@ -302,6 +302,37 @@ TEST_SUITE("sim") {
     CHECK(bs.dp.exposed_s > 0.5 * bs.dp.total_s - 1e-9);
   }
 
+  TEST_CASE("ZeRO-1 reducing by all-reduce (DeepSpeed's BF16_Optimizer) doubles the gradient traffic") {
+    // Four replicas, ZeRO-1: a reduce-scatter of the fp32 gradients, or (framework
+    // zero1_grad_reduce: all_reduce) a whole all-reduce, then the same weight all-gather. A ring
+    // all-reduce moves twice a reduce-scatter's bytes; both engines time the same calls.
+    Knobs k = four_replicas();
+    k.zero = 1;
+    models::Scenario rs = scenario(k);
+    models::Scenario ar = rs;
+    ar.workload.framework.zero1_all_reduce = true;
+    const auto a = simulate(rs), b = simulate(ar);
+    auto grad_s = [](const DesStepResult& r, models::CollectiveOp op) {
+      double s = 0;
+      for (const auto& c : r.analytic.comms) {
+        if (c.call.dim == models::ParallelDim::kDp && c.call.phase == models::CommPhase::kStep && c.call.op == op)
+          s += c.total_s();
+      }
+      return s;
+    };
+    const double rs_s = grad_s(a, models::CollectiveOp::kReduceScatter);
+    const double ar_s = grad_s(b, models::CollectiveOp::kAllReduce);
+    REQUIRE(rs_s > 0);
+    CHECK(grad_s(a, models::CollectiveOp::kAllReduce) == 0);
+    CHECK(grad_s(b, models::CollectiveOp::kReduceScatter) == 0);
+    CHECK(ar_s == doctest::Approx(2 * rs_s).epsilon(0.05));
+    // The simulator runs the all-reduce too: its DP traffic grows by what the formula adds.
+    const double added = b.analytic.breakdown.dp.total_s - a.analytic.breakdown.dp.total_s;
+    CHECK(added == doctest::Approx(ar_s - rs_s).epsilon(1e-6));
+    CHECK(b.step.breakdown.dp.total_s - a.step.breakdown.dp.total_s ==
+          doctest::Approx(added).epsilon(0.05));
+  }
+
   TEST_CASE("context parallelism: the K/V ring hides behind attention, or shows its excess") {
     // Two nodes as two CP ranks of TP 8: each layer's ring exchange of K/V crosses the NICs (one
     // 400G NIC per GPU, non-blocking, so no contention between CP pairs) beside that layer's
