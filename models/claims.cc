@@ -715,9 +715,13 @@ Result<std::vector<Claim>> read_claims_list(YamlReader& in, const YAML::Node& li
 Result<std::vector<Claim>> load_claims_file(const std::string& path) {
   auto text = read_text_file(path);
   if (!text) return text.error();
+  return load_claims_text(*text, path);
+}
+
+Result<std::vector<Claim>> load_claims_text(std::string_view text, const std::string& path) {
   YamlReader in(path);
   YAML::Node root, list;
-  if (!in.parse(*text, &root) || !in.open_map(root, "", {"name", "claims"}) ||
+  if (!in.parse(text, &root) || !in.open_map(root, "", {"name", "claims"}) ||
       !in.list(root, "", "claims", &list, true)) {
     return in.error();
   }

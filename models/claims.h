@@ -115,6 +115,9 @@ ClaimResult evaluate_claim(const Claim& claim);
 // Reads a claims file (format: scenarios/seed/claims.yaml's header). Scenario paths are relative
 // to the file. Fails with "file:line:col: claims[i].key: what is wrong".
 Result<std::vector<Claim>> load_claims_file(const std::string& path);
+// The same for a file's text already read (`path` names it in errors and anchors its scenario
+// paths).
+Result<std::vector<Claim>> load_claims_text(std::string_view text, const std::string& path);
 
 // Reads the top-level `claims:` list of a scenario document (`yaml_text`, loaded as `scenario`;
 // errors cite scenario.path). Entries take the claims file's form, except that the hardware is

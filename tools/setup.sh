@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs clustersim's build and test dependencies from Debian 12 packages.
-# Idempotent and quiet: packages already installed are skipped; runs as root or through sudo.
+# Usage: tools/setup.sh [--fuzz]. Idempotent and quiet: packages already installed are
+# skipped; runs as root or through sudo.
 set -euo pipefail
 
 packages=(
@@ -9,6 +10,10 @@ packages=(
   libyaml-cpp-dev nlohmann-json3-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin gnuplot-nox graphviz
 )
+# --fuzz: also Clang and libFuzzer, for the fuzz targets (tests/fuzz/, CLUSTERSIM_FUZZ=ON).
+if [ "${1:-}" = "--fuzz" ]; then
+  packages+=(clang-15 libfuzzer-15-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -465,7 +465,9 @@ AcceptanceCheck check_all_reduce_one_node(const Context& x, AcceptanceResult* ou
   double best_big = 0, largest = 0, best_largest = 0;
   std::int64_t wrong = 0;
   for (const CollectiveRow& r : x.m.collectives) {
-    if (r.op != "all_reduce" || r.ranks != ranks || row_time_s(r) <= 0) continue;
+    if (r.op != "all_reduce" || r.ranks != ranks || r.size_bytes == 0 || row_time_s(r) <= 0) {
+      continue;
+    }
     const double size = double(r.size_bytes);
     const double busbw = size / row_time_s(r) * factor;
     BusbwPoint p{size, busbw, 0};

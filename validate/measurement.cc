@@ -1,10 +1,14 @@
 #include "validate/measurement.h"
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 namespace clustersim::validate {
 namespace {
@@ -265,19 +269,27 @@ struct Reader {
       if (!j.is_boolean()) return fail(at, "expected true or false, got " + j.dump());
       x = j.get<bool>();
     } else if constexpr (std::is_integral_v<T>) {
+      // Counts, sizes, ids: never negative, except a field's own "not reported" value (-1).
       if (!j.is_number_integer()) return fail(at, "expected an integer, got " + j.dump());
-      if constexpr (std::is_unsigned_v<T>) {
-        if (j.is_number_unsigned() || j.get<std::int64_t>() >= 0) {
-          x = j.get<T>();
-        } else {
-          fail(at, "expected a non-negative integer, got " + j.dump());
-        }
-      } else {
-        x = j.get<T>();
+      if (j.is_number_unsigned()) {
+        const auto v = j.get<std::uint64_t>();
+        if (!std::in_range<T>(v)) return fail(at, "integer out of range: " + j.dump());
+        x = static_cast<T>(v);
+        return;
       }
+      const auto v = j.get<std::int64_t>();
+      if (v < 0 && !(x < 0 && v == static_cast<std::int64_t>(x))) {
+        return fail(at, "expected a non-negative integer, got " + j.dump());
+      }
+      if (!std::in_range<T>(v)) return fail(at, "integer out of range: " + j.dump());
+      x = static_cast<T>(v);
     } else if constexpr (std::is_floating_point_v<T>) {
+      // Times, rates, watts: finite and not negative, except a field's "not checked" value.
       if (!j.is_number()) return fail(at, "expected a number, got " + j.dump());
-      x = j.get<T>();
+      const T v = j.get<T>();
+      if (!std::isfinite(v)) return fail(at, "expected a finite number, got " + j.dump());
+      if (v < 0 && v != x) return fail(at, "expected a non-negative number, got " + j.dump());
+      x = v;
     } else if constexpr (std::is_same_v<T, std::string>) {
       if (!j.is_string()) return fail(at, "expected a string, got " + j.dump());
       x = j.get<std::string>();
@@ -320,6 +332,46 @@ struct Reader {
   }
 };
 
+// The first row that repeats an earlier one's identity (the same collective and size, GEMM
+// shape, copy or attention case on the same rank): "" when none. A run measures each once, so a
+// repeat is an edited file, and judging would have to pick one of the two.
+std::string duplicated_rows(const Measurement& m) {
+  auto first_repeat = [](const auto& rows, const char* list, auto key) -> std::string {
+    std::map<decltype(key(rows.front())), std::size_t> seen;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      auto [it, fresh] = seen.emplace(key(rows[i]), i);
+      if (!fresh) {
+        return std::string("$.") + list + "[" + std::to_string(i) + "] repeats $." + list + "[" +
+               std::to_string(it->second) + "] (the same measurement twice: an edited file?)";
+      }
+    }
+    return "";
+  };
+  std::string d;
+  if (!m.collectives.empty()) {
+    d = first_repeat(m.collectives, "collectives", [](const CollectiveRow& r) {
+      return std::tuple(r.op, r.ranks, r.size_bytes, r.type, r.redop, r.root);
+    });
+  }
+  if (d.empty() && !m.gemm.empty()) {
+    d = first_repeat(m.gemm, "gemm", [](const GemmRate& r) {
+      return std::tuple(r.rank, r.precision, r.m, r.n, r.k, r.sustained);
+    });
+  }
+  if (d.empty() && !m.bandwidth.empty()) {
+    d = first_repeat(m.bandwidth, "bandwidth", [](const BandwidthRate& r) {
+      return std::tuple(r.rank, r.kind, r.peer, r.bytes);
+    });
+  }
+  if (d.empty() && !m.attention.empty()) {
+    d = first_repeat(m.attention, "attention", [](const AttentionRate& r) {
+      return std::tuple(r.rank, r.implementation, r.direction, r.causal, r.batch, r.heads,
+                        r.head_dim, r.seq_len);
+    });
+  }
+  return d;
+}
+
 }  // namespace
 
 std::string to_json_text(const Measurement& m) { return Writer::encode(m).dump(2) + "\n"; }
@@ -329,8 +381,9 @@ models::Result<Measurement> parse_measurement(std::string_view text, std::string
   ordered_json j;
   try {
     j = ordered_json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.what() carries "line L, column C" for the bad byte.
+  } catch (const nlohmann::json::exception& e) {
+    // e.what() carries "line L, column C" for the bad byte; a number too large for a double
+    // ("1e999": no JSON number is infinite) is an out_of_range error.
     return models::Error{src + ": not valid JSON: " + e.what()};
   }
   if (!j.is_object()) return models::Error{src + ": expected a JSON object at the top"};
@@ -352,6 +405,7 @@ models::Result<Measurement> parse_measurement(std::string_view text, std::string
     return models::Error{src + ": " + e.what()};
   }
   if (!error.empty()) return models::Error{src + ": " + error};
+  if (std::string dup = duplicated_rows(m); !dup.empty()) return models::Error{src + ": " + dup};
   return m;
 }
 

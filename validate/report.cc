@@ -124,7 +124,10 @@ std::string_view overall_verdict(const AcceptanceResult& r) {
 
 std::string busbw_plot_svg(const AcceptanceResult& r) {
   const auto& pts = r.all_reduce_curve;
-  if (pts.empty()) return "";
+  // Sizes on a log axis: a curve without them (none, or a size of 0 bytes) is not drawn.
+  if (pts.empty() || !(pts.front().size_bytes > 0) || !std::isfinite(pts.back().size_bytes)) {
+    return "";
+  }
   // Plot area: x = log2(size), y = busbw in GB/s from 0.
   const double W = 720, H = 360, L = 70, R = 20, T = 30, B = 50;
   double x0 = std::log2(pts.front().size_bytes), x1 = std::log2(pts.back().size_bytes);
@@ -291,13 +294,19 @@ models::Result<ReportCheck> check_report(const std::string& report, ReportFormat
     if (!j.is_object() || j.value("schema", "") != kReportSchema) {
       return models::Error{"not a clustersim verify report (schema " + std::string(kReportSchema) + ")"};
     }
-    out.measurement_sha256 = j["measurement"].value("sha256", "");
-    if (j.contains("signature")) {
-      out.has_signature = true;
-      const std::string value = j["signature"].value("value", "");
-      j.erase("signature");
-      out.signature_valid =
-          !key.empty() && constant_time_equal(value, hmac_sha256_hex(key, j.dump(2)));
+    // A report edited into other shapes (a string where an object was, a number for the
+    // digest) is not one of ours: refused, never a throw.
+    try {
+      out.measurement_sha256 = j.at("measurement").value("sha256", "");
+      if (j.contains("signature")) {
+        out.has_signature = true;
+        const std::string value = j["signature"].value("value", "");
+        j.erase("signature");
+        out.signature_valid =
+            !key.empty() && constant_time_equal(value, hmac_sha256_hex(key, j.dump(2)));
+      }
+    } catch (const nlohmann::json::exception& e) {
+      return models::Error{std::string("not a clustersim verify report: ") + e.what()};
     }
     return out;
   }

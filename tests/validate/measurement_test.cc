@@ -144,6 +144,58 @@ TEST_SUITE("validate") {
           std::string::npos);
   }
 
+  TEST_CASE("hostile values: never accepted silently, each refusal names its JSON path") {
+    auto parse = [](const std::string& body) {
+      return parse_measurement("{\"schema\": \"clustersim.measurements/1\", " + body + "}",
+                               "doctored.json");
+    };
+    auto refused = [&](const std::string& body, const std::string& what) {
+      auto r = parse(body);
+      INFO(body);
+      REQUIRE_FALSE(r.ok());
+      CHECK(r.message().find("doctored.json: " + what) == 0);
+    };
+    // JSON has no NaN or Inf, and a literal beyond a double's range is refused (it used to
+    // escape as an exception).
+    refused(R"("gemm": [{"tflops": 1e999}])", "not valid JSON");
+    refused(R"("collectives": [{"op": "all_reduce", "in_place": {"time_us": -1e999}}])",
+            "not valid JSON");
+    refused(R"("gemm": [{"tflops": NaN}])", "not valid JSON");
+    refused(R"("collectives": [{"op": "all_reduce", "out_of_place": {"time_us": -3.5}}])",
+            "$.collectives[0].out_of_place.time_us: expected a non-negative number");
+    refused(R"("bandwidth": [{"kind": "hbm_copy", "GBps": -4000}])",
+            "$.bandwidth[0].GBps: expected a non-negative number");
+    refused(R"("run": {"world_size": -8})", "$.run.world_size: expected a non-negative integer");
+    refused(R"("collectives": [{"op": "all_reduce", "ranks": 4294967298}])",
+            "$.collectives[0].ranks: integer out of range");
+    refused(R"("collectives": [{"op": "all_reduce", "out_of_place": {"wrong": -2}}])",
+            "$.collectives[0].out_of_place.wrong: expected a non-negative integer");
+    // A field's own "not reported" value stays allowed.
+    auto sentinels = parse(
+        R"("collectives": [{"op": "broadcast", "root": -1, "in_place": {"wrong": -1}}],)"
+        R"( "attention": [{"direction": "forward", "max_rel_error": -1}])");
+    REQUIRE(sentinels.ok());
+    CHECK(sentinels->collectives[0].in_place.wrong == -1);
+    CHECK(sentinels->attention[0].max_rel_error == -1);
+    refused(R"("attention": [{"direction": "forward", "max_rel_error": -0.5}])",
+            "$.attention[0].max_rel_error: expected a non-negative number");
+    // A row measured twice: named, both places.
+    const std::string row =
+        R"({"op": "all_reduce", "ranks": 8, "size_bytes": 8589934592, "type": "float",)"
+        R"( "redop": "sum", "out_of_place": {"time_us": 40000}})";
+    refused(R"("collectives": [)" + row + ", " + row + "]",
+            "$.collectives[1] repeats $.collectives[0]");
+    refused(R"("gemm": [{"rank": 0, "precision": "bf16", "m": 8192, "n": 8192, "k": 8192},)"
+            R"( {"rank": 0, "precision": "bf16", "m": 8192, "n": 8192, "k": 8192}])",
+            "$.gemm[1] repeats $.gemm[0]");
+    refused(R"("bandwidth": [{"rank": 1, "kind": "p2p", "peer": 0, "bytes": 1024},)"
+            R"( {"rank": 0, "kind": "p2p", "peer": 1, "bytes": 1024},)"
+            R"( {"rank": 1, "kind": "p2p", "peer": 0, "bytes": 1024}])",
+            "$.bandwidth[2] repeats $.bandwidth[0]");
+    // The same GEMM on two ranks, or two sizes of a sweep, are two measurements.
+    CHECK(parse(R"("gemm": [{"rank": 0, "m": 64}, {"rank": 1, "m": 64}])").ok());
+  }
+
   TEST_CASE("a partial file is valid JSON after every checkpoint; finish renames it") {
     const std::string dir = temp_dir();
     const std::string path = dir + "/m.json";
@@ -155,6 +207,7 @@ TEST_SUITE("validate") {
     CHECK_FALSE(partial->complete);
     CHECK_FALSE(std::filesystem::exists(path));
     m.collectives.push_back(m.collectives[0]);
+    m.collectives.back().size_bytes *= 2;  // the next row of the sweep
     REQUIRE(w.checkpoint(m).ok());
     CHECK(read_measurement_file(w.partial_path())->collectives.size() == 2);
     REQUIRE(w.finish(m).ok());

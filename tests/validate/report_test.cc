@@ -80,4 +80,37 @@ TEST_SUITE("validate") {
     CHECK(report_format_for("a.html").ok());
     CHECK_FALSE(report_format_for("a.pdf").ok());
   }
+
+  TEST_CASE("report: hostile inputs found by fuzzing (tests/fuzz) are refused or drawn safely") {
+    // An all_reduce row of 0 bytes put -inf on the plot's log axis: the tick loop then ran from
+    // INT_MIN and `verify --report` grew until the kernel killed it. Rows of 0 bytes are left
+    // out of the curve; the report renders.
+    auto file = load_measurement_file(std::string(CLUSTERSIM_SOURCE_DIR) +
+                                      "/tests/fuzz/corpus/measurement/"
+                                      "regression-all-reduce-size-0.json");
+    REQUIRE(file.ok());
+    REQUIRE(file->data.collectives.front().size_bytes == 0);
+    const AcceptanceResult r = run_acceptance(file->data, {});
+    REQUIRE_FALSE(r.all_reduce_curve.empty());
+    for (const auto& p : r.all_reduce_curve) CHECK(p.size_bytes > 0);
+    ReportMeta meta;
+    meta.measurement_sha256 = file->sha256_hex;
+    const std::string html = render_report(r, meta, ReportFormat::kHtml);
+    CHECK(html.size() < 100000);
+    CHECK(html.find("<svg") != std::string::npos);
+    // A curve that starts at 0 bytes anyway is not drawn (no log axis for it).
+    AcceptanceResult zero = r;
+    zero.all_reduce_curve.front().size_bytes = 0;
+    CHECK(busbw_plot_svg(zero).empty());
+    // A JSON report edited into another shape is not ours: refused, never a throw.
+    for (const char* edited :
+         {R"({"schema": "clustersim.verify-report/1", "measurement": "abc"})",
+          R"({"schema": "clustersim.verify-report/1", "measurement": {"sha256": 5}})",
+          R"({"schema": "clustersim.verify-report/1"})",
+          R"({"schema": "clustersim.verify-report/1", "measurement": {}, "signature": []})"}) {
+      INFO(edited);
+      auto c = check_report(edited, ReportFormat::kJson, "key");
+      CHECK_FALSE(c.ok());
+    }
+  }
 }

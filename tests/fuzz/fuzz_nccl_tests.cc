@@ -1,0 +1,30 @@
+// nccl-tests' own text output (`check` and `calibrate` read *_perf logs): parsed as rows, then
+// as a measurement of the reference cluster, judged and compared with the analytic model.
+#include "fuzz_common.h"
+#include "models/step_model.h"
+#include "validate/acceptance.h"
+#include "validate/measurement_samples.h"
+#include "validate/nccl_tests_output.h"
+#include "validate/prediction_check.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace clustersim;
+  const std::string text = fuzz::text_of(data, size);
+  (void)validate::parse_nccl_tests_output(text);
+  (void)validate::is_nccl_tests_text(text);
+  const models::Scenario& sc = fuzz::reference_scenario();
+  auto file = validate::nccl_tests_measurement({{"all_reduce_perf.txt", text}}, sc);
+  if (!file.ok()) {
+    if (file.message().empty()) __builtin_trap();
+    return 0;
+  }
+  (void)validate::run_acceptance(file->data, {});
+  validate::ComparisonInputs in;
+  in.cluster = sc.cluster;
+  const auto params = models::default_step_params(sc.cluster);
+  in.compute = params.compute;
+  in.collective = validate::analytic_collective_predictor(
+      sc.cluster, params.collective, validate::nccl_disabled_algorithms(file->data));
+  (void)validate::compare_measurement(file->data, in);
+  return 0;
+}
