@@ -39,6 +39,7 @@ using models::format_bandwidth;
 using models::format_flops;
 using models::format_significant;
 using models::format_size;
+using models::format_time;
 
 // Sources of the thresholds (REFERENCE.md "Acceptance checks for a rented cluster").
 constexpr const char* kRef = "REFERENCE.md acceptance check ";
@@ -669,6 +670,71 @@ AcceptanceCheck check_spread(const Context& x) {
   return c;
 }
 
+// Which acceptance check judges a compared row (prediction_check.h's groups): its id, or "".
+std::string check_of_row(const ComparedRow& r, int nodes) {
+  if (r.group.rfind("gemm", 0) == 0) return "gemm";
+  if (r.group == "hbm_copy") return "hbm";
+  if (r.group == "h2d" || r.group == "d2h") return "host_link";
+  if (r.group == "p2p") return "p2p";
+  if (r.group.rfind("all_reduce x", 0) == 0) {
+    return nodes > 1 ? "all_reduce_multi_node" : "all_reduce_one_node";
+  }
+  return "";
+}
+
+// A figure beyond the hardware's physical ceiling (a GEMM above the datasheet peak, a copy
+// above HBM's or PCIe's raw rate, a collective faster than its links allow: physical_floor.h,
+// the same bounds `clustersim check` flags) is not a fast cluster but a wrong or edited file. The
+// check that figure feeds fails with the reason, and the physics check lists every such row.
+AcceptanceCheck check_physics(const Context& x, std::vector<AcceptanceCheck>* checks) {
+  AcceptanceCheck c = make(1, "physically_possible",
+                           "Every figure within the hardware's physical ceiling",
+                           ": datasheet peaks and raw link rates (physical_floor.h)");
+  c.threshold = "no figure beyond the datasheet peak or raw link rate";
+  auto cluster = measured_cluster(x.m);
+  if (!x.spec || !cluster) {
+    c.why = "the GPU is not a catalog SKU: no datasheet to bound the figures by";
+    return c;
+  }
+  cluster->node.gpu = *x.spec;
+  ComparisonInputs in;
+  in.cluster = *cluster;
+  const Comparison cmp = compare_measurement(x.m, in);
+  c.status = CheckStatus::kPass;
+  int listed = 0;
+  std::map<std::string, int> per_check;  // impossible rows behind each judged check
+  for (const ComparedRow& r : cmp.rows) {
+    if (!r.impossible) continue;
+    const std::string what =
+        r.group + " " + r.label + ": " +
+        (r.quantity == "time_s" ? format_time(r.measured) + " is faster than the least "
+                                      + format_time(r.floor) + " (" + r.floor_why + ")"
+         : r.quantity == "flops_per_s"
+             ? format_flops(r.measured) + " is above the " + r.floor_why
+             : format_bandwidth(r.measured) + " is above " + r.floor_why);
+    if (++listed <= 4) add_reason(c, CheckStatus::kFail, what);
+    const std::string id = check_of_row(r, x.nodes);
+    if (!id.empty() && per_check[id]++ == 0) {
+      for (AcceptanceCheck& judged : *checks) {
+        if (judged.id != id) continue;
+        add_reason(judged, CheckStatus::kFail,
+                   "physically impossible: " + what + ": a wrong or edited file, not a fast GPU");
+      }
+    }
+  }
+  if (listed > 4) add_reason(c, CheckStatus::kFail, std::to_string(listed - 4) + " more such rows");
+  for (const auto& [id, rows] : per_check) {
+    if (rows < 2) continue;
+    for (AcceptanceCheck& judged : *checks) {
+      if (judged.id == id) add_reason(judged, CheckStatus::kFail, std::to_string(rows - 1) + " more");
+    }
+  }
+  c.measured = listed == 0 ? std::to_string(cmp.rows.size()) + " figures within their ceilings"
+                           : std::to_string(listed) + " of " + std::to_string(cmp.rows.size()) +
+                                 " figures beyond their ceiling";
+  return c;
+}
+
 }  // namespace
 
 AcceptanceResult run_acceptance(const Measurement& m, const AcceptanceExpectation& expect) {
@@ -722,6 +788,7 @@ AcceptanceResult run_acceptance(const Measurement& m, const AcceptanceExpectatio
   out.checks.push_back(check_transport(x));
   out.checks.push_back(check_rdma(x));
   out.checks.push_back(check_spread(x));
+  out.checks.insert(out.checks.begin() + 1, check_physics(x, &out.checks));
   return out;
 }
 

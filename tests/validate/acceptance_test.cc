@@ -67,15 +67,32 @@ TEST_SUITE("validate") {
       // a WARN (inconclusive), not a FAIL; the synthetic one passes.
       CHECK(find(r, "all_reduce_one_node").status != CheckStatus::kFail);
       CHECK(find(r, "all_reduce_multi_node").status == CheckStatus::kSkip);  // one node
-      const std::pair<const char*, const char*> cases[] = {{"fewer-sms.json", "identity"},
-                                                           {"wrong-pci-id.json", "identity"},
-                                                           {"slow-busbw.json", "all_reduce_one_node"},
-                                                           {"socket-transport.json", "nccl_transport"}};
-      for (const auto& [file, check] : cases) {
+      // An H200 file relabelled as an H100 fails identity, and its HBM copies (4.2-4.3 TB/s)
+      // are beyond an H100's 3.35 TB/s datasheet: physically impossible.
+      const std::pair<const char*, std::set<std::string>> cases[] = {
+          {"fewer-sms.json", {"identity"}},
+          {"wrong-pci-id.json", {"identity", "physically_possible", "hbm"}},
+          {"slow-busbw.json", {"all_reduce_one_node"}},
+          {"socket-transport.json", {"nccl_transport"}}};
+      for (const auto& [file, checks] : cases) {
         INFO(doctored << file);
         const AcceptanceResult d = run_acceptance(load(doctored + file), {});
-        CHECK(failed(d) == std::set<std::string>{check});
+        CHECK(failed(d) == checks);
       }
+      CHECK(find(r, "physically_possible").status == CheckStatus::kPass);
+      // Figures beyond the hardware (a GEMM above the datasheet peak, copies above HBM, PCIe
+      // and NVLink, an all_reduce faster than its links allow): each check they feed fails.
+      Measurement absurd = load(clean);
+      for (auto& g : absurd.gemm) g.tflops *= 8;
+      for (auto& b : absurd.bandwidth) b.GBps *= 10;
+      for (auto& c : absurd.collectives) {
+        c.out_of_place.time_us /= 20;
+        c.in_place.time_us /= 20;
+      }
+      const AcceptanceResult a = run_acceptance(absurd, {});
+      CHECK(failed(a) == std::set<std::string>{"physically_possible", "gemm", "hbm", "host_link",
+                                               "p2p", "all_reduce_one_node"});
+      CHECK(find(a, "gemm").why.find("physically impossible") != std::string::npos);
     }
   }
 
