@@ -10,6 +10,8 @@
 namespace clustersim::validate {
 
 void match_catalog(GpuInfo& g) {
+  // The catalog entry follows from the PCI id alone: whatever the file says it is is dropped.
+  g.catalog_id.clear();
   char hex[16];
   std::snprintf(hex, sizeof hex, "0x%04x", g.pci.device_id);
   if (g.pci.vendor_id != 0x10de) {

@@ -55,6 +55,18 @@ std::vector<std::pair<std::string, std::string>> files_under_test() {
 }  // namespace
 
 TEST_SUITE("validate") {
+  TEST_CASE("acceptance: the catalog entry comes from the PCI id, never from the file's word") {
+    // Found by fuzzing (tests/fuzz): a file whose GPU names its own catalog_id (here one the
+    // catalog lacks) over a missing PCI device id made the identity check dereference a null
+    // catalog entry. The file's catalog_id is ignored; the PCI id decides, and fails here.
+    const AcceptanceResult r =
+        run_acceptance(load(std::string(CLUSTERSIM_SOURCE_DIR) +
+                            "/tests/fuzz/corpus/measurement/regression-file-says-catalog-id.json"),
+                       {});
+    CHECK(find(r, "identity").status == CheckStatus::kFail);
+    CHECK(find(r, "identity").why.find("0x0000 is not in the catalog") != std::string::npos);
+  }
+
   TEST_CASE("acceptance: clean measurement files pass, doctored copies fail on the right check") {
     for (const auto& [clean, doctored] : files_under_test()) {
       INFO(clean);

@@ -2,8 +2,9 @@
 a plain bf16 torch.matmul loop on random data (the "what cuBLAS reaches there" of issue 5) and
 scaled_dot_product_attention forward and backward, causal and full, bf16, batch 1, 16 heads,
 head dim 128, over the probe's sequence lengths. Times are CUDA-event medians after warm-up.
-Usage: python3 torch_reference.py OUT.json [seq,...] [seconds_per_case] [MxNxK,...]
-(the matmul shapes default to 4096^3 and 8192^3)"""
+Usage: python3 torch_reference.py OUT.json [seq,...] [seconds_per_case] [MxNxK,...] [HxD,...]
+(the matmul shapes default to 4096^3 and 8192^3; HxD: attention heads x head dim, default 16x128;
+an empty MxNxK list skips the matmuls)"""
 import json
 import sys
 import time
@@ -38,7 +39,10 @@ def main():
     result = {"torch": torch.__version__, "cuda": torch.version.cuda,
               "device": torch.cuda.get_device_name(0), "matmul": [], "sdpa": []}
     shapes = [tuple(int(x) for x in t.split("x")) for t in
-              (sys.argv[4] if len(sys.argv) > 4 else "4096x4096x4096,8192x8192x8192").split(",")]
+              (sys.argv[4] if len(sys.argv) > 4 else "4096x4096x4096,8192x8192x8192").split(",")
+              if t]
+    head_shapes = [tuple(int(x) for x in t.split("x")) for t in
+                   (sys.argv[5] if len(sys.argv) > 5 else "16x128").split(",")]
     for m, n, kk in shapes:
         a = torch.randn(m, kk, dtype=torch.bfloat16, device=dev)
         b = torch.randn(kk, n, dtype=torch.bfloat16, device=dev)
@@ -50,33 +54,35 @@ def main():
         result["matmul"].append({"m": m, "n": n, "k": kk, "dtype": "bf16",
                                  "tflops": 2.0 * m * n * kk * 20 / t / 1e12, "reps": reps})
         print("matmul", m, n, kk, result["matmul"][-1]["tflops"], flush=True)
-    heads, dim = 16, 128
-    for s in seqs:
-        q, k, v = (torch.randn(1, heads, s, dim, dtype=torch.bfloat16, device=dev)
-                   for _ in range(3))
-        for causal in (True, False):
-            flops = 4.0 * heads * s * s * dim / (2 if causal else 1)
-            t, reps = bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
-                            seconds)
-            result["sdpa"].append({"seq_len": s, "causal": causal, "direction": "forward",
-                                   "time_ms": t * 1e3, "tflops": flops / t / 1e12, "reps": reps})
-            print("sdpa fwd", s, causal, result["sdpa"][-1]["tflops"], flush=True)
-            qg, kg, vg = (x.detach().clone().requires_grad_(True) for x in (q, k, v))
-            grad = torch.randn_like(q)
+    for heads, dim in head_shapes:
+        for s in seqs:
+            q, k, v = (torch.randn(1, heads, s, dim, dtype=torch.bfloat16, device=dev)
+                       for _ in range(3))
+            for causal in (True, False):
+                flops = 4.0 * heads * s * s * dim / (2 if causal else 1)
+                t, reps = bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+                                seconds)
+                result["sdpa"].append({"seq_len": s, "heads": heads, "head_dim": dim,
+                                       "causal": causal, "direction": "forward",
+                                       "time_ms": t * 1e3, "tflops": flops / t / 1e12, "reps": reps})
+                print("sdpa fwd", heads, dim, s, causal, result["sdpa"][-1]["tflops"], flush=True)
+                qg, kg, vg = (x.detach().clone().requires_grad_(True) for x in (q, k, v))
+                grad = torch.randn_like(q)
 
-            def fwd_bwd():
-                o = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal)
-                o.backward(grad)
-            tb, reps = bench(fwd_bwd, seconds)
-            bwd = max(tb - t, 1e-9)
-            # Backward: 2.5x the forward FLOPs (FlashAttention-2 paper's convention).
-            result["sdpa"].append({"seq_len": s, "causal": causal, "direction": "backward",
-                                   "time_ms": bwd * 1e3, "tflops": 2.5 * flops / bwd / 1e12,
-                                   "reps": reps})
-            print("sdpa bwd", s, causal, result["sdpa"][-1]["tflops"], flush=True)
-            del qg, kg, vg, grad
-        del q, k, v
-        torch.cuda.empty_cache()
+                def fwd_bwd():
+                    o = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal)
+                    o.backward(grad)
+                tb, reps = bench(fwd_bwd, seconds)
+                bwd = max(tb - t, 1e-9)
+                # Backward: 2.5x the forward FLOPs (FlashAttention-2 paper's convention).
+                result["sdpa"].append({"seq_len": s, "heads": heads, "head_dim": dim,
+                                       "causal": causal, "direction": "backward",
+                                       "time_ms": bwd * 1e3, "tflops": 2.5 * flops / bwd / 1e12,
+                                       "reps": reps})
+                print("sdpa bwd", heads, dim, s, causal, result["sdpa"][-1]["tflops"], flush=True)
+                del qg, kg, vg, grad
+            del q, k, v
+            torch.cuda.empty_cache()
     with open(out_path, "w") as f:
         json.dump(result, f, indent=2)
 
