@@ -41,8 +41,11 @@ ComputeParams default_compute_params(const GpuSpec& gpu) {
     // torch-shapes.json` fits forward 0.592 of peak, backward 0.556. (Its half-efficiency
     // length, 1797 tokens, is that run's: one sequence of 16 heads fills the GPU late; call 9's
     // training steps, 2 x 16 heads at 8K, reached 0.60 forward, so the default ramp is kept.)
-    p.attention_fwd_max_efficiency = 0.592;
-    p.attention_bwd_max_efficiency = 0.556;
+    // That sweep ran power-capped at about the sustained clock (call 13's smi-sdpa.csv:
+    // 1550-1900 MHz at 690 W on long sequences), and the step model applies its own clock on
+    // top: the ceilings are the measured figures over the sustained clock.
+    p.attention_fwd_max_efficiency = 0.592 / p.sustained_clock;
+    p.attention_bwd_max_efficiency = 0.556 / p.sustained_clock;
   }
   if (gpu.arch == "sm_80") {
     p.gemm_max_efficiency = kAmpereGemmMaxEfficiency;
@@ -81,6 +84,12 @@ ComputeParams at_clock(const ComputeParams& params, double clock) {
   p.gemm_max_efficiency *= clock;
   p.attention_fwd_max_efficiency *= clock;
   p.attention_bwd_max_efficiency *= clock;
+  // The exposed exponentials are counted against the (now clocked) ceiling: they slow with the
+  // clock too, so their weight against it stays the same.
+  if (clock > 0) {
+    p.attention_fwd_exp_exposed /= clock;
+    p.attention_bwd_exp_exposed /= clock;
+  }
   return p;
 }
 
@@ -127,11 +136,43 @@ KernelTime gemm_time(const GpuSpec& gpu, Precision precision, const GemmShape& s
   return roofline(gpu, checked_peak(gpu, precision), flops, bytes, efficiency, params);
 }
 
+namespace {
+
+// Dense bf16 tensor FLOPs per special-function exponential, per clock and SM: tensor cores
+// 2048 FLOP/clock/SM on Ampere (A100: 312 TFLOP/s = 108 SMs x 1.41 GHz x 2048), 4096 on Hopper,
+// 8192 on Blackwell; 16 exponentials per clock per SM on each (CUDA C Programming Guide,
+// arithmetic instructions).
+double tensor_flops_per_exponential(const GpuSpec& gpu) {
+  if (gpu.arch == "sm_80" || gpu.arch == "sm_86" || gpu.arch == "sm_89") return 2048.0 / 16;
+  if (gpu.arch == "sm_100") return 8192.0 / 16;
+  return 4096.0 / 16;
+}
+
+double attention_head_dim_factor(const GpuSpec& gpu, double head_dim, bool backward,
+                                 const ComputeParams& params) {
+  // Exponential time over matmul time at peak: one exponential per score against 4 x head_dim
+  // FLOPs forward, 10 x head_dim backward (it recomputes the probabilities).
+  const double per_score_flops = (backward ? 10.0 : 4.0) * std::max(1.0, head_dim);
+  const double exp_ratio = tensor_flops_per_exponential(gpu) / per_score_flops;
+  const double exp_ratio_128 = tensor_flops_per_exponential(gpu) / ((backward ? 10.0 : 4.0) * 128);
+  const double exposed =
+      backward ? params.attention_bwd_exp_exposed : params.attention_fwd_exp_exposed;
+  const double ceiling =
+      backward ? params.attention_bwd_max_efficiency : params.attention_fwd_max_efficiency;
+  // time / FLOPs at peak = 1 / ceiling at head dim 128; the exposed exponentials add or take
+  // away their difference at another width.
+  const double inverse = 1 / ceiling + exposed * (exp_ratio - exp_ratio_128);
+  return inverse > 0 ? 1 / (ceiling * inverse) : 1;
+}
+
+}  // namespace
+
 KernelTime attention_time(const GpuSpec& gpu, Precision precision, const AttentionShape& shape,
                           bool backward, const ComputeParams& params) {
   const double flops = shape.forward_flops() * (backward ? 2.5 : 1.0);
   const double ceiling =
-      backward ? params.attention_bwd_max_efficiency : params.attention_fwd_max_efficiency;
+      (backward ? params.attention_bwd_max_efficiency : params.attention_fwd_max_efficiency) *
+      attention_head_dim_factor(gpu, shape.head_dim, backward, params);
   const double efficiency =
       ceiling * shape.kv_tokens / (shape.kv_tokens + params.attention_half_efficiency_kv_tokens);
   // Q and O (query heads), K and V (kv heads) read once, O written; backward moves each twice

@@ -56,6 +56,19 @@ struct ComputeParams {
   // causal forward (Dao 2023, Fig. 4-5) runs at ~0.5 / 0.7 / 0.8 / 0.9 of its 16K rate at
   // 512 / 1K / 2K / 4K tokens, which kv / (kv + 512) matches.
   double attention_half_efficiency_kv_tokens = 512;
+  // The ceilings above are at head dim 128. Each attention score also costs work off the
+  // tensor cores at the rate of the SMs' special-function units (an exponential, and the fp32 ->
+  // bf16 conversions of the probabilities, and backward of their gradients: 16 per clock per SM
+  // on sm_80-sm_100, CUDA C Programming Guide's arithmetic-instruction throughput table) beside
+  // 4 x head_dim matmul FLOPs forward (10 x backward): a narrower head has less matmul to hide
+  // it behind. The exposed part of that work per score, in exponentials, forward and backward,
+  // from cuDNN's flash kernels behind PyTorch's SDPA on an H200 at 32K-128K tokens
+  // (scenarios/measurements/call13/sdpa-head-dims.json): head dim 64 runs at 0.787 of head dim
+  // 128's rate forward (455 vs 579 TFLOP/s), 0.780 backward (416 vs 533), which these give.
+  // (At full clock; at_clock keeps the ratio: the exponentials slow with the clock as the
+  // matmuls do.)
+  double attention_fwd_exp_exposed = 0.792;
+  double attention_bwd_exp_exposed = 2.20;
   // Achievable fraction of the HBM datasheet bandwidth: H200 device copy ~4.3 of 4.8 TB/s
   // (REFERENCE.md).
   double hbm_efficiency = 0.90;

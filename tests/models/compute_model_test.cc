@@ -116,12 +116,50 @@ TEST_SUITE("models") {
     const auto bwd = attention_time(h100, Precision::kBf16, causal, true, params);
     CHECK(bwd.flops == doctest::Approx(2.5 * fwd.flops));
     // 4K tokens: 4096 / (4096 + 512) of the forward ceiling, Hopper's measured cuDNN kernels'
-    // 0.592 (0.556 backward).
-    CHECK(fwd.efficiency == doctest::Approx(0.592 * 4096 / 4608));
-    CHECK(bwd.efficiency == doctest::Approx(0.556 * 4096 / 4608));
-    CHECK(fwd.time_s == doctest::Approx(fwd.flops / (989e12 * 0.592 * 4096 / 4608)));
+    // 0.592 (0.556 backward) at the power-capped clock they ran at (0.863 of full, as a
+    // sustained GEMM): at full clock 0.592 / 0.863.
+    const double fwd_full = 0.592 / 0.863, bwd_full = 0.556 / 0.863;
+    CHECK(fwd.efficiency == doctest::Approx(fwd_full * 4096 / 4608));
+    CHECK(bwd.efficiency == doctest::Approx(bwd_full * 4096 / 4608));
+    CHECK(fwd.time_s == doctest::Approx(fwd.flops / (989e12 * fwd_full * 4096 / 4608)));
+    // At the power cap's sustained clock: the measured rates again.
+    const auto capped = at_clock(params, params.sustained_clock);
+    CHECK(attention_time(h100, Precision::kBf16, causal, false, capped).efficiency ==
+          doctest::Approx(0.592 * 4096 / 4608));
     // Elsewhere the generic defaults (between FlashAttention-2 and -3).
     CHECK(default_compute_params(*find_gpu("a100-sxm-80gb")).attention_fwd_max_efficiency ==
           doctest::Approx(0.60));
+  }
+
+  TEST_CASE("compute: a narrower head leaves the exponentials less matmul to hide behind") {
+    // Per score: one exponential (and conversions) at 16 per clock per SM against 4 x head_dim
+    // matmul FLOPs forward, 10 x backward. Hopper: 4096 tensor FLOP per clock per SM, so the
+    // exponential's time over the matmul's is 64 / d forward, 25.6 / d backward; the exposed
+    // share 0.792 / 2.20 reproduces the measured head-dim-64 rate: 0.787 / 0.780 of dim 128's
+    // (scenarios/measurements/call13/sdpa-head-dims.json), at any clock.
+    const GpuSpec& h200 = *find_gpu("h200-sxm");
+    const auto params = default_compute_params(h200);
+    auto rate = [&](const GpuSpec& gpu, const ComputeParams& p, double d, bool backward) {
+      const AttentionShape a{.batch = 1, .heads = 16, .kv_heads = 16, .head_dim = d,
+                             .q_tokens = 65536, .kv_tokens = 65536, .causal = true};
+      return attention_time(gpu, Precision::kBf16, a, backward, p).efficiency;
+    };
+    CHECK(rate(h200, params, 64, false) / rate(h200, params, 128, false) ==
+          doctest::Approx(0.787).epsilon(0.002));
+    CHECK(rate(h200, params, 64, true) / rate(h200, params, 128, true) ==
+          doctest::Approx(0.780).epsilon(0.003));
+    // By hand, forward: 1 / (1 + 0.686 x 0.792 x (64/64 - 64/128)).
+    CHECK(rate(h200, params, 64, false) / rate(h200, params, 128, false) ==
+          doctest::Approx(1 / (1 + 0.592 / 0.863 * 0.792 * 0.5)));
+    const auto capped = at_clock(params, params.sustained_clock);
+    CHECK(rate(h200, capped, 64, false) / rate(h200, capped, 128, false) ==
+          doctest::Approx(rate(h200, params, 64, false) / rate(h200, params, 128, false)));
+    // Head dim 128 is the reference: unchanged; a wider head gains a little.
+    CHECK(rate(h200, params, 256, false) > rate(h200, params, 128, false));
+    // Ampere: half the tensor FLOPs per clock per SM, the exponentials weigh half as much.
+    const GpuSpec& a100 = *find_gpu("a100-sxm-80gb");
+    const auto pa = default_compute_params(a100);
+    CHECK(rate(a100, pa, 64, false) / rate(a100, pa, 128, false) ==
+          doctest::Approx(1 / (1 + 0.60 * 0.792 * 0.25)));
   }
 }
