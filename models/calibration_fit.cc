@@ -348,17 +348,20 @@ struct TransferRow {
   struct Candidate {
     CollectiveAlgorithm algorithm;
     double latency_s, bandwidth_s;
+    double fill_s;  // in latency_s; NCCL's tuner chooses without it
   };
   std::vector<Candidate> candidates;
 };
 
-// The cheapest candidate under the correction, as estimate_collective would choose it.
+// The time of the candidate NCCL picks under the correction, as estimate_collective would
+// choose it (nccl_prefers: the shortest time without the fill).
 double corrected_time(const TransferRow& row, const CollectiveCorrection& c) {
-  double best = kInf;
+  double best_key = kInf, best = kInf;
   for (const auto& k : row.candidates) {
     double latency = k.latency_s, bandwidth = k.bandwidth_s;
     apply_correction(c, k.algorithm, &latency, &bandwidth);
-    best = std::min(best, latency + bandwidth);
+    const double key = latency + bandwidth - k.fill_s;
+    if (key < best_key) best_key = key, best = latency + bandwidth;
   }
   return best;
 }
@@ -403,7 +406,7 @@ void fit_transfer(const CalibrationInput& input, const CalibrationOptions& optio
     TransferRow row{s.time_s, {}};
     for (const auto& e : enabled_collective_candidates(*topo, s.op, s.size_bytes, model,
                                                        input.nccl_disabled_algorithms)) {
-      row.candidates.push_back({e.algorithm, e.latency_s, e.bandwidth_s});
+      row.candidates.push_back({e.algorithm, e.latency_s, e.bandwidth_s, e.fill_s});
     }
     if (row.candidates.empty()) continue;
     rows_by_op[static_cast<int>(s.op)].push_back(std::move(row));

@@ -81,6 +81,7 @@ int log2_floor(int n) {  // NCCL's log2i
 // The two terms of one candidate before calibration.
 struct Terms {
   double latency_s = 0;
+  double fill_s = 0;  // the part of latency_s that NCCL's tuner does not count
   double bandwidth_s = 0;
   Neck bottleneck = Neck::kNone;
 };
@@ -265,8 +266,19 @@ class Model {
     Terms out;
     out.latency_s = base(NcclAlgo::kRing, p) + (steps - inter_steps) * intra + inter_steps * inter;
     out.bandwidth_s = bytes * bus_bandwidth_factor(op, n()) / bus.Bps;
+    if (p == Proto::kSimple && !multi_node() && op != Op::kBroadcast && op != Op::kReduce) {
+      out.fill_s = ring_fill_seconds(bytes, bus.Bps);
+      out.latency_s += out.fill_s;
+    }
     out.bottleneck = bus.neck;
     return out;
+  }
+  // One slice (half a chunk) per channel at the channel's share of `bus_Bps`: the chunk is
+  // NCCL's, or the loop's share of the data where that is smaller.
+  double ring_fill_seconds(double bytes, double bus_Bps) const {
+    const double channels = std::max(1, p_.ring_channels);
+    const double chunk = std::min(p_.ring_chunk_bytes, bytes / (n() * channels));
+    return chunk / 2 / (bus_Bps / channels);
   }
 
   // Tree (all_reduce only, as in NCCL): a chain inside the node, a double binary tree across
@@ -293,6 +305,24 @@ class Model {
   double nvls_seconds(double per_gpu_bytes) const {
     return per_gpu_bytes / (scale_up_Bps() * p_.nvls_efficiency);
   }
+  int nvls_channels() const { return t_.gpu_arch == "sm_100" ? 32 : 16; }
+  // NCCL's NVLS chunk for an all_reduce of `bytes` (enqueue.cc: halved while the size is under
+  // 64, 8 and 2 x channels x chunk, down to 16 KiB).
+  double nvls_chunk_bytes(double bytes) const {
+    double chunk = p_.nvls_max_chunk_bytes;
+    const double ops = nvls_channels();
+    if (bytes < 64 * ops * chunk && chunk > 65536) chunk = 65536;
+    if (bytes < 8 * ops * chunk && chunk > 32768) chunk = 32768;
+    if (bytes < 2 * ops * chunk && chunk > 16384) chunk = 16384;
+    return chunk;
+  }
+  // The all_reduce pipeline's fill: nvls_pipeline_chunks chunks, each at one channel's share of
+  // the rate that paces the call (`seconds` for `bytes`).
+  double nvls_fill_seconds(double bytes, double seconds) const {
+    if (bytes <= 0 || seconds <= 0) return 0;
+    const double channel_Bps = bytes / seconds / nvls_channels();
+    return p_.nvls_pipeline_chunks * nvls_chunk_bytes(bytes) / channel_Bps;
+  }
   Status nvls_capable(Op op) const {
     if (!t_.switch_reduction || t_.scale_up_technology != LinkTechnology::kNvlink) {
       return unsupported(Algo::kNvls, op, "the scale-up switch has no NVLink SHARP reduction");
@@ -316,6 +346,8 @@ class Model {
       const double per_gpu = op == Op::kAllReduce ? bytes * (1 + 1.0 / g()) : bytes;
       out.latency_s = base(NcclAlgo::kNvls, p) + hw(NcclHardware::kNvlink, NcclAlgo::kNvls, p);
       out.bandwidth_s = nvls_seconds(per_gpu);
+      if (op == Op::kAllReduce) out.fill_s = nvls_fill_seconds(bytes, out.bandwidth_s);
+      out.latency_s += out.fill_s;
       out.bottleneck = Neck::kScaleUp;
       return out;
     }
@@ -329,6 +361,8 @@ class Model {
     out.latency_s = base(NcclAlgo::kNvlsTree, p) +
                     hw(NcclHardware::kNvlink, NcclAlgo::kNvlsTree, p) +
                     2 * log2_floor(nodes()) * inter_latency(NcclAlgo::kNvlsTree, p);
+    out.fill_s = nvls_fill_seconds(bytes, leg.seconds);
+    out.latency_s += out.fill_s;
     out.bandwidth_s = leg.seconds;
     out.bottleneck = leg.neck;
     return out;
@@ -462,6 +496,7 @@ CollectiveEstimate finish(const CollectiveTopology& topo, const CollectiveParams
   e.ranks = topo.ranks;
   e.size_bytes = bytes;
   e.latency_s = terms.latency_s;
+  e.fill_s = terms.fill_s;
   e.bandwidth_s = terms.bandwidth_s;
   e.bottleneck = bytes > 0 ? terms.bottleneck : Neck::kNone;
   bool matched = false;
@@ -473,6 +508,7 @@ CollectiveEstimate finish(const CollectiveTopology& topo, const CollectiveParams
         bytes < fit.max_size_bytes) {
       CS_ASSERT(fit.busbw_Bps > 0, "a calibration fit needs a positive busbw");
       e.latency_s = fit.latency_s;
+      e.fill_s = 0;
       e.bandwidth_s = bytes * bus_bandwidth_factor(op, topo.ranks) / fit.busbw_Bps;
       e.bottleneck = Neck::kCalibrated;
       matched = true;
@@ -493,6 +529,14 @@ CollectiveEstimate finish(const CollectiveTopology& topo, const CollectiveParams
   }
   return e;
 }
+
+}  // namespace
+
+bool nccl_prefers(const CollectiveEstimate& a, const CollectiveEstimate& b) {
+  return a.time_s - a.fill_s < b.time_s - b.fill_s;
+}
+
+namespace {
 
 bool point_to_point(Op op) { return op == Op::kAllToAll || op == Op::kSendRecv; }
 
@@ -651,8 +695,7 @@ Result<CollectiveEstimate> estimate_collective(const CollectiveTopology& topolog
   const auto all = enumerate(topology, params, op, bytes, request.algorithm, request.protocol,
                              &first_error, request.dispatch);
   if (all.empty()) return Error{first_error};
-  return *std::min_element(all.begin(), all.end(),
-                           [](const auto& a, const auto& b) { return a.time_s < b.time_s; });
+  return *std::min_element(all.begin(), all.end(), nccl_prefers);
 }
 
 double p2p_peer_channel_cap_Bps(const CollectiveTopology& topology, const CollectiveParams& params,
@@ -700,8 +743,7 @@ Result<CollectiveEstimate> cheapest_enabled_collective(const CollectiveTopology&
     return Error{std::string(to_string(op)) + " on " + std::to_string(topology.ranks) +
                  " ranks: every algorithm the model has is disabled"};
   }
-  return *std::min_element(all.begin(), all.end(),
-                           [](const auto& a, const auto& b) { return a.time_s < b.time_s; });
+  return *std::min_element(all.begin(), all.end(), nccl_prefers);
 }
 
 }  // namespace clustersim::models

@@ -183,6 +183,26 @@ struct CollectiveParams {
   // with B = 18 x 20.6 = 370.8 GB/s gives eff = 480 / (370.8 * 14/9) = 0.832 (NCCL's own Hopper
   // nvlsEfficiency is 0.85, applied to the same bandwidth).
   double nvls_efficiency = 0.832;
+  // NVLS all_reduce is a pipeline: each chunk is reduced by the switch (multimem.ld_reduce)
+  // before it is multicast back (multimem.st), with NCCL_STEPS = 8 chunks of buffer between
+  // the two halves on each of the NVLS channels; a call costs that many chunks' time beyond its
+  // bytes. NCCL (src/enqueue.cc) shrinks the chunk from 128 KiB to 64, 32, 16 KiB for sizes
+  // under 64, 8, 2 x channels x chunk, so the cost grows with the size in steps. Channels: 16 on
+  // Hopper, 32 on Blackwell (NCCL's nvlsChannels). Against 8 x H100 (together-nccl-tests) the
+  // fill takes the all_reduce's median |error| from 64 KiB to 8 GiB from 9.3% to 4.7%.
+  int nvls_pipeline_chunks = 8;
+  // A ring's Simple-protocol pipeline fills and drains one slice per channel: NCCL moves a
+  // chunk of up to ring_chunk_bytes per rank and step (stepSize 512 KiB x 4 chunk steps for
+  // all_reduce, all_gather and reduce_scatter, 4 MiB buffers), shrunk to the data for one loop
+  // (size / (ranks x channels)), in slices of half a chunk (2 slice steps); one slice at one
+  // channel's share of the bus costs extra. Few ranks amortise it over few steps: 2 ranks
+  // run all_reduce 25% and all_gather 50% over their bytes' time at mid sizes (our 2 x H200,
+  // nccl-tests-2gpu.txt), 8 ranks 3.6% (together-nccl-tests, ring). Channels: NCCL's 24 for
+  // Hopper on NVSwitch (NCCL_DEBUG=INFO of our 2 x H200: "24 coll channels"). One node only:
+  // across nodes NCCL's network chunks and proxy differ and no table here measures the fill.
+  double ring_chunk_bytes = 2.0 * 1024 * 1024;
+  int ring_channels = 24;
+  double nvls_max_chunk_bytes = 128 * 1024;
   // Protocol bandwidth factors (tuning.cc "model refinements"): ring LL moves 8 of 16 bytes
   // per line (x0.5) and is capped; LL128 moves 120 of 128 (NCCL uses 0.92).
   double ring_ll_fraction = 0.5;
@@ -258,6 +278,9 @@ struct CollectiveEstimate {
   int ranks = 1;
   double size_bytes = 0;
   double latency_s = 0;    // alpha term
+  // The part of latency_s that NCCL's tuner does not count (pipeline fill): NCCL chooses the
+  // algorithm and protocol without it, so the chosen one need not be the fastest.
+  double fill_s = 0;
   double bandwidth_s = 0;  // beta term: the bytes over the bottleneck
   double time_s = 0;       // latency_s + bandwidth_s
   double algbw_Bps = 0;    // size_bytes / time_s (nccl-tests)
@@ -272,7 +295,10 @@ struct CollectiveEstimate {
 double p2p_peer_channel_cap_Bps(const CollectiveTopology& topology, const CollectiveParams& params,
                                 double per_peer_bytes);
 
-// Predicts one collective. One rank or zero bytes costs nothing (time 0). Fails, naming what is
+// Whether NCCL's tuner picks `a` over `b`: the shorter time without the fill it does not count.
+bool nccl_prefers(const CollectiveEstimate& a, const CollectiveEstimate& b);
+
+// Predicts one collective, with the candidate NCCL's tuner picks. One rank or zero bytes costs nothing (time 0). Fails, naming what is
 // missing, when the algorithm cannot run the op or on this topology (tree: all_reduce only;
 // nvls: needs switch_reduction, all_gather/reduce_scatter one node only; collnet: all_reduce
 // across nodes with in_network_reduction; hierarchical: across nodes; alltoall/sendrecv: p2p),
@@ -282,13 +308,13 @@ Result<CollectiveEstimate> estimate_collective(const CollectiveTopology& topolog
                                                const CollectiveParams& params = {});
 
 // Every (algorithm, protocol) pair that kAuto considers for this op and topology, each
-// estimated; empty for one rank. The chosen one is the minimum time.
+// estimated; empty for one rank. The chosen one is the one nccl_prefers.
 std::vector<CollectiveEstimate> collective_candidates(const CollectiveTopology& topology,
                                                       CollectiveOp op, double size_bytes,
                                                       const CollectiveParams& params = {});
 
 // The candidates above whose algorithm is not in `disabled` (names as to_string spells them:
-// a run's NCCL_NVLS_ENABLE=0 or NCCL_ALGO), and the cheapest of them; for one rank the single
+// a run's NCCL_NVLS_ENABLE=0 or NCCL_ALGO), and the one NCCL picks of them; for one rank the single
 // estimate estimate_collective makes. cheapest_enabled_collective fails when every candidate
 // is disabled.
 std::vector<CollectiveEstimate> enabled_collective_candidates(

@@ -1,5 +1,7 @@
 #include "models/collective_model.h"
 
+#include <algorithm>
+
 #include <doctest/doctest.h>
 
 #include "models/units.h"
@@ -148,10 +150,14 @@ TEST_SUITE("models") {
     const auto p = unit_efficiency();
     const auto simple = CollectiveProtocol::kSimple;
     const auto ring = CollectiveAlgorithm::kRing;
-    // all_gather on 4 GPUs: (n-1)/n S / B + base + (n-1) x NVLink hop (Simple 8.4 + 3 x 3.4).
+    // all_gather on 4 GPUs: (n-1)/n S / B + base + (n-1) x NVLink hop (Simple 8.4 + 3 x 3.4),
+    // plus the pipeline's fill: one slice (half of NCCL's 2 MiB chunk; 1 GiB / (4 ranks x 24
+    // channels) is more than a chunk) at one channel's share of the bus, 100 / 24 GB/s.
+    const double fill = 1 * kMiB / (100e9 / 24);
     auto ag = estimate(t, CollectiveOp::kAllGather, kS, ring, simple, p);
     CHECK(ag.bandwidth_s == doctest::Approx(0.75 * kS / 100e9));
-    CHECK(ag.latency_s == doctest::Approx((8.4 + 3 * 3.4) * kUs));
+    CHECK(ag.latency_s == doctest::Approx((8.4 + 3 * 3.4) * kUs + fill));
+    CHECK(ag.fill_s == doctest::Approx(fill));
     CHECK(ag.time_s == doctest::Approx(ag.latency_s + ag.bandwidth_s));
     CHECK(ag.algbw_Bps == doctest::Approx(kS / ag.time_s));
     CHECK(ag.busbw_Bps == doctest::Approx(ag.algbw_Bps * 0.75));
@@ -160,11 +166,15 @@ TEST_SUITE("models") {
     // all_reduce: 2(n-1)/n S / B + base + 2(n-1) hops.
     auto ar = estimate(t, CollectiveOp::kAllReduce, kS, ring, simple, p);
     CHECK(ar.bandwidth_s == doctest::Approx(1.5 * kS / 100e9));
-    CHECK(ar.latency_s == doctest::Approx((8.4 + 6 * 3.4) * kUs));
+    CHECK(ar.latency_s == doctest::Approx((8.4 + 6 * 3.4) * kUs + fill));
+    // A size under one loop (4 ranks x 24 channels x 2 MiB): the chunk is the loop's share.
+    auto mid = estimate(t, CollectiveOp::kAllReduce, 48 * kMiB, ring, simple, p);
+    CHECK(mid.fill_s == doctest::Approx(48 * kMiB / (4 * 24) / 2 / (100e9 / 24)));
     // LL: half the bandwidth, capped at Hopper's 141 GB/s (not reached at 50); LL latencies.
     auto ll = estimate(t, CollectiveOp::kAllReduce, kS, ring, CollectiveProtocol::kLL, p);
     CHECK(ll.bandwidth_s == doctest::Approx(1.5 * kS / 50e9));
     CHECK(ll.latency_s == doctest::Approx((6.6 + 6 * 0.6) * kUs));
+    CHECK(ll.fill_s == 0);  // the fill is Simple's chunking
     auto ll128 = estimate(t, CollectiveOp::kAllReduce, kS, ring, CollectiveProtocol::kLL128, p);
     CHECK(ll128.bandwidth_s == doctest::Approx(1.5 * kS / 92e9));
     CHECK(ll128.latency_s == doctest::Approx((14.0 + 6 * 1.9) * kUs));
@@ -175,6 +185,27 @@ TEST_SUITE("models") {
       CHECK(b.latency_s == doctest::Approx((8.4 + 3 * 3.4) * kUs));
       CHECK(b.busbw_Bps == doctest::Approx(b.algbw_Bps));
     }
+  }
+
+  // NCCL's tuner does not know the pipeline fill: it picks by the time without it, and the
+  // estimate charges the pick its fill. Two ranks of a node, 64 MiB all_gather: the tuner
+  // prefers Simple (full bandwidth) though its fill makes LL128 faster in the model.
+  TEST_CASE("collective: NCCL picks without the fill, the estimate charges it") {
+    auto t = hand_topology(1, 2);
+    const auto all = collective_candidates(t, CollectiveOp::kAllGather, 64 * kMiB);
+    REQUIRE(!all.empty());
+    const auto picked = estimate(t, CollectiveOp::kAllGather, 64 * kMiB);
+    for (const auto& c : all) {
+      CAPTURE(to_string(c.protocol));
+      CHECK(picked.time_s - picked.fill_s <= c.time_s - c.fill_s);
+      CHECK_FALSE(nccl_prefers(c, picked));
+    }
+    CHECK(picked.protocol == CollectiveProtocol::kSimple);
+    CHECK(picked.fill_s > 0);
+    const auto fastest = *std::min_element(
+        all.begin(), all.end(), [](const auto& a, const auto& b) { return a.time_s < b.time_s; });
+    CHECK(fastest.protocol == CollectiveProtocol::kLL128);
+    CHECK(fastest.time_s < picked.time_s);
   }
 
   TEST_CASE("collective: ring across nodes by hand") {
@@ -225,12 +256,19 @@ TEST_SUITE("models") {
     auto p = unit_efficiency();
     p.nvls_efficiency = 0.8;
     const auto one = hand_topology(1, 4);
-    // all_reduce: S (1 + 1/g) each way per GPU over B x eff; NVLS latency 25 us.
+    // all_reduce: S (1 + 1/g) each way per GPU over B x eff; NVLS latency 25 us, plus the
+    // pipeline's 8 chunks of 128 KiB (1 GiB is over 64 x 16 channels x 128 KiB) at one of 16
+    // channels' share of the call's rate, 80 / 1.25 / 16 = 4 GB/s.
     auto ar = estimate(one, CollectiveOp::kAllReduce, kS, CollectiveAlgorithm::kNvls,
                        CollectiveProtocol::kAuto, p);
     CHECK(ar.protocol == CollectiveProtocol::kSimple);
     CHECK(ar.bandwidth_s == doctest::Approx(1.25 * kS / 80e9));
-    CHECK(ar.latency_s == doctest::Approx(25 * kUs));
+    CHECK(ar.fill_s == doctest::Approx(8 * 128 * kKiB / 4e9));
+    CHECK(ar.latency_s == doctest::Approx(25 * kUs + ar.fill_s));
+    // 16 MiB: under 64 x 16 x 128 KiB, over 8 x 16 x 64 KiB: 64 KiB chunks.
+    auto mid = estimate(one, CollectiveOp::kAllReduce, 16 * kMiB, CollectiveAlgorithm::kNvls,
+                        CollectiveProtocol::kAuto, p);
+    CHECK(mid.fill_s == doctest::Approx(8 * 64 * kKiB / 4e9));
     // all_gather / reduce_scatter: S per GPU.
     for (auto op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
       auto e = estimate(one, op, kS, CollectiveAlgorithm::kNvls, CollectiveProtocol::kAuto, p);
@@ -241,7 +279,8 @@ TEST_SUITE("models") {
                          CollectiveAlgorithm::kNvls, CollectiveProtocol::kAuto, p);
     CHECK(tree.bottleneck == CollectiveBottleneck::kNetwork);
     CHECK(tree.bandwidth_s == doctest::Approx(2 * kS / 80e9));
-    CHECK(tree.latency_s == doctest::Approx((25 + 4 * 20.9) * kUs));
+    // The fill at the network's pace: S / (2S / 80) / 16 channels = 2.5 GB/s a channel.
+    CHECK(tree.latency_s == doctest::Approx((25 + 4 * 20.9) * kUs + 8 * 128 * kKiB / 2.5e9));
     // Two nodes: the tree is one exchange, S per node.
     auto two = estimate(hand_topology(2, 4), CollectiveOp::kAllReduce, kS,
                         CollectiveAlgorithm::kNvls, CollectiveProtocol::kAuto, p);

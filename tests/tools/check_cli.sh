@@ -93,6 +93,20 @@ for want in "nccl-tests-2gpu.txt" "uncalibrated analytic model" "all_reduce x2" 
             "median |err|"; do
   grep -qF -- "$want" "$tmp/nt.txt" || fail "check of nccl-tests text lacks '$want'"
 done
+# Our own 2 x H200 table, uncalibrated, 64 KiB - 8 GiB: today's median |error| per op plus a
+# margin (all_gather and reduce_scatter stay ~20% slower than modelled at every size from 16 MiB:
+# not explained yet; docs/accuracy.md).
+"$bin" check "$src/scenarios/measurements/h200-2gpu.json" --sizes 64KiB:8GiB --json \
+  >"$tmp/own.json" || fail "check on h200-2gpu.json exited $?"
+python3 - "$tmp/own.json" <<'PY' || fail "our 2 x H200 table: error above its ceiling"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ceilings = {"all_reduce x2": 0.11, "all_gather x2": 0.22, "reduce_scatter x2": 0.23,
+            "alltoall x2": 0.14, "broadcast x2": 0.08, "sendrecv x2": 0.11}
+stats = {s["group"]: s for s in d["stats"] if s["set"] == "all"}
+for group, ceiling in ceilings.items():
+    assert stats[group]["median_abs_error"] <= ceiling, (group, stats[group]["median_abs_error"])
+PY
 "$bin" check "$logs/nccl-tests-round1.txt" "$logs/nccl-tests-round2.txt" --scenario "$h2" --json \
   >"$tmp/nt.json" || fail "check on two nccl-tests logs exited $?"
 python3 - "$tmp/nt.json" <<'PY' || fail "check on two nccl-tests logs: content"
@@ -109,10 +123,10 @@ PY
 # improves (the target is 10% per table). The four B200 InfiniBand tables are clusters that ran
 # far below their hardware (their README): the model must say so, i.e. predict every row at least 40% faster.
 pub="$src/scenarios/measurements/public"
-for entry in a100-2node-roce-all_reduce:0.10 a100-8gpu-all_reduce:0.06 \
-  b200-2node-roce-all_reduce:0.17 h100-2node-ib-all_reduce:0.35 h100-2node-roce-all_reduce:0.12 \
-  h100-8gpu-nvls-all_gather:0.12 h100-8gpu-nvls-all_reduce:0.28 \
-  h100-8gpu-nvls-reduce_scatter:0.10 h100-8gpu-ring-all_reduce:0.05 \
+for entry in a100-2node-roce-all_reduce:0.08 a100-8gpu-all_reduce:0.05 \
+  b200-2node-roce-all_reduce:0.06 h100-2node-ib-all_reduce:0.24 h100-2node-roce-all_reduce:0.11 \
+  h100-8gpu-nvls-all_gather:0.06 h100-8gpu-nvls-all_reduce:0.08 \
+  h100-8gpu-nvls-reduce_scatter:0.05 h100-8gpu-ring-all_reduce:0.045 \
   b200-2node-ib-all_reduce:-0.5 b200-2node-ib-alltoall:-0.4 \
   b200-2node-ib-sharp-off-all_reduce:-0.5 b200-2node-ib-sharp-on-all_reduce:-0.4; do
   name="${entry%%:*}" ceiling="${entry##*:}"

@@ -10,7 +10,8 @@
 # The golden was reviewed by hand (forward 115 ms: 73 TFLOP of GEMMs at the 0.834 in-tile rate
 # held to the power cap's clock, plus flash attention and the memory-bound kernels; ZeRO-3
 # gather 3/4 x 17.2 GB / 47 GB/s = 275 ms; fp32 gradients 8.6 GB sharded by 4; optimizer 38
-# bytes per parameter; checkpoint 966 GB / 50 GB/s = 19.3 s). When a model change
+# bytes per parameter; checkpoint 966 GB / 50 GB/s = 19.3 s; the TP all_reduce of 32 MiB on 8
+# GPUs, NVLS with its pipeline fill, 202 us: 8 x H100 measure 200 us, together-nccl-tests). When a model change
 # moves it on purpose, regenerate it with `clustersim plan --engine analytic --json > tests/golden/plan_default.json`,
 # read the diff, and say in the commit why each figure moved.
 # Usage: plan_golden.sh <clustersim binary> <source dir>
