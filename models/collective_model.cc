@@ -194,13 +194,33 @@ class Model {
   // The LL bus-bandwidth cap of a communicator on one node, or across this many nodes.
   double ll_max_Bps() const { return ll_max_Bps(multi_node()); }
   double ll_max_Bps(bool across_nodes) const {
-    if (across_nodes) return nodes() <= 2 ? p_.ll_max_two_nodes_Bps : p_.ll_max_more_nodes_Bps;
-    if (p_.ll_max_one_node_Bps > 0) return p_.ll_max_one_node_Bps;
-    if (t_.gpu_arch == "sm_70") return 39.0e9;
-    if (t_.gpu_arch == "sm_80") return 87.7e9;
-    if (t_.gpu_arch == "sm_90") return 141.0e9;
-    if (t_.gpu_arch == "sm_100") return 282.0e9;
-    return 39.0e9;  // unknown: the lowest (Volta) cap
+    // NCCL's llMaxBws rows: one node, two nodes, more; unknown architectures get Volta's.
+    const int column = !across_nodes ? 0 : nodes() <= 2 ? 1 : 2;
+    const double set = column == 0   ? p_.ll_max_one_node_Bps
+                       : column == 1 ? p_.ll_max_two_nodes_Bps
+                                     : p_.ll_max_more_nodes_Bps;
+    if (set > 0) return set;
+    static constexpr double kVolta[] = {39.0e9, 39.0e9, 20.4e9};
+    static constexpr double kAmpere[] = {87.7e9, 22.5e9, 19.0e9};
+    static constexpr double kHopper[] = {141.0e9, 45.0e9, 35.0e9};
+    static constexpr double kBlackwell[] = {282.0e9, 90.0e9, 70.0e9};
+    if (t_.gpu_arch == "sm_80") return kAmpere[column];
+    if (t_.gpu_arch == "sm_90") return kHopper[column];
+    if (t_.gpu_arch == "sm_100") return kBlackwell[column];
+    return kVolta[column];
+  }
+  // NCCL's treeCorrectionFactor for a tree all_reduce of `bytes` (tuning.cc): per protocol, per
+  // power of two of the size from 64 B; 1 outside the table.
+  double tree_correction(double bytes, Proto p) const {
+    if (!p_.tree_size_correction || bytes < 64) return 1.0;
+    // clang-format off
+    static constexpr double kFactor[3][23] = {
+        {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+        {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+        {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
+    // clang-format on
+    const int log_size = log2_floor(static_cast<int>(std::min(bytes / 64, 1e9)));
+    return log_size < 23 ? kFactor[proto_index(p)][log_size] : 1.0;
   }
   // Ring-family protocol factor on a bus bandwidth.
   double ring_protocol_Bps(double bus_Bps, Proto p, bool across_nodes) const {
@@ -292,6 +312,7 @@ class Model {
     if (p == Proto::kLL128) {
       bus.Bps *= multi_node() ? p_.tree_ll128_fraction_multi_node : p_.tree_ll128_fraction_one_node;
     }
+    bus.Bps *= tree_correction(bytes, p);  // after the caps, as NCCL applies it
     Terms out;
     out.latency_s =
         base(NcclAlgo::kTree, p) + 2 * ((g() - 1) * hw(intra_hw(), NcclAlgo::kTree, p) +

@@ -207,13 +207,17 @@ struct CollectiveParams {
   // per line (x0.5) and is capped; LL128 moves 120 of 128 (NCCL uses 0.92).
   double ring_ll_fraction = 0.5;
   double ll128_fraction = 0.92;
-  // LL bus-bandwidth cap one node, by architecture (llMaxBws: Volta 39, Ampere 87.7, Hopper
-  // 141, Blackwell 282 GB/s); 0 = that table. Multi-node (x86 Intel host): 2 nodes 39.0,
-  // more 20.4 GB/s.
+  // LL bus-bandwidth cap by architecture (NCCL's llMaxBws): one node Volta 39, Ampere 87.7,
+  // Hopper 141, Blackwell 282 GB/s; two nodes 39, 22.5, 45, 90; more nodes 20.4, 19, 35, 70.
+  // 0 = that table.
   double ll_max_one_node_Bps = 0;
-  double ll_max_two_nodes_Bps = 39.0e9;
-  double ll_max_more_nodes_Bps = 20.4e9;
-  // Tree all_reduce: x0.92; LL 1/3.8; LL128 7/9 on one node, 120/128 across nodes.
+  double ll_max_two_nodes_Bps = 0;
+  double ll_max_more_nodes_Bps = 0;
+  // Tree all_reduce: x0.92; LL 1/3.8; LL128 7/9 on one node, 120/128 across nodes; and, by
+  // size, NCCL's treeCorrectionFactor (tuning.cc: "Trees are not perfectly sticking to the
+  // model for medium sizes"), a factor of 0.4-1.0 on the bandwidth per power of two of the
+  // size from 64 B, lowest between 32 KiB and 2 MiB (collective_model.cc).
+  bool tree_size_correction = true;
   double tree_efficiency = 0.92;
   double tree_ll_fraction = 1.0 / 3.8;
   double tree_ll128_fraction_one_node = 7.0 / 9.0;

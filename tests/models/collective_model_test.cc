@@ -250,6 +250,24 @@ TEST_SUITE("models") {
     auto ll = estimate(hand_topology(4, 2), CollectiveOp::kAllReduce, kS,
                        CollectiveAlgorithm::kTree, CollectiveProtocol::kLL, p);
     CHECK(ll.bandwidth_s == doctest::Approx(2 * kS / (80e9 * 0.92 / 3.8)));
+    // Mid sizes: NCCL's treeCorrectionFactor, per power of two from 64 B. 1 MiB is 2^14 x 64 B:
+    // Simple 0.5, LL128 0.6; 256 KiB (2^12): Simple 0.5, LL 0.4 (after LL's cap, here 35 GB/s
+    // for Hopper on more than two nodes, not reached).
+    auto mib = estimate(hand_topology(4, 2), CollectiveOp::kAllReduce, 1 * kMiB,
+                        CollectiveAlgorithm::kTree, CollectiveProtocol::kSimple, p);
+    CHECK(mib.bandwidth_s == doctest::Approx(2 * kMiB / (80e9 * 0.92 * 0.5)));
+    auto mib128 = estimate(hand_topology(4, 2), CollectiveOp::kAllReduce, 1 * kMiB,
+                           CollectiveAlgorithm::kTree, CollectiveProtocol::kLL128, p);
+    CHECK(mib128.bandwidth_s == doctest::Approx(2 * kMiB / (80e9 * 0.92 * 120 / 128 * 0.6)));
+    auto small_ll = estimate(hand_topology(4, 2), CollectiveOp::kAllReduce, 256 * kKiB,
+                             CollectiveAlgorithm::kTree, CollectiveProtocol::kLL, p);
+    CHECK(small_ll.bandwidth_s == doctest::Approx(2 * 256 * kKiB / (80e9 * 0.92 / 3.8 * 0.4)));
+    // LL's cap on two Hopper nodes is 45 GB/s (NCCL's llMaxBws): a fat network meets it.
+    auto fat = hand_topology(2, 2);
+    fat.node_network_Bps = 800e9;
+    auto capped = estimate(fat, CollectiveOp::kAllReduce, kS, CollectiveAlgorithm::kTree,
+                           CollectiveProtocol::kLL, p);
+    CHECK(capped.bandwidth_s == doctest::Approx(2 * kS / 45e9));
   }
 
   TEST_CASE("collective: NVLS by hand") {
