@@ -140,6 +140,7 @@ void fields(V& v, R& r) {
   v("root", r.root);
   v("out_of_place", r.out_of_place);
   v("in_place", r.in_place);
+  v.unless_zero("gpus_per_thread", r.gpus_per_thread);
 }
 template <class V, class G>
   requires std::is_same_v<std::remove_const_t<G>, GemmRate>
@@ -248,6 +249,10 @@ struct Writer {
     }
   }
   template <class T> void operator()(const char* key, const T& x) { (*out)[key] = encode(x); }
+  // A field that older files lack and most rows leave at 0: written only when set.
+  template <class T> void unless_zero(const char* key, const T& x) {
+    if (x != T{}) (*out)[key] = encode(x);
+  }
   template <class T> void hex(const char* key, const T& x) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(x));
@@ -313,6 +318,7 @@ struct Reader {
     auto it = in->find(key);
     if (it != in->end() && !it->is_null()) decode(*it, path + "." + key, x);
   }
+  template <class T> void unless_zero(const char* key, T& x) { (*this)(key, x); }
   template <class T> void hex(const char* key, T& x) {
     auto it = in->find(key);
     if (it == in->end() || it->is_null()) return;

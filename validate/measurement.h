@@ -124,6 +124,9 @@ struct CollectiveRow {
   std::string redop;             // "sum", or "none" for data movement
   int root = -1;                 // broadcast root, -1 where none
   CollectiveTiming out_of_place, in_place;
+  // GPUs one host thread drove, launching their kernels one after another each iteration
+  // (nccl-tests' "nGpus"; 0: not known, or one per thread as `clustersim validate` runs).
+  int gpus_per_thread = 0;
 };
 
 struct GemmRate {

@@ -19,6 +19,7 @@ std::vector<CollectiveRow> parse_nccl_tests_output(std::string_view text) {
   std::vector<CollectiveRow> rows;
   std::string op;
   int ranks = 0;
+  int gpus_per_thread = 0;
   std::istringstream lines{std::string(text)};
   std::string line;
   while (std::getline(lines, line)) {
@@ -33,7 +34,15 @@ std::vector<CollectiveRow> parse_nccl_tests_output(std::string_view text) {
       ++ranks;
       continue;
     }
-    if (line.empty() || line[0] == '#') continue;
+    if (line.empty() || line[0] == '#') {
+      // "# nThread 1 nGpus 8 minBytes ...": the GPUs each thread drives.
+      if (const auto at = line.find(" nGpus "); at != std::string::npos) {
+        std::istringstream in(line.substr(at + 7));
+        int n = 0;
+        if (in >> n && n > 0 && n <= 4096) gpus_per_thread = n;
+      }
+      continue;
+    }
     std::istringstream in(line);
     CollectiveRow r;
     if (!(in >> r.size_bytes >> r.count >> r.type >> r.redop >> r.root)) continue;
@@ -44,6 +53,7 @@ std::vector<CollectiveRow> parse_nccl_tests_output(std::string_view text) {
     }
     r.op = op;
     r.ranks = ranks;
+    r.gpus_per_thread = gpus_per_thread;
     rows.push_back(r);
   }
   return rows;

@@ -13,8 +13,9 @@
 namespace clustersim::validate {
 
 // One row per data line, in order; `ranks` from "# nThread 1 nGpus 2 ..." and "#  Rank"
-// lines (the count of "Rank" lines), 0 when the header is missing. Lines that are not data are
-// skipped.
+// lines (the count of "Rank" lines), 0 when the header is missing; `gpus_per_thread` from
+// its "nGpus" (also in a comment line that quotes the header), 0 when absent. Lines that are
+// not data are skipped.
 std::vector<CollectiveRow> parse_nccl_tests_output(std::string_view text);
 
 }  // namespace clustersim::validate

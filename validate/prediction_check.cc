@@ -51,7 +51,7 @@ void compare_collectives(const Measurement& m, const ComparisonInputs& in, Compa
     r.in_range = r.size_bytes >= in.min_size_bytes && r.size_bytes <= in.max_size_bytes;
     if (in.collective) {
       auto p = in.collective(op, row.ranks, r.size_bytes);
-      if (p) r.predicted = *p;
+      if (p) r.predicted = std::max(*p, row.gpus_per_thread * kNcclTestsLaunchPerGpuS);
     }
     set_error(&r);
     if (in.calibration != nullptr) {

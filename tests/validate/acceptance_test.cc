@@ -203,5 +203,18 @@ TEST_SUITE("validate") {
       }
     }
     CHECK(compare_measurement(fast, in).impossible_rows == 3);
+    // A table from one thread driving 8 GPUs is predicted no faster than 8 of nccl-tests'
+    // launches; one thread per GPU (0: not said) keeps the model's time.
+    Measurement eight = m;
+    eight.collectives.resize(1);
+    ComparisonInputs flat = in;
+    flat.calibration = nullptr;
+    flat.collective = [](clustersim::models::CollectiveOp, int, double) {
+      return clustersim::models::Result<double>(10e-6);
+    };
+    CHECK(compare_measurement(eight, flat).rows.front().predicted == doctest::Approx(10e-6));
+    eight.collectives[0].gpus_per_thread = 8;
+    CHECK(compare_measurement(eight, flat).rows.front().predicted ==
+          doctest::Approx(8 * kNcclTestsLaunchPerGpuS));
   }
 }

@@ -90,6 +90,35 @@ TEST_SUITE("validate") {
     CHECK(rows[0].out_of_place.time_us == doctest::Approx(872.58));
     CHECK(rows[0].out_of_place.wrong == 0);
     CHECK(rows[0].in_place.wrong == -1);
+    CHECK(rows[0].gpus_per_thread == 0);  // no "# nThread" header
+  }
+
+  TEST_CASE("nccl-tests output: nGpus is the GPUs a thread drives; it survives the JSON") {
+    const char* text =
+        "# nThread 1 nGpus 8 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5\n"
+        "# Collective test starting: all_reduce_perf\n"
+        "           8             2     float     sum      -1    35.62    0.00    0.00      0"
+        "    35.10    0.00    0.00      0\n";
+    std::vector<CollectiveRow> rows = parse_nccl_tests_output(text);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].gpus_per_thread == 8);
+    // A rendered header quoted in a comment (dstack's pages) counts too.
+    CHECK(parse_nccl_tests_output(std::string("## src| nThread 1 nGpus 1 minBytes 8\n") +
+                                  "8 2 float sum -1 30.1 0.00 0.00 0 30.0 0.00 0.00 0\n")[0]
+              .gpus_per_thread == 1);
+    Measurement m;
+    m.collectives = rows;
+    m.collectives.push_back(rows[0]);
+    m.collectives[1].size_bytes = 16;
+    m.collectives[1].gpus_per_thread = 0;
+    const std::string json = to_json_text(m);
+    CHECK(json.find("\"gpus_per_thread\": 8") != std::string::npos);
+    // Written only where set: files without it read as before.
+    CHECK(json.find("gpus_per_thread") == json.rfind("gpus_per_thread"));
+    auto back = parse_measurement(json, "round trip");
+    REQUIRE(back.ok());
+    CHECK(back->collectives[0].gpus_per_thread == 8);
+    CHECK(back->collectives[1].gpus_per_thread == 0);
   }
 
   TEST_CASE("measured: our shapes and bandwidth formulas reproduce every nccl-tests line") {
