@@ -327,6 +327,15 @@ class Model {
     return per_gpu_bytes / (scale_up_Bps() * p_.nvls_efficiency);
   }
   int nvls_channels() const { return t_.gpu_arch == "sm_100" ? 32 : 16; }
+  // NCCL's perChMaxNVLSTreeBws for this architecture and node count; 0 where it has none.
+  double nvls_tree_channel_Bps() const {
+    const bool two = nodes() <= 2;
+    const double set = two ? p_.nvls_tree_channel_two_nodes_Bps : p_.nvls_tree_channel_more_nodes_Bps;
+    if (set > 0) return set;
+    if (t_.gpu_arch == "sm_90") return two ? 57.7e9 : 45.5e9;
+    if (t_.gpu_arch == "sm_100") return two ? 96.0e9 : 80.0e9;
+    return 0;
+  }
   // NCCL's NVLS chunk for an all_reduce of `bytes` (enqueue.cc: halved while the size is under
   // 64, 8 and 2 x channels x chunk, down to 16 KiB).
   double nvls_chunk_bytes(double bytes) const {
@@ -378,7 +387,14 @@ class Model {
     if (auto s = need_network(); !s) return Error{s.message()};
     const Leg intra{nvls_seconds(bytes * (1 + 1.0 / g())), Neck::kScaleUp};
     const Leg net{bytes * (nodes() <= 2 ? 1 : 2) / t_.node_network_Bps, Neck::kNetwork};
-    const Leg leg = slower(intra, net);
+    Leg leg = slower(intra, net);
+    // Its heads' channels: each at most NCCL's per-channel bus bandwidth.
+    const int heads = std::min(t_.nics_per_node, g());
+    if (const double per_channel = nvls_tree_channel_Bps(); heads > 0 && per_channel > 0) {
+      const Leg channels{bytes * bus_bandwidth_factor(op, n()) / (heads * per_channel),
+                         Neck::kNetwork};
+      leg = slower(leg, channels);
+    }
     out.latency_s = base(NcclAlgo::kNvlsTree, p) +
                     hw(NcclHardware::kNvlink, NcclAlgo::kNvlsTree, p) +
                     2 * log2_floor(nodes()) * inter_latency(NcclAlgo::kNvlsTree, p);
@@ -635,6 +651,7 @@ Result<CollectiveTopology> group_topology(const ClusterConfig& c, int size, int 
     if (pcie_Bps > 0) nic_Bps = std::min(nic_Bps, pcie_Bps);
     const int sharing = siblings_active ? std::max(1, gpn / t.ranks_per_node) : 1;
     t.nic_Bps = nic_Bps;
+    t.nics_per_node = c.node.nics_per_node;
     t.node_network_Bps = c.node.nics_per_node * nic_Bps / sharing;
   }
   if (t.nodes > 1 && t.node_network_Bps <= 0) {

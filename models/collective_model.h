@@ -73,6 +73,7 @@ struct CollectiveTopology {
   // the node at the same time (eight DP groups, one per rail, share a node's eight NICs).
   double node_network_Bps = 0;
   double nic_Bps = 0;  // one NIC, achievable: the ceiling of a single flow (sendrecv)
+  int nics_per_node = 0;  // the node's NICs (0: not known; NVLS-Tree runs one head per NIC)
   // One inter-node hop for a small message: NIC to NIC through the switches between the nodes.
   double network_latency_s = 0;
   bool in_network_reduction = false;  // SHARP on the fabric and the NICs
@@ -191,6 +192,13 @@ struct CollectiveParams {
   // Hopper, 32 on Blackwell (NCCL's nvlsChannels). Against 8 x H100 (together-nccl-tests) the
   // fill takes the all_reduce's median |error| from 64 KiB to 8 GiB from 9.3% to 4.7%.
   int nvls_pipeline_chunks = 8;
+  // NVLS-Tree (NVLS inside the node, a tree across nodes) runs one channel per head, a head per
+  // NIC, each carrying at most NCCL's perChMaxNVLSTreeBws of bus bandwidth: Hopper 57.7 GB/s
+  // on two nodes, 45.5 on more; Blackwell 96 and 80 (tuning.cc). Two nodes of 8 x H100 with 8
+  // heads: 8 x 57.7 = 461.6 GB/s busbw, measured 461.8 over 16 x 200G RoCE (OCI) and 468 over
+  // InfiniBand (Nebius) where NVLink alone would allow 513. 0 = that table.
+  double nvls_tree_channel_two_nodes_Bps = 0;
+  double nvls_tree_channel_more_nodes_Bps = 0;
   // A ring's Simple-protocol pipeline fills and drains one slice per channel: NCCL moves a
   // chunk of up to ring_chunk_bytes per rank and step (stepSize 512 KiB x 4 chunk steps for
   // all_reduce, all_gather and reduce_scatter, 4 MiB buffers), shrunk to the data for one loop

@@ -132,6 +132,23 @@ TEST_SUITE("models") {
 
   // nccl-tests #290, #319: 8 x 400G NDR per node, ring across nodes, ~46-48 GB/s per NIC and
   // ~380-396 GB/s busbw per node. The NIC efficiency (catalog ib-ndr, 0.94) gives 47 and 376.
+  // NVLS-Tree across two nodes of 8 x H100 runs 8 heads (one per NIC), each channel at most
+  // NCCL's 57.7 GB/s (perChMaxNVLSTreeBws): 461.6 GB/s busbw. Measured at 4-8 GiB: 461.8 over
+  // 16 x 200G RoCE (OCI) and 468 over 8 x NDR (Nebius), scenarios/measurements/public.
+  TEST_CASE("collective: NVLS-Tree on 2 H100 nodes is bound by its heads' channels") {
+    const auto t = topology_of(hgx_h100(2), 16);
+    CHECK(t.nics_per_node == 8);
+    const auto e = estimate(t, CollectiveOp::kAllReduce, 8 * kGiB, CollectiveAlgorithm::kNvls);
+    CHECK(e.busbw_Bps == doctest::Approx(8 * 57.7e9).epsilon(0.01));
+    CHECK(e.busbw_Bps == doctest::Approx(465e9).epsilon(0.02));
+    CHECK(e.bottleneck == CollectiveBottleneck::kNetwork);
+    // Without a NIC count (a hand-built topology) there is no head to count: no cap.
+    auto bare = t;
+    bare.nics_per_node = 0;
+    CHECK(estimate(bare, CollectiveOp::kAllReduce, 8 * kGiB, CollectiveAlgorithm::kNvls).busbw_Bps >
+          500e9);
+  }
+
   TEST_CASE("collective: multi-node ring all_reduce is bound by the node's 8 NDR NICs") {
     for (int nodes : {2, 4, 16}) {
       CAPTURE(nodes);
