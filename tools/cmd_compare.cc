@@ -282,6 +282,44 @@ std::string saturation_line(const Design& d) {
 
 // Why `b` differs from the baseline `a`: the step components that moved, largest first, with
 // what in the designs explains them.
+// What slowed one design's collectives: each pattern that ran well over its uncontended time
+// and why (ECMP collisions, or its busiest link), then the simulated fabric settings behind
+// ECMP collisions. `prefix` names the design when it is not the one compared against.
+void contention_lines(const Design& d, const std::string& prefix, std::vector<std::string>* out) {
+  if (d.des) {
+    for (const auto& p : d.des->patterns) {
+      if (p.slowdown() > kContendedSlowdown) {
+        std::string busiest;
+        double u = 0;
+        for (const auto& t : p.loads)
+          if (t.max_utilisation > u) {
+            u = t.max_utilisation;
+            busiest = std::string(sim::to_string(t.tier)) + " " + t.busiest;
+          }
+        std::string line =
+            p.what + " ran " + format_significant(p.slowdown(), 3) + "x its uncontended time";
+        if (const sim::TierLoad* c = ecmp_collisions(d, p)) {
+          line += ": ECMP collisions: the hash put several flows on some " +
+                  std::string(sim::to_string(c->tier)) +
+                  " links while others carried little (busiest " + c->busiest + " saturated at " +
+                  format_percent(c->max_utilisation) + ", mean " +
+                  format_percent(c->mean_utilisation) + " over the " +
+                  std::to_string(c->resources) + " links that carried traffic)";
+        } else {
+          line += " (busiest: " + busiest + " at " + format_percent(u) + ")";
+        }
+        out->push_back(prefix + line);
+      }
+    }
+  }
+  if (!d.what_ifs.empty()) {
+    out->push_back(prefix + "behind the collisions: ECMP hashes each of NCCL's connections (" +
+                   std::to_string(d.scenario.cluster.fabric.qps_per_connection) +
+                   " queue pair(s) each) onto one path; on the same fabric:");
+    for (auto& line : what_if_lines(d)) out->push_back("  " + line);
+  }
+}
+
 std::vector<std::string> reasons(const Design& a, const Design& b) {
   std::vector<std::pair<double, std::string>> moved;
   const auto& x = a.step.breakdown;
@@ -329,19 +367,22 @@ std::vector<std::string> reasons(const Design& a, const Design& b) {
                     " vs " + format_percent(nb.nic.protocol_efficiency) +
                     " of line rate (catalog protocol efficiency)");
     }
-    const bool lossy = nb.nic.technology == models::LinkTechnology::kRoce ||
-                       nb.nic.technology == models::LinkTechnology::kEthernetTcp;
-    if (nb.nic.technology != na.nic.technology && lossy && b.des) {
-      const double worst = worst_slowdown(*b.des);
+    auto lossy = [](const models::NodeConfig& n) {
+      return n.nic.technology == models::LinkTechnology::kRoce ||
+             n.nic.technology == models::LinkTechnology::kEthernetTcp;
+    };
+    // The lossy side of the pair (RoCE or TCP against InfiniBand), if one is.
+    const Design* l = lossy(nb) ? &b : lossy(na) ? &a : nullptr;
+    if (nb.nic.technology != na.nic.technology && l != nullptr && l->des) {
+      const auto tech = l->scenario.cluster.node.nic.technology;
       out.push_back(
-          worst > kCollisionSlowdown
-              ? std::string(models::to_string(nb.nic.technology)) +
+          worst_slowdown(*l->des) > kCollisionSlowdown
+              ? std::string(models::to_string(tech)) +
                     " loses link capacity where flows collide (congestion control under incast "
                     "and ECMP collisions; InfiniBand's credit flow control does not): see below"
               : "no flows collide on this fabric (" +
-                    std::string(models::to_string(b.scenario.cluster.fabric.routing)) +
-                    " routing, no overloaded port), so " +
-                    std::string(models::to_string(nb.nic.technology)) +
+                    std::string(models::to_string(l->scenario.cluster.fabric.routing)) +
+                    " routing, no overloaded port), so " + std::string(models::to_string(tech)) +
                     "'s congestion loss does not arise: only the protocol efficiency differs");
     }
   } else if (network_line(a.scenario) != network_line(b.scenario)) {
@@ -371,38 +412,9 @@ std::vector<std::string> reasons(const Design& a, const Design& b) {
                   "crosses the leaf uplinks (busiest leaf-spine link " +
                   format_percent(leaf_spine(a)) + " vs " + format_percent(leaf_spine(b)) + ")");
   }
-  if (b.des) {
-    for (const auto& p : b.des->patterns) {
-      if (p.slowdown() > kContendedSlowdown) {
-        std::string busiest;
-        double u = 0;
-        for (const auto& t : p.loads)
-          if (t.max_utilisation > u) {
-            u = t.max_utilisation;
-            busiest = std::string(sim::to_string(t.tier)) + " " + t.busiest;
-          }
-        std::string line =
-            p.what + " ran " + format_significant(p.slowdown(), 3) + "x its uncontended time";
-        if (const sim::TierLoad* c = ecmp_collisions(b, p)) {
-          line += ": ECMP collisions: the hash put several flows on some " +
-                  std::string(sim::to_string(c->tier)) +
-                  " links while others carried little (busiest " + c->busiest + " saturated at " +
-                  format_percent(c->max_utilisation) + ", mean " +
-                  format_percent(c->mean_utilisation) + " over the " +
-                  std::to_string(c->resources) + " links that carried traffic)";
-        } else {
-          line += " (busiest: " + busiest + " at " + format_percent(u) + ")";
-        }
-        out.push_back(std::move(line));
-      }
-    }
-  }
-  if (!b.what_ifs.empty()) {
-    out.push_back("behind the collisions: ECMP hashes each of NCCL's connections (" +
-                  std::to_string(b.scenario.cluster.fabric.qps_per_connection) +
-                  " queue pair(s) each) onto one path; on the same fabric:");
-    for (auto& line : what_if_lines(b)) out.push_back("  " + line);
-  }
+  contention_lines(b, "", &out);
+  // The baseline's own ECMP collisions explain a faster second design just as well.
+  if (!a.what_ifs.empty()) contention_lines(a, "in " + a.scenario.name + ": ", &out);
   return out;
 }
 

@@ -77,6 +77,12 @@ grep -qF "behind the collisions: ECMP hashes each of NCCL's connections" "$tmp/e
   fail "compare does not name the QP and routing settings: $(cat "$tmp/ecmp.txt")"
 grep -qE "^      adaptive routing \(routing: adaptive\): step .* \(-[0-9.]+%\)" "$tmp/ecmp.txt" ||
   fail "compare does not say what adaptive routing would give"
+# The colliding fabric first (the baseline): its collisions and settings are named all the same.
+"$bin" compare "$roce_ecmp" "$ib" >"$tmp/ecmp-first.txt" 2>/dev/null || fail "compare RoCE first"
+grep -qE "^  - in [a-z0-9-]+: dp [a-z_]+ .* ran [0-9.]+x its uncontended time: ECMP collisions" \
+  "$tmp/ecmp-first.txt" || fail "compare with the ECMP fabric first does not name its collisions"
+grep -qF "NCCL_IB_QPS_PER_CONNECTION=16 (qps_per_connection: 16): step" "$tmp/ecmp-first.txt" ||
+  fail "compare with the ECMP fabric first does not name the QP setting"
 
 # The scenario key itself: 16 QPs per connection spread the same fabric's flows.
 sed 's/^    routing: ecmp/    routing: ecmp\n    qps_per_connection: 16/' "$roce_ecmp" >"$tmp/qps16.yaml"
