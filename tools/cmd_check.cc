@@ -126,15 +126,13 @@ int run_check(const CheckArgs& a) {
                           "--holdout fits its own calibration on the other rows: drop "
                           "--calibration");
   }
-  validate::ComparisonInputs in;
-  in.cluster = cluster;
-  in.compute = models::default_compute_params(cluster.node.gpu);
   models::CollectiveParams params;
   std::optional<models::Calibration> calibration;
   std::string mode = "uncalibrated analytic model";
+  std::vector<bool> held_out;
   if (holdout != validate::Holdout::kNone) {
-    in.held_out = validate::held_out_rows(m, holdout);
-    auto input = validate::calibration_input({*file}, {in.held_out});
+    held_out = validate::held_out_rows(m, holdout);
+    auto input = validate::calibration_input({*file}, {held_out});
     if (!input) return fail_bad_input(cmd, input.message());
     auto fit = models::fit_calibration(*input);
     if (!fit) return fail_bad_input(cmd, fit.message());
@@ -146,13 +144,13 @@ int run_check(const CheckArgs& a) {
     calibration = std::move(*c);
     if (calibration) mode = "calibrated by " + calibration->path;
   }
+  if (calibration) models::apply_calibration(*calibration, &params);
+  validate::ComparisonInputs in = validate::analytic_comparison_inputs(cluster, m, params);
+  in.held_out = std::move(held_out);
   if (calibration) {
-    models::apply_calibration(*calibration, &params);
     models::apply_calibration(*calibration, models::Precision::kBf16, &in.compute);
     in.calibration = &*calibration;
   }
-  in.collective = validate::analytic_collective_predictor(cluster, params,
-                                                          validate::nccl_disabled_algorithms(m));
   if (!a.sizes.empty()) {
     auto size = [](std::string_view t) { return models::parse_size_bytes(t, true); };
     auto range = parse_min_max(a.sizes, size, /*single_value_allowed=*/true);

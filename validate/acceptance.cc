@@ -703,7 +703,11 @@ AcceptanceCheck check_physics(const Context& x, std::vector<AcceptanceCheck>* ch
   const Comparison cmp = compare_measurement(x.m, in);
   c.status = CheckStatus::kPass;
   int listed = 0;
-  std::map<std::string, int> per_check;  // impossible rows behind each judged check
+  struct Impossible {
+    std::string first;  // the first impossible row's account
+    int rows = 0;
+  };
+  std::map<std::string, Impossible> per_check;  // impossible rows behind each judged check
   for (const ComparedRow& r : cmp.rows) {
     if (!r.impossible) continue;
     const std::string what =
@@ -714,20 +718,18 @@ AcceptanceCheck check_physics(const Context& x, std::vector<AcceptanceCheck>* ch
              ? format_flops(r.measured) + " is above the " + r.floor_why
              : format_bandwidth(r.measured) + " is above " + r.floor_why);
     if (++listed <= 4) add_reason(c, CheckStatus::kFail, what);
-    const std::string id = check_of_row(r, x.nodes);
-    if (!id.empty() && per_check[id]++ == 0) {
-      for (AcceptanceCheck& judged : *checks) {
-        if (judged.id != id) continue;
-        add_reason(judged, CheckStatus::kFail,
-                   "physically impossible: " + what + ": a wrong or edited file, not a fast GPU");
-      }
+    if (const std::string id = check_of_row(r, x.nodes); !id.empty()) {
+      Impossible& p = per_check[id];
+      if (p.rows++ == 0) p.first = what;
     }
   }
   if (listed > 4) add_reason(c, CheckStatus::kFail, std::to_string(listed - 4) + " more such rows");
-  for (const auto& [id, rows] : per_check) {
-    if (rows < 2) continue;
+  for (const auto& [id, p] : per_check) {
     for (AcceptanceCheck& judged : *checks) {
-      if (judged.id == id) add_reason(judged, CheckStatus::kFail, std::to_string(rows - 1) + " more");
+      if (judged.id != id) continue;
+      add_reason(judged, CheckStatus::kFail,
+                 "physically impossible: " + p.first + ": a wrong or edited file, not a fast GPU");
+      if (p.rows > 1) add_reason(judged, CheckStatus::kFail, std::to_string(p.rows - 1) + " more");
     }
   }
   c.measured = listed == 0 ? std::to_string(cmp.rows.size()) + " figures within their ceilings"

@@ -343,7 +343,8 @@ struct Reader {
 // repeat is an edited file, and judging would have to pick one of the two.
 std::string duplicated_rows(const Measurement& m) {
   auto first_repeat = [](const auto& rows, const char* list, auto key) -> std::string {
-    std::map<decltype(key(rows.front())), std::size_t> seen;
+    using Row = typename std::decay_t<decltype(rows)>::value_type;
+    std::map<std::invoke_result_t<decltype(key), const Row&>, std::size_t> seen;
     for (std::size_t i = 0; i < rows.size(); ++i) {
       auto [it, fresh] = seen.emplace(key(rows[i]), i);
       if (!fresh) {
@@ -353,23 +354,20 @@ std::string duplicated_rows(const Measurement& m) {
     }
     return "";
   };
-  std::string d;
-  if (!m.collectives.empty()) {
-    d = first_repeat(m.collectives, "collectives", [](const CollectiveRow& r) {
-      return std::tuple(r.op, r.ranks, r.size_bytes, r.type, r.redop, r.root);
-    });
-  }
-  if (d.empty() && !m.gemm.empty()) {
+  std::string d = first_repeat(m.collectives, "collectives", [](const CollectiveRow& r) {
+    return std::tuple(r.op, r.ranks, r.size_bytes, r.type, r.redop, r.root);
+  });
+  if (d.empty()) {
     d = first_repeat(m.gemm, "gemm", [](const GemmRate& r) {
       return std::tuple(r.rank, r.precision, r.m, r.n, r.k, r.sustained);
     });
   }
-  if (d.empty() && !m.bandwidth.empty()) {
+  if (d.empty()) {
     d = first_repeat(m.bandwidth, "bandwidth", [](const BandwidthRate& r) {
       return std::tuple(r.rank, r.kind, r.peer, r.bytes);
     });
   }
-  if (d.empty() && !m.attention.empty()) {
+  if (d.empty()) {
     d = first_repeat(m.attention, "attention", [](const AttentionRate& r) {
       return std::tuple(r.rank, r.implementation, r.direction, r.causal, r.batch, r.heads,
                         r.head_dim, r.seq_len);

@@ -23,6 +23,16 @@ CollectiveTimePredictor analytic_collective_predictor(const models::ClusterConfi
   };
 }
 
+ComparisonInputs analytic_comparison_inputs(const models::ClusterConfig& cluster,
+                                            const Measurement& m,
+                                            const models::CollectiveParams& params) {
+  ComparisonInputs in;
+  in.cluster = cluster;
+  in.compute = models::default_compute_params(cluster.node.gpu);
+  in.collective = analytic_collective_predictor(cluster, params, nccl_disabled_algorithms(m));
+  return in;
+}
+
 namespace {
 
 double median(std::vector<double> v) {

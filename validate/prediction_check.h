@@ -83,6 +83,13 @@ struct ComparisonInputs {
   double max_size_bytes = std::numeric_limits<double>::infinity();
 };
 
+// Inputs that compare `m` with the analytic model of `cluster` and `params` (uncalibrated by
+// default): the GPU's compute defaults, and NCCL's choice without the algorithms the run
+// switched off. Callers add a calibration, held-out rows or a size range.
+ComparisonInputs analytic_comparison_inputs(const models::ClusterConfig& cluster,
+                                            const Measurement& m,
+                                            const models::CollectiveParams& params = {});
+
 // Compares every row. Collective rows the predictor refuses keep predicted 0 (not in the
 // statistics); rows with wrong elements are compared but flagged in floor_why.
 Comparison compare_measurement(const Measurement& m, const ComparisonInputs& in);

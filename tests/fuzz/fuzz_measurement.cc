@@ -3,7 +3,6 @@
 // `verify --check-report`) and compared with the analytic model as `check` does. Judging a
 // hostile file must never crash, and a report must carry the digest of exactly these bytes.
 #include "fuzz_common.h"
-#include "models/step_model.h"
 #include "validate/acceptance.h"
 #include "validate/measurement_samples.h"
 #include "validate/prediction_check.h"
@@ -30,12 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   if (auto cluster = validate::measured_cluster(m); cluster.ok()) {
-    validate::ComparisonInputs in;
-    in.cluster = *cluster;
-    const auto params = models::default_step_params(*cluster);
-    in.compute = params.compute;
-    in.collective = validate::analytic_collective_predictor(*cluster, params.collective,
-                                                            validate::nccl_disabled_algorithms(m));
+    const auto in = validate::analytic_comparison_inputs(*cluster, m);
     (void)validate::compare_measurement(m, in);
   }
   return 0;

@@ -1,7 +1,6 @@
 // nccl-tests' own text output (`check` and `calibrate` read *_perf logs): parsed as rows, then
 // as a measurement of the reference cluster, judged and compared with the analytic model.
 #include "fuzz_common.h"
-#include "models/step_model.h"
 #include "validate/acceptance.h"
 #include "validate/measurement_samples.h"
 #include "validate/nccl_tests_output.h"
@@ -19,12 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   (void)validate::run_acceptance(file->data, {});
-  validate::ComparisonInputs in;
-  in.cluster = sc.cluster;
-  const auto params = models::default_step_params(sc.cluster);
-  in.compute = params.compute;
-  in.collective = validate::analytic_collective_predictor(
-      sc.cluster, params.collective, validate::nccl_disabled_algorithms(file->data));
+  const auto in = validate::analytic_comparison_inputs(sc.cluster, file->data);
   (void)validate::compare_measurement(file->data, in);
   return 0;
 }
