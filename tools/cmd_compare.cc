@@ -189,6 +189,13 @@ std::vector<std::string> what_if_lines(const Design& d) {
   return out;
 }
 
+// The network in a table cell: the NICs; network_line has the rates, switches and routing.
+std::string short_network_line(const models::Scenario& s) {
+  const auto& n = s.cluster.node;
+  if (n.nics_per_node == 0) return "one node";
+  return std::to_string(n.nics_per_node) + " x " + n.nic.id;
+}
+
 std::string network_line(const models::Scenario& s) {
   const auto& n = s.cluster.node;
   const auto& f = s.cluster.fabric;
@@ -269,6 +276,18 @@ double tier_utilisation(const Design& d, std::initializer_list<sim::ResourceTier
   return u;
 }
 
+// The tiers whose busiest link saturated ("none"), for the table; saturation_line has them all.
+std::string saturated_tiers(const Design& d) {
+  if (!d.des) return "-";
+  std::string out;
+  for (const auto& t : busiest_tiers(*d.des)) {
+    if (!saturated(d, t)) continue;
+    if (!out.empty()) out += ", ";
+    out += sim::to_string(t.tier);
+  }
+  return out.empty() ? "none" : out;
+}
+
 std::string saturation_line(const Design& d) {
   if (!d.des) return "-";
   std::string out;
@@ -280,8 +299,6 @@ std::string saturation_line(const Design& d) {
   return out.empty() ? "-" : out;
 }
 
-// Why `b` differs from the baseline `a`: the step components that moved, largest first, with
-// what in the designs explains them.
 // What slowed one design's collectives: each pattern that ran well over its uncontended time
 // and why (ECMP collisions, or its busiest link), then the simulated fabric settings behind
 // ECMP collisions. `prefix` names the design when it is not the one compared against.
@@ -320,6 +337,8 @@ void contention_lines(const Design& d, const std::string& prefix, std::vector<st
   }
 }
 
+// Why `b` differs from the baseline `a`: the step components that moved, largest first, with
+// what in the designs explains them.
 std::vector<std::string> reasons(const Design& a, const Design& b) {
   std::vector<std::pair<double, std::string>> moved;
   const auto& x = a.step.breakdown;
@@ -418,9 +437,33 @@ std::vector<std::string> reasons(const Design& a, const Design& b) {
   return out;
 }
 
-void print_table(const std::vector<Design>& ds, bool des) {
+// The prefix every design's name shares, up to and including its last '-' ("" for one design
+// or none): the table's columns drop it to stay narrow.
+std::string common_name_prefix(const std::vector<Design>& ds) {
+  if (ds.size() < 2) return "";
+  std::string prefix = ds.front().scenario.name;
+  for (const auto& d : ds) {
+    std::size_t n = 0;
+    while (n < prefix.size() && n < d.scenario.name.size() && prefix[n] == d.scenario.name[n]) ++n;
+    prefix.resize(n);
+  }
+  const auto dash = prefix.rfind('-');
+  prefix.resize(dash == std::string::npos ? 0 : dash + 1);
+  // Keep a name whole if the prefix is all of it.
+  for (const auto& d : ds) {
+    if (d.scenario.name.size() == prefix.size()) return "";
+  }
+  return prefix;
+}
+
+// The comparison table over designs [begin, end): short cells; the long network and link
+// descriptions go below it (print_table).
+std::string table_text(const std::vector<Design>& all, std::size_t begin, std::size_t end,
+                       bool des) {
+  const std::vector<Design> ds(all.begin() + begin, all.begin() + end);
+  const std::size_t cut = common_name_prefix(all).size();
   std::vector<std::string> header = {""};
-  for (const auto& d : ds) header.push_back(d.scenario.name);
+  for (const auto& d : ds) header.push_back(d.scenario.name.substr(cut));
   TextTable t(header, [&] {
     std::vector<Align> a = {Align::kLeft};
     a.resize(header.size(), Align::kRight);
@@ -432,7 +475,7 @@ void print_table(const std::vector<Design>& ds, bool des) {
     t.add_row(r);
   };
   row("GPUs", [](const Design& d) { return std::to_string(d.step.gpus); });
-  row("network", [](const Design& d) { return network_line(d.scenario); });
+  row("network*", [](const Design& d) { return short_network_line(d.scenario); });
   t.add_separator();
   row("step time", [](const Design& d) { return format_time(d.step.step_time_s); });
   row("tokens/s", [](const Design& d) { return models::format_count(d.step.tokens_per_s); });
@@ -469,7 +512,7 @@ void print_table(const std::vector<Design>& ds, bool des) {
   row("optimizer", [](const Design& d) { return format_time(d.step.breakdown.optimizer_s); });
   if (des) {
     t.add_separator();
-    row("busiest link per tier*", [](const Design& d) { return saturation_line(d); });
+    row("saturated links*", [](const Design& d) { return saturated_tiers(d); });
     row("worst contention",
         [](const Design& d) { return format_significant(worst_slowdown(*d.des), 3) + "x"; });
   }
@@ -488,15 +531,47 @@ void print_table(const std::vector<Design>& ds, bool des) {
                                                  format_time(d.cost.effective_run_time_s)
                                            : std::string("-");
   });
-  std::printf("%s", t.render(2).c_str());
+  return t.render(2);
+}
+
+// The table in blocks of as many designs as fit `columns` (at least one a block), then each
+// design's network and, simulated, its busiest link per tier.
+void print_table(const std::vector<Design>& ds, bool des, int columns) {
+  if (const std::string prefix = common_name_prefix(ds); !prefix.empty()) {
+    std::printf("  (designs named %s...)\n", prefix.c_str());
+  }
+  for (std::size_t begin = 0; begin < ds.size();) {
+    std::size_t end = ds.size();
+    std::string text = table_text(ds, begin, end, des);
+    while (end > begin + 1 && widest_line(text) > static_cast<std::size_t>(columns)) {
+      text = table_text(ds, begin, --end, des);
+    }
+    std::printf("%s%s", begin > 0 ? "\n" : "", text.c_str());
+    begin = end;
+  }
+  const auto width = static_cast<std::size_t>(columns);
+  for (const auto& d : ds) {
+    std::printf("%s", wrap_text("* network of " + d.scenario.name + ": " + network_line(d.scenario),
+                                width, "  ", "      ").c_str());
+  }
   if (des) {
-    std::printf(
-        "  * utilisation of the busiest link of each tier while the step's collectives run; "
-        "sat.: saturated (100%%, or on a shared RoCE / TCP link what congestion control leaves "
-        "of it: %s / %s)\n",
-        format_percent(sim::shared_link_efficiency(models::LinkTechnology::kRoce, {})).c_str(),
-        format_percent(sim::shared_link_efficiency(models::LinkTechnology::kEthernetTcp, {}))
-            .c_str());
+    for (const auto& d : ds) {
+      std::printf("%s", wrap_text("* busiest link per tier of " + d.scenario.name + ": " +
+                                      saturation_line(d),
+                                  width, "  ", "      ").c_str());
+    }
+    std::printf("%s", wrap_text("* busiest link: the utilisation of the busiest link of each "
+                                "tier while the step's collectives run; sat.: saturated (100%, or "
+                                "on a shared RoCE / TCP link what congestion control leaves of "
+                                "it: " +
+                                    format_percent(sim::shared_link_efficiency(
+                                        models::LinkTechnology::kRoce, {})) +
+                                    " / " +
+                                    format_percent(sim::shared_link_efficiency(
+                                        models::LinkTechnology::kEthernetTcp, {})) +
+                                    ")",
+                                width, "  ", "      ")
+                          .c_str());
   }
   std::printf("\n");
 }
@@ -653,24 +728,28 @@ int run_compare(const CompareArgs& a) {
       out["plot"] = plot_error.empty() ? nlohmann::json(a.plot) : nlohmann::json();
     std::printf("%s\n", out.dump(2).c_str());
   } else {
-    std::printf("Comparison (%s)\n", des ? "discrete-event simulation on SimGrid: contention, "
-                                           "overlap and pipeline simulated"
-                                         : "analytic model: no contention between flows");
-    print_table(ds, des);
+    const int columns = output_columns();
+    const auto width = static_cast<std::size_t>(columns);
+    std::printf("%s", wrap_text(std::string("Comparison (") +
+                                    (des ? "discrete-event simulation on SimGrid: contention, "
+                                           "overlap and pipeline simulated)"
+                                         : "analytic model: no contention between flows)"),
+                                width, "", "  ")
+                          .c_str());
+    print_table(ds, des, columns);
     for (size_t i = 1; i < ds.size(); ++i) {
       const double r = ds[i].step.step_time_s / ds[0].step.step_time_s;
-      std::printf(
-          "%s vs %s: step %s, tokens/s %s\n", ds[i].scenario.name.c_str(),
-          ds[0].scenario.name.c_str(), models::format_signed_percent(r - 1).c_str(),
-          models::format_signed_percent(ds[i].step.tokens_per_s / ds[0].step.tokens_per_s - 1)
-              .c_str());
+      const std::string headline =
+          ds[i].scenario.name + " vs " + ds[0].scenario.name + ": step " +
+          models::format_signed_percent(r - 1) + ", tokens/s " +
+          models::format_signed_percent(ds[i].step.tokens_per_s / ds[0].step.tokens_per_s - 1);
+      std::printf("%s", wrap_text(headline, width, "", "  ").c_str());
       for (const auto& why : reasons(ds[0], ds[i])) {
         // Lines that begin with two spaces belong to the reason above them.
-        if (why.rfind("  ", 0) == 0) {
-          std::printf("      %s\n", why.c_str() + 2);
-        } else {
-          std::printf("  - %s\n", why.c_str());
-        }
+        const std::string text =
+            why.rfind("  ", 0) == 0 ? wrap_text(why.substr(2), width, "      ", "        ")
+                                    : wrap_text(why, width, "  - ", "    ");
+        std::printf("%s", text.c_str());
       }
       std::printf("\n");
     }

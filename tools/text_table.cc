@@ -1,8 +1,12 @@
 #include "tools/text_table.h"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 
 namespace clustersim::tools {
 namespace {
@@ -58,6 +62,43 @@ std::string TextTable::render(int indent) const {
   std::string out = line(header_) + rule;
   for (const auto& row : rows_) out += row.empty() ? rule : line(row);
   return out;
+}
+
+int output_columns() {
+  if (const char* c = std::getenv("COLUMNS"); c != nullptr && *c != '\0') {
+    char* end = nullptr;
+    const long v = std::strtol(c, &end, 10);
+    if (*end == '\0' && v >= 40 && v <= 10000) return static_cast<int>(v);
+  }
+  winsize w{};
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col >= 40) {
+    return w.ws_col;
+  }
+  return 80;
+}
+
+std::size_t widest_line(const std::string& text) {
+  std::size_t widest = 0;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) widest = std::max(widest, display_width(line));
+  return widest;
+}
+
+std::string wrap_text(const std::string& text, std::size_t columns, const std::string& first,
+                      const std::string& rest) {
+  std::istringstream words(text);
+  std::string out, line = first;
+  bool empty_line = true;  // nothing after the prefix yet
+  for (std::string word; words >> word;) {
+    if (!empty_line && display_width(line) + 1 + display_width(word) > columns) {
+      out += line + "\n";
+      line = rest;
+      empty_line = true;
+    }
+    line += (empty_line ? "" : " ") + word;
+    empty_line = false;
+  }
+  return out + line + "\n";
 }
 
 }  // namespace clustersim::tools

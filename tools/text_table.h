@@ -23,4 +23,16 @@ class TextTable {
   std::vector<std::vector<std::string>> rows_;  // an empty row is a separator
 };
 
+// Columns for human output: $COLUMNS when it holds a width of 40 or more, else the terminal's
+// width when stdout is one, else 80.
+int output_columns();
+
+// The widest line of `text` in display columns (UTF-8 code points).
+std::size_t widest_line(const std::string& text);
+
+// `text` wrapped at word boundaries into lines of at most `columns`: the first line begins with
+// `first`, the others with `rest`; a word longer than a line stays whole. Ends with a newline.
+std::string wrap_text(const std::string& text, std::size_t columns, const std::string& first,
+                      const std::string& rest);
+
 }  // namespace clustersim::tools

@@ -5,6 +5,8 @@
 # engine, and bad input (one scenario, unknown engine, plot format) exiting 2.
 # Usage: compare_cli.sh <clustersim binary> <source dir>
 source "$(dirname "$0")/cli_test_lib.bash"
+# A wide terminal for the content checks below; the width itself is tested at the end.
+export COLUMNS=400
 ib="$src/scenarios/ib-256gpu.yaml"
 roce="$src/scenarios/roce-256gpu.yaml"
 
@@ -200,5 +202,28 @@ q="$src/scenarios/moe-qwen3-235b-256xh100"
 grep -qF "rail-optimized" "$tmp/rail.txt" || fail "compare fat-tree vs rail: no fabric line"
 grep -qF "neither fabric slowed the collectives below what the NICs carry" "$tmp/rail.txt" ||
   fail "compare fat-tree vs rail does not say why nothing moved: $(tail -3 "$tmp/rail.txt")"
+
+# The five seed interconnects side by side fit a 100-column terminal: one table (names shown
+# after their common prefix, each network in full below it), every line within 100 columns. At
+# 80 columns the table splits into blocks of designs, still every line within 80.
+seeds=()
+for n in 100gbe-tcp 200gbe-roce 400g-ib 400gbe-roce 8x200g-ib-bonded; do
+  seeds+=("$src/scenarios/seed/interconnect-$n.yaml")
+done
+for cols in 100 80; do
+  COLUMNS=$cols "$bin" compare "${seeds[@]}" >"$tmp/w$cols.txt" 2>"$tmp/err.txt" ||
+    fail "compare of the five seed interconnects exited $? ($(cat "$tmp/err.txt"))"
+  widest=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' "$tmp/w$cols.txt")
+  [ "$widest" -le "$cols" ] || fail "compare at COLUMNS=$cols printed a line of $widest columns"
+  grep -qF "(designs named seed-interconnect-...)" "$tmp/w$cols.txt" || fail "no name prefix note"
+  grep -qF "* network of seed-interconnect-8x200g-ib-bonded: 1 x ib-hdr (1.6 Tb/s" \
+    "$tmp/w$cols.txt" || fail "compare at COLUMNS=$cols: no full network line below the table"
+done
+grep -qE "^ +100gbe-tcp +200gbe-roce +400g-ib +400gbe-roce +8x200g-ib-bonded$" "$tmp/w100.txt" ||
+  fail "compare at 100 columns: the five designs are not one table"
+[ "$(grep -c "^  GPUs " "$tmp/w80.txt")" -ge 2 ] || fail "compare at 80 columns: no blocks"
+# Not a terminal and no COLUMNS: 80.
+env -u COLUMNS "$bin" compare "${seeds[@]}" >"$tmp/w.txt" 2>/dev/null || fail "compare without COLUMNS"
+cmp -s "$tmp/w.txt" "$tmp/w80.txt" || fail "compare without COLUMNS is not the 80-column output"
 
 finish compare_cli
