@@ -54,6 +54,7 @@ constexpr int kMaxScalingGpus = 32768;
 
 struct CompareArgs {
   std::vector<std::string> scenarios;
+  std::vector<std::string> sets;  // --set KEY=VALUE, applied to every design
   std::string engine = "des";
   std::string plot;
   bool json = false;
@@ -89,8 +90,10 @@ models::Result<models::StepResult> evaluate(const models::Scenario& s, const mod
   return step;
 }
 
-models::Result<Design> load_design(const std::string& path, bool des) {
-  auto s = load_scenario_or_default(path);
+models::Result<Design> load_design(const std::string& path,
+                                   const std::vector<models::ScenarioOverride>& overrides,
+                                   bool des) {
+  auto s = load_scenario_or_default(path, overrides);
   if (!s) return models::Error{s.message()};
   Design d;
   d.scenario = std::move(s).value();
@@ -698,9 +701,11 @@ int run_compare(const CompareArgs& a) {
     }
   }
   const bool des = a.engine == "des";
+  auto overrides = parse_set_options(a.sets);
+  if (!overrides) return fail_bad_input(cmd, overrides.message());
   std::vector<Design> ds;
   for (const auto& path : a.scenarios) {
-    auto d = load_design(path, des);
+    auto d = load_design(path, *overrides, des);
     if (!d) return fail_bad_input(cmd, d.message());
     ds.push_back(std::move(d).value());
   }
@@ -769,6 +774,9 @@ const bool kRegistered = register_command(
      [](CLI::App& sub) -> CommandAction {
        auto a = std::make_shared<CompareArgs>();
        sub.add_option("scenarios", a->scenarios, "two or more scenario YAML files")->required();
+       sub.add_option("--set", a->sets,
+                      "KEY=VALUE: set a dotted scenario key in every design before loading (as "
+                      "sweep --set, one value; repeatable), e.g. workload.seq_len=8192");
        sub.add_option("--engine", a->engine, "des (simulated, default) or analytic")
            ->check(CLI::IsMember({"des", "analytic"}));
        sub.add_option(

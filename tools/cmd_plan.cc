@@ -38,6 +38,7 @@ using Align = TextTable::Align;
 
 struct PlanArgs {
   std::string scenario;
+  std::vector<std::string> sets;  // --set KEY=VALUE
   std::string calibration;  // overlay file; "" = the scenario's calibration: key, if any
   bool json = false;
   // "des": the simulator (sim/step_sim.h); "analytic": the formulas (models/step_model.h);
@@ -427,7 +428,9 @@ nlohmann::json plan_json(const models::Scenario& s, const models::StepResult& r,
 }
 
 int run_plan(const PlanArgs& a) {
-  auto scenario = load_scenario_or_default(a.scenario);
+  auto overrides = parse_set_options(a.sets);
+  if (!overrides) return fail_bad_input("plan", overrides.message());
+  auto scenario = load_scenario_or_default(a.scenario, *overrides);
   if (!scenario) return fail_bad_input("plan", scenario.message());
   auto step_params = step_params_for(*scenario, a.calibration);
   if (!step_params) return fail_bad_input("plan", step_params.message());
@@ -535,6 +538,7 @@ const bool kRegistered = register_command(
        sub.add_option("scenario", a->scenario,
                       "scenario YAML (default: the embedded 4-node, 32 x H100 Llama 2 70B job)");
        sub.add_flag("--json", a->json, "one JSON object (keys as SCENARIO.md gives them)");
+       sub.add_option("--set", a->sets, "KEY=VALUE: set a dotted scenario key before loading (as sweep --set, one value; repeatable), e.g. cluster.nodes=16");
        sub.add_option("--calibration", a->calibration,
                       "calibration overlay (clustersim calibrate); default: the scenario's");
        sub.add_option("--engine", a->engine,

@@ -38,6 +38,7 @@ using Align = TextTable::Align;
 
 struct SearchArgs {
   std::string scenario;
+  std::vector<std::string> sets;  // --set KEY=VALUE
   std::string calibration;
   int gpus = 0;            // 0: the scenario's cluster
   std::string gpus_range;  // "MIN:MAX"
@@ -524,8 +525,9 @@ int run_range(const SearchArgs& a, const models::Scenario& scenario,
 int run_search(const SearchArgs& a) {
   // The search replaces the layout: a scenario whose own layout is invalid (or not given) for
   // its cluster is still searched.
-  auto loaded = a.scenario.empty() ? load_scenario_or_default(a.scenario)
-                                   : models::load_scenario_file(a.scenario, {}, false);
+  auto overrides = parse_set_options(a.sets);
+  if (!overrides) return fail_bad_input("search", overrides.message());
+  auto loaded = load_scenario_or_default(a.scenario, *overrides, /*check_layout=*/a.scenario.empty());
   if (!loaded) return fail_bad_input("search", loaded.message());
   models::Scenario scenario = std::move(loaded).value();
   auto params = step_params_for(scenario, a.calibration);
@@ -602,6 +604,7 @@ const bool kRegistered = register_command(
        sub.add_flag("--json", a->json, "one JSON object");
        sub.add_option("--threads", a->threads,
                       "evaluation threads (default: the machine's cores); same ranking for any");
+       sub.add_option("--set", a->sets, "KEY=VALUE: set a dotted scenario key before loading (as sweep --set, one value; repeatable), e.g. cluster.nodes=16");
        sub.add_option("--calibration", a->calibration,
                       "calibration overlay (clustersim calibrate); default: the scenario's");
        sub.add_option("--micro-batches", a->micro_batches,

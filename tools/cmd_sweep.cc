@@ -67,37 +67,6 @@ struct Row {
   std::string error;
 };
 
-// Splits "v1,v2,{a: 1, b: 2}" at the `sep` characters outside brackets, braces and quotes.
-std::vector<std::string> split_values(const std::string& text, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  int depth = 0;
-  char quote = 0;
-  for (char ch : text) {
-    if (quote != 0) {
-      if (ch == quote) quote = 0;
-    } else if (ch == '"' || ch == '\'') {
-      quote = ch;
-    } else if (ch == '[' || ch == '{') {
-      ++depth;
-    } else if ((ch == ']' || ch == '}') && depth > 0) {
-      --depth;
-    } else if (ch == sep && depth == 0) {
-      out.push_back(cur);
-      cur.clear();
-      continue;
-    }
-    cur += ch;
-  }
-  out.push_back(cur);
-  for (auto& v : out) {
-    const auto first = v.find_first_not_of(" \t");
-    const auto last = v.find_last_not_of(" \t");
-    v = first == std::string::npos ? "" : v.substr(first, last - first + 1);
-  }
-  return out;
-}
-
 models::Result<std::vector<Axis>> parse_axes(const std::vector<std::string>& sets) {
   std::vector<Axis> axes;
   std::vector<std::string> swept;  // every key so far
@@ -108,18 +77,7 @@ models::Result<std::vector<Axis>> parse_axes(const std::vector<std::string>& set
     }
     Axis a;
     a.keys = split_values(s.substr(0, eq), '+');
-    for (const std::string& key : a.keys) {
-      if (auto st = models::check_scenario_key(key); !st.ok()) {
-        return models::Error{"--set " + s + ": " + st.message()};
-      }
-      for (const std::string& other : swept) {
-        if (other == key || key.rfind(other + ".", 0) == 0 || other.rfind(key + ".", 0) == 0) {
-          return models::Error{"--set " + s + ": " + key + " overlaps " + other +
-                               ", set by an earlier key"};
-        }
-      }
-      swept.push_back(key);
-    }
+    if (auto st = check_set_keys(s, a.keys, &swept); !st.ok()) return models::Error{st.message()};
     for (const std::string& value : split_values(s.substr(eq + 1), ',')) {
       std::vector<std::string> parts =
           a.keys.size() > 1 ? split_values(value, '+') : std::vector<std::string>{value};
@@ -143,45 +101,6 @@ std::vector<std::string> all_keys(const std::vector<Axis>& axes) {
   std::vector<std::string> keys;
   for (const Axis& ax : axes) keys.insert(keys.end(), ax.keys.begin(), ax.keys.end());
   return keys;
-}
-
-std::optional<int> as_int(const std::string& text) {
-  int v = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
-  return v;
-}
-
-// Data parallelism follows the GPU count: when a row changes the nodes, the GPUs per node or
-// tp/pp/cp and does not set dp itself, dp = GPUs / (tp x pp x cp) where that divides.
-std::optional<int> derived_dp(const models::Scenario& base,
-                              const std::vector<models::ScenarioOverride>& overrides) {
-  const models::ParallelismConfig& p = base.workload.parallelism;
-  struct Field {
-    const char* key;
-    int value;
-  };
-  Field fields[] = {{"cluster.nodes", base.cluster.nodes},
-                    {"cluster.node.gpus_per_node", base.cluster.node.gpus_per_node},
-                    {"workload.parallelism.tp", p.tp},
-                    {"workload.parallelism.pp", p.pp},
-                    {"workload.parallelism.cp", p.cp}};
-  bool changed = false;
-  for (const auto& o : overrides) {
-    if (o.key_path == "workload.parallelism.dp") return std::nullopt;
-    for (Field& f : fields) {
-      if (o.key_path != f.key) continue;
-      auto v = as_int(o.value);
-      if (!v || *v < 1) return std::nullopt;  // the loader reports it
-      f.value = *v;
-      changed = true;
-    }
-  }
-  if (!changed) return std::nullopt;
-  const long gpus = long(fields[0].value) * fields[1].value;
-  const long model_parallel = long(fields[2].value) * fields[3].value * fields[4].value;
-  if (gpus % model_parallel != 0 || gpus / model_parallel == p.dp) return std::nullopt;
-  return static_cast<int>(gpus / model_parallel);
 }
 
 // The calibration overlay read once for every row: --calibration FILE, else the base scenario's

@@ -40,6 +40,7 @@ using topology::FabricMetrics;
 
 struct TopoArgs {
   std::string scenario;
+  std::vector<std::string> sets;  // --set KEY=VALUE
   bool json = false;
   std::string dot_path;
   std::string svg_path;
@@ -219,7 +220,9 @@ std::string render_svg(const std::string& dot_text, const std::string& svg_path)
 }
 
 int run_topo(const TopoArgs& a) {
-  auto scenario = load_scenario_or_default(a.scenario);
+  auto overrides = parse_set_options(a.sets);
+  if (!overrides) return fail_bad_input("topo", overrides.message());
+  auto scenario = load_scenario_or_default(a.scenario, *overrides);
   if (!scenario.ok()) return fail_bad_input("topo", scenario.message());
   auto graph = ClusterGraph::build(scenario->cluster, &scenario.value());
   std::string drawn_instead;  // --nearest: the alternative drawn
@@ -278,6 +281,7 @@ const bool kRegistered = register_command(
        auto a = std::make_shared<TopoArgs>();
        sub.add_option("scenario", a->scenario,
                       "scenario YAML file (default: the embedded 4-node H100 scenario)");
+       sub.add_option("--set", a->sets, "KEY=VALUE: set a dotted scenario key before loading (as sweep --set, one value; repeatable), e.g. cluster.nodes=16");
        sub.add_flag("--json", a->json, "one JSON object with the same figures, SI units");
        sub.add_option("--dot", a->dot_path, "write the picture as Graphviz DOT to FILE");
        sub.add_option("--svg", a->svg_path, "render the picture to FILE with Graphviz `dot`");

@@ -21,6 +21,19 @@ _expect_bad() {
   [ "$rc" -eq 2 ] || fail "$command $* exited $rc, want 2"
   grep -q "$how" -- "$want" "$tmp/bad.err" || fail "$command $*: '$want' not in: $(cat "$tmp/bad.err")"
 }
+# The --set key errors every command that takes --set reports alike and exits 2 on (sweep,
+# plan, compare, search, topo): COMMAND SCENARIO [more arguments the command needs].
+expect_bad_set_keys() {
+  local command="$1" scenario="$2"
+  shift 2
+  expect_bad "$command" "cluster.nodez: unknown key 'nodez' in cluster (did you mean 'nodes'?" \
+    "$@" "$scenario" --set cluster.nodez=4
+  expect_bad "$command" "workload.parallelism.tpp" "$@" "$scenario" --set workload.parallelism.tpp=2
+  expect_bad "$command" "workload.seq_len takes a value" "$@" "$scenario" --set workload.seq_len.x=1
+  expect_bad "$command" "--set cluster.nodes: expected key=" "$@" "$scenario" --set cluster.nodes
+  expect_bad "$command" "cluster.node.nic overlaps cluster.node" "$@" "$scenario" \
+    --set "cluster.node={gpu: h100-sxm}" --set cluster.node.nic=ib-ndr
+}
 finish() {
   if [ "$fails" -ne 0 ]; then
     echo "$1: $fails failure(s)" >&2

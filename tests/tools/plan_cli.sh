@@ -157,4 +157,30 @@ grep -qE "bad.yaml:6:[0-9]+: cluster.node.gpus_per_node" "$tmp/err.txt" ||
 "$bin" plan --bogus >/dev/null 2>&1; rc=$?
 [ "$rc" -eq 2 ] || fail "--bogus exited $rc, expected 2"
 
+# --set KEY=VALUE: the keys and errors of sweep --set; dp follows the GPU count as in sweep. A
+# 70B run on 16 nodes instead of 8 equals the scenario edited by hand (and sweep's row).
+s70b="$src/scenarios/llama3-70b-64xh100-ndr-rail.yaml"
+expect_bad_set_keys plan "$s70b"
+expect_bad plan "--set cluster.nodes=abc: cluster.nodes" "$s70b" --set cluster.nodes=abc
+expect_bad plan "one value here" "$s70b" --set cluster.nodes=8,16
+sed -e 's/^  nodes: 8/  nodes: 16/' -e 's/^    dp: 4/    dp: 8/' "$s70b" >"$tmp/16n.yaml"
+"$bin" plan "$tmp/16n.yaml" --engine analytic --json >"$tmp/by-hand.json" || fail "plan 16n.yaml"
+"$bin" plan "$s70b" --set cluster.nodes=16 --engine analytic --json >"$tmp/by-set.json" ||
+  fail "plan --set cluster.nodes=16 exited $?"
+"$bin" sweep "$s70b" --set cluster.nodes=16 --json >"$tmp/by-sweep.json" || fail "sweep 16 nodes"
+python3 - "$tmp/by-hand.json" "$tmp/by-set.json" "$tmp/by-sweep.json" <<'PY' || fail "plan --set"
+import json, sys
+hand, byset, sweep = (json.load(open(p)) for p in sys.argv[1:4])
+assert byset["gpus"] == 128 and byset["step_time_s"] == hand["step_time_s"], (byset, hand)
+row = sweep["rows"][0]
+assert abs(row["step_time_s"] - byset["step_time_s"]) < 1e-9 * byset["step_time_s"]
+PY
+# The others take it too: compare (every design), search, topo.
+expect_bad_set_keys compare "$s70b" "$s70b"
+expect_bad_set_keys search "$s70b"
+expect_bad_set_keys topo "$s70b"
+"$bin" topo "$s70b" --set cluster.nodes=16 --json >"$tmp/topo16.json" || fail "topo --set exited $?"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["nodes"] == 16 and d["gpus"] == 128, d' \
+  "$tmp/topo16.json" || fail "topo --set cluster.nodes=16 did not apply"
+
 finish plan_cli

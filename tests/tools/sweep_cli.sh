@@ -127,12 +127,10 @@ assert len(a) == 8 and a == b
 ' "$tmp/th1.json" "$tmp/th3.json" || fail "threads changed the rows"
 
 # Bad keys and flags exit 2 and name the key.
+expect_bad_set_keys sweep "$s70b"
 expect_bad sweep "cluster.nodez: unknown key 'nodez' in cluster (did you mean 'nodes'?" "$s70b" --set cluster.nodez=4,8
-expect_bad sweep "workload.parallelism.tpp" "$s70b" --set workload.parallelism.tpp=2
-expect_bad sweep "workload.seq_len takes a value" "$s70b" --set workload.seq_len.x=1
 expect_bad sweep "expected key=v1,v2" "$s70b" --set cluster.nodes
 expect_bad sweep "an empty value" "$s70b" --set cluster.nodes=4,,8
-expect_bad sweep "cluster.node.nic overlaps cluster.node" "$s70b" --set "cluster.node={gpu: h100-sxm}" --set cluster.node.nic=ib-ndr
 expect_bad sweep "gives 2 values for 3 keys" "$s70b" --set "$net=ib-ndr+quantum-2-qm9700"
 expect_bad sweep "--engine" "$s70b" --set cluster.nodes=8 --engine fast
 expect_bad sweep "--csv" "$s70b" --set cluster.nodes=8 --csv "$tmp/no-such-dir/x.csv"
