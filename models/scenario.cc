@@ -107,9 +107,10 @@ using Keys = std::span<const std::string_view>;
 
 // `claims` and `published` come last: they are read from the file only, not --set keys
 // (keys_under leaves them out).
-constexpr std::string_view kTopKeys[] = {"name",        "cluster",     "workload",
-                                         "cost",        "reliability", "calibration",
-                                         "interference", "claims",     "published"};
+constexpr std::string_view kTopKeys[] = {"name",        "note",         "cluster",
+                                         "workload",    "cost",         "reliability",
+                                         "calibration", "interference", "claims",
+                                         "published"};
 constexpr Keys kSettableTopKeys = Keys(kTopKeys).first(std::size(kTopKeys) - 2);
 constexpr std::string_view kClusterKeys[] = {"nodes", "node", "fabric", "storage"};
 constexpr std::string_view kNodeKeys[] = {"gpu", "gpus_per_node", "scale_up",
@@ -1218,7 +1219,9 @@ Result<Scenario> Loader::load(std::string_view text) {
     if (!open_map(root, "", kTopKeys)) return *error_;
     const std::string stem = std::filesystem::path(sc_.path).stem().string();
     sc_.name = stem.empty() || sc_.path.front() == '<' ? "scenario" : stem;
-    if (!read_string(root, "", "name", &sc_.name)) return *error_;
+    if (!read_string(root, "", "name", &sc_.name) || !read_string(root, "", "note", &sc_.note)) {
+      return *error_;
+    }
     if (!required(root, "", "cluster", " (nodes, node, fabric)") ||
         !load_cluster(root["cluster"]) ||
         !required(root, "", "workload", " (model, seq_len, global_batch, parallelism)") ||

@@ -284,6 +284,7 @@ struct PublishedRun;  // models/accuracy/published_run.h
 
 struct Scenario {
   std::string name;
+  std::string note;  // optional: where the scenario or its layout comes from (plan prints it)
   std::string path;  // file it came from ("<embedded>" for the default)
   ClusterConfig cluster;
   WorkloadConfig workload;

@@ -133,6 +133,7 @@ void print_header(const models::Scenario& s, const models::StepResult& r,
   const auto& n = c.node;
   const auto& w = s.workload;
   std::printf("Plan for %s (%s): %s\n", s.name.c_str(), s.path.c_str(), engine);
+  if (!s.note.empty()) std::printf("  note      %s\n", s.note.c_str());
   std::printf("  cluster   %d GPUs: %d nodes x %d %s on %s", r.gpus, c.nodes, n.gpus_per_node,
               n.gpu.id.c_str(), n.scale_up.id.c_str());
   if (n.nics_per_node > 0) {
@@ -378,6 +379,7 @@ nlohmann::json plan_json(const models::Scenario& s, const models::StepResult& r,
       models::memory_advice(s.workload, m, r.memory_capacity_bytes, params.memory);
   return {
       {"scenario", s.name},
+      {"note", s.note.empty() ? nlohmann::json() : nlohmann::json(s.note)},
       {"engine", engine},
       {"gpus", r.gpus},
       {"micro_batches", r.micro_batches},

@@ -108,16 +108,21 @@ TEST_SUITE("models") {
     CHECK(s.cluster.fabric.switch_radix == 64);
     CHECK(s.cluster.storage.write_Bps == doctest::Approx(50e9));
     CHECK(s.workload.model.layers == 80);
-    CHECK(s.workload.parallelism.zero == 3);
-    CHECK(s.workload.parallelism.recompute == Recompute::kFull);
+    // NeMo's 70B recipe layout (scenarios/default.yaml says where it comes from).
+    CHECK(s.note.find("NeMo") != std::string::npos);
+    CHECK(s.workload.parallelism.tp == 4);
+    CHECK(s.workload.parallelism.pp == 4);
+    CHECK(s.workload.parallelism.virtual_stages == 5);
+    CHECK(s.workload.parallelism.zero == 1);
+    CHECK(s.workload.parallelism.recompute == Recompute::kNone);
     CHECK(s.workload.parallelism.sp);
-    CHECK(s.workload.micro_batches_per_step() == 256);
+    CHECK(s.workload.micro_batches_per_step() == 512);
     CHECK(s.workload.tokens_per_step() == doctest::Approx(1024.0 * 4096));
     CHECK(s.workload.train_tokens == doctest::Approx(2e12));
     CHECK(s.cost.gpu_hour_usd == doctest::Approx(2.5));
     CHECK(s.reliability.gpu_mtbf_s == doctest::Approx(50000.0 * 3600));
-    // default.yaml: line 17 is "    switch_radix: 64" (4 spaces in).
-    CHECK(s.where("cluster.fabric.switch_radix") == path + ":17:5: cluster.fabric.switch_radix");
+    // default.yaml: line 24 is "    switch_radix: 64" (4 spaces in).
+    CHECK(s.where("cluster.fabric.switch_radix") == path + ":24:5: cluster.fabric.switch_radix");
     CHECK(s.where("cluster.fabric.leaves") == path + ": cluster.fabric.leaves");
   }
 

@@ -109,9 +109,10 @@ TEST_SUITE("models") {
   }
 
   TEST_CASE("step: ZeRO-3 with many micro-batches exposes its parameter gathers") {
-    // The seed's default: 256 micro-batches, each re-gathering 17 GB of parameters over one
-    // 400G NIC per DP group: the gathers outlast the compute they should hide behind.
-    const StepResult r = predict(load("default.yaml"));
+    // The seed's layout (the default scenario's before NeMo's): 256 micro-batches, each
+    // re-gathering 17 GB of parameters over one 400G NIC per DP group: the gathers outlast the
+    // compute they should hide behind.
+    const StepResult r = predict(load("examples/llama2-70b-zero3-full-recompute.yaml"));
     CHECK(r.micro_batches == 256);
     CHECK(r.fits);
     CHECK(r.breakdown.dp.exposed_s > 0.3 * r.step_time_s);
@@ -123,7 +124,7 @@ TEST_SUITE("models") {
     CHECK(gather->estimate.time_s > r.forward_s);
     CHECK(gather->estimate.bottleneck == CollectiveBottleneck::kNetwork);
     // ZeRO-1 sends the same parameters once per step: the DP cost almost vanishes.
-    Scenario z1 = load("default.yaml");
+    Scenario z1 = load("examples/llama2-70b-zero3-full-recompute.yaml");
     z1.workload.parallelism.zero = 1;
     const StepResult r1 = predict(z1);
     CHECK(r1.breakdown.dp.exposed_s < 0.05 * r.breakdown.dp.exposed_s);
@@ -158,7 +159,8 @@ TEST_SUITE("models") {
   }
 
   TEST_CASE("step: TP overlap hides TP communication") {
-    const Scenario s = load("default.yaml");
+    // tp 8 without a pipeline: TP time and compute alone on the critical path.
+    const Scenario s = load("examples/llama2-70b-zero3-full-recompute.yaml");
     StepParams params = default_step_params(s.cluster);
     auto exposed = predict_step(s, params);
     REQUIRE(exposed.ok());
@@ -188,7 +190,7 @@ TEST_SUITE("models") {
   }
 
   TEST_CASE("step: a job that does not fit gets advice that fits") {
-    Scenario s = load("default.yaml");
+    Scenario s = load("examples/llama2-70b-zero3-full-recompute.yaml");
     s.workload.parallelism.zero = 0;
     s.workload.parallelism.recompute = Recompute::kNone;
     s.workload.micro_batch = 2;

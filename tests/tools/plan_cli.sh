@@ -119,7 +119,7 @@ python3 -c 'import json,sys; i=json.load(open(sys.argv[1]))["interference"]; ass
   "$tmp/nba.json" || fail "analytic interference note in JSON"
 
 # Every shipped scenario plans (exit 0, valid JSON); other YAML there (claims) is skipped.
-for f in "$src"/scenarios/*.yaml "$src"/scenarios/seed/*.yaml; do
+for f in "$src"/scenarios/*.yaml "$src"/scenarios/seed/*.yaml "$src"/scenarios/examples/*.yaml; do
   grep -q '^cluster:' "$f" || continue
   "$bin" plan "$f" --json >"$tmp/s.json" 2>"$tmp/err.txt" ||
     fail "plan $f exited $? ($(cat "$tmp/err.txt"))"
@@ -128,7 +128,7 @@ done
 
 # A job that does not fit: the verdict in plain words and what to change.
 sed -e 's/zero: 3/zero: 0/' -e 's/recompute: full/recompute: none/' \
-  "$src/scenarios/default.yaml" >"$tmp/too-big.yaml"
+  "$src/scenarios/examples/llama2-70b-zero3-full-recompute.yaml" >"$tmp/too-big.yaml"
 if "$bin" plan "$tmp/too-big.yaml" >"$tmp/big.txt" 2>"$tmp/err.txt"; then
   grep -qF "DOES NOT FIT" "$tmp/big.txt" || fail "no DOES NOT FIT for a 70B job without ZeRO"
   grep -qF "(fits)" "$tmp/big.txt" || fail "no advice that fits for the too-big job"

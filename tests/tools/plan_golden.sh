@@ -2,16 +2,21 @@
 # Golden tests: `clustersim plan --json` on the embedded default scenario, with each engine,
 # against tests/golden/plan_default.json (analytic) and plan_default_des.json (the simulator,
 # deterministic: fixed seeds): the same keys and strings, numbers within a relative 1e-4 (REL below).
-# The des golden was reviewed against the analytic one: the same kernels (120.5 s) and TP
-# (TP between the GEMMs), DP exposed less because the simulation lets a micro-batch's ZeRO-3
-# gathers and reduce-scatters run under the neighbouring micro-batches' compute, which the
-# formula adds serially; so it hides more, and the compute it slows (0.61 s per second of
-# hidden collectives, Lee et al. 2025, step_model.h) is larger (analytic 72 s of 120 s hidden).
-# The golden was reviewed by hand (forward 115 ms: 73 TFLOP of GEMMs at the 0.834 in-tile rate
-# held to the power cap's clock, plus flash attention and the memory-bound kernels; ZeRO-3
-# gather 3/4 x 17.2 GB / 47 GB/s = 275 ms; fp32 gradients 8.6 GB sharded by 4; optimizer 38
-# bytes per parameter; checkpoint 966 GB / 50 GB/s = 19.3 s; the TP all_reduce of 32 MiB on 8
-# GPUs, NVLS with its pipeline fill, 202 us: 8 x H100 measure 200 us, together-nccl-tests). When a model change
+# The default is NeMo's 70B layout on 4 x 8 H100 (scenarios/default.yaml: tp 4 + sp, pp 4 with
+# 5 virtual stages, dp 2, distributed optimizer, no recompute; 512 micro-batches). The golden
+# was reviewed by hand: forward 57.6 ms and backward 117 ms per micro-batch (4.31B parameters
+# per GPU: 35 TFLOP of GEMMs and ~3 of attention forward, ~660 TFLOP/s), x 512 = 89.4 s of
+# compute on the busiest stage; TP all_gather / reduce_scatter of 64 MiB (4096 x 8192 x 2 B) on 4
+# GPUs: 3/4 x 64 MiB / 370.8 GB/s = 136 us + ring latency 19 us + pipeline fill 23 us = 177 us,
+# x 4 per layer x 20 layers x 512 = 14.5 s exposed; PP sends of 16 MiB through one NIC 379 us;
+# DP reduce-scatter of 17.4 GB fp32 gradients between the two halves of a node over NVLink
+# 1/2 x 17.4 GB / 370.8 GB/s = 23.5 ms; memory 8.09 GiB weights (stage 0 with the embedding),
+# fp32 gradients twice that, optimizer 12 B / parameter over dp 2 = three times that, 24.1 GiB
+# of activations (interleaved 1F1B's in-flight micro-batches on stage 0): 75.5 of 80 GiB.
+# The des golden was reviewed against the analytic one: the same layout, step 105.8 vs 106.0 s;
+# TP 15.0 vs 14.5 s and PP 2.53 vs 1.94 s exposed (the simulated sends share the NICs with
+# the other pipeline's traffic), compute 88.1 vs 89.4 s (less hidden communication slowing it).
+# When a model change
 # moves it on purpose, regenerate it with `clustersim plan --engine analytic --json > tests/golden/plan_default.json`,
 # read the diff, and say in the commit why each figure moved.
 # Usage: plan_golden.sh <clustersim binary> <source dir>
