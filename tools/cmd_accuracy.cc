@@ -435,7 +435,9 @@ const bool kRegistered = register_command(
            ->check(CLI::Range(0.0, 10.0));
        sub.add_flag("--all-fit", a->all_fit, "exit 1 when a run does not fit in GPU memory");
        return [a] { return run_accuracy(*a); };
-     }});
+     },
+     {"clustersim accuracy --engine analytic",
+      "clustersim accuracy --source dgxc-25.04 --engine analytic"}});
 
 }  // namespace
 }  // namespace clustersim::tools

@@ -229,7 +229,9 @@ const bool kRegistered = register_command(
            ->capture_default_str()
            ->check(CLI::Range(1, 64));
        return [a] { return run_calibrate(*a); };
-     }});
+     },
+     {"clustersim calibrate scenarios/measurements/h200-2gpu.json -o overlay.yaml",
+      "clustersim plan --calibration overlay.yaml"}});
 
 }  // namespace
 }  // namespace clustersim::tools

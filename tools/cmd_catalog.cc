@@ -254,7 +254,9 @@ const bool kRegistered = register_command(
        sub.add_option("--kind", a->kind, "only one kind: gpus | scale-up | nics | switches | models")
            ->check(CLI::IsMember({"gpus", "scale-up", "nics", "switches", "models"}));
        return [a] { return run_catalog(*a); };
-     }});
+     },
+     {"clustersim catalog",
+      "clustersim catalog --kind gpus"}});
 
 }  // namespace
 }  // namespace clustersim::tools

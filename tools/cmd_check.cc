@@ -244,7 +244,9 @@ const bool kRegistered = register_command(
        sub.add_flag("--summary", a->summary, "only the per-group statistics");
        sub.add_flag("--json", a->json, "one JSON object: rows and statistics");
        return [a] { return run_check(*a); };
-     }});
+     },
+     {"clustersim check scenarios/measurements/h200-2gpu.json --sizes 64KiB:8GiB",
+      "clustersim check scenarios/measurements/public/h100-8gpu-nvls-all_reduce.txt --scenario scenarios/measurements/public/h100-8gpu-nvls-all_reduce.scenario.yaml"}});
 
 }  // namespace
 }  // namespace clustersim::tools

@@ -182,7 +182,9 @@ const bool kRegistered = register_command(
        sub.add_option("--calibration", a->calibration,
                       "calibration overlay (clustersim calibrate); default: the scenario's");
        return [a] { return run_collective(*a); };
-     }});
+     },
+     {"clustersim collective --op all_reduce --gpus 8 -b 1M -e 1G",
+      "clustersim collective --scenario scenarios/roce-256gpu.yaml --op all_gather --gpus 16 --json"}});
 
 }  // namespace
 }  // namespace clustersim::tools

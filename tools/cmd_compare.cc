@@ -784,7 +784,9 @@ const bool kRegistered = register_command(
            "write a scaling plot (tokens/s vs GPUs) with gnuplot to FILE.png or FILE.svg");
        sub.add_flag("--json", a->json, "one JSON object instead of the table");
        return [a] { return run_compare(*a); };
-     }});
+     },
+     {"clustersim compare scenarios/ib-256gpu.yaml scenarios/roce-256gpu-ecmp.yaml",
+      "clustersim compare scenarios/seed/interconnect-200gbe-roce.yaml scenarios/seed/interconnect-400g-ib.yaml --engine analytic"}});
 
 }  // namespace
 }  // namespace clustersim::tools

@@ -116,7 +116,9 @@ const bool kRegistered = register_command(
            ->required();
        sub.add_flag("--json", a->json, "one JSON object");
        return [a] { return run_nccl_log(*a); };
-     }});
+     },
+     {"clustersim nccl-log scenarios/measurements/nccl-debug-info-2xh200.log",
+      "clustersim nccl-log scenarios/measurements/nccl-debug-info-2xh200.log --json"}});
 
 }  // namespace
 }  // namespace clustersim::tools

@@ -551,7 +551,10 @@ const bool kRegistered = register_command(
                       "write the simulated step's timeline as Chrome trace JSON to FILE (needs "
                       "the simulation: exit 2 where it cannot run)");
        return [a] { return run_plan(*a); };
-     }});
+     },
+     {"clustersim plan",
+      "clustersim plan scenarios/llama3-70b-64xh100-ndr-rail.yaml --engine analytic",
+      "clustersim plan --set cluster.nodes=8 --json"}});
 
 }  // namespace
 }  // namespace clustersim::tools

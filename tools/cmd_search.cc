@@ -614,7 +614,9 @@ const bool kRegistered = register_command(
        sub.add_option("--max-virtual-stages", a->max_virtual_stages,
                       "interleaved schedule: model chunks per stage to try, 2..N (default 8)");
        return [a] { return run_search(*a); };
-     }});
+     },
+     {"clustersim search",
+      "clustersim search --gpus-range 16:128 --objective cost"}});
 
 }  // namespace
 }  // namespace clustersim::tools

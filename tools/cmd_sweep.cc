@@ -478,7 +478,9 @@ const bool kRegistered = register_command(
        sub.add_flag("--search", a->search,
                     "plan each row with its best layout (clustersim search, by tokens/s)");
        return [a] { return run_sweep(*a); };
-     }});
+     },
+     {"clustersim sweep scenarios/llama3-70b-64xh100-ndr-rail.yaml --set cluster.nodes=4,8,16 --engine analytic",
+      "clustersim sweep scenarios/llama3-70b-64xh100-ndr-rail.yaml --set cluster.node.nic=ib-ndr,roce-400 --set workload.seq_len=4096,8192 --engine analytic --json"}});
 
 }  // namespace
 }  // namespace clustersim::tools

@@ -292,7 +292,9 @@ const bool kRegistered = register_command(
                     "draw every GPU, NIC and link (default: nodes collapsed per leaf; very large "
                     "fabrics one box per tier); slow to render beyond a few hundred GPUs");
        return [a] { return run_topo(*a); };
-     }});
+     },
+     {"clustersim topo",
+      "clustersim topo scenarios/roce-256gpu-ecmp.yaml --json"}});
 
 }  // namespace
 }  // namespace clustersim::tools

@@ -338,7 +338,9 @@ const bool kRegistered = register_command(
        sub.add_option("--attention-time", a->attention_time, "time per case (default 0.5s)");
        sub.add_flag("--attention-no-backward", a->attention_no_backward, "forward pass only");
        return [a]() { return run_validate(*a); };
-     }});
+     },
+     {"clustersim validate -o h200.json",
+      "mpirun -np 16 clustersim validate -o cluster.json"}});
 
 }  // namespace
 }  // namespace clustersim::tools

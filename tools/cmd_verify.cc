@@ -280,7 +280,9 @@ const bool kRegistered = register_command(
                       "the hardware of --claim (default: embedded); alone: judge its claims:");
        sub.add_flag("--json", a->json, "machine output");
        return [a] { return run_verify(*a); };
-     }});
+     },
+     {"clustersim verify scenarios/measurements/h200-2gpu.json",
+      "clustersim verify --claim \"all_reduce 2GB 18ms\" --scenario scenarios/h200-8gpu.yaml"}});
 
 }  // namespace
 }  // namespace clustersim::tools

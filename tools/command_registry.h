@@ -28,6 +28,9 @@ struct CommandRegistration {
   std::string summary;
   int order = 100;  // position in --help: lower first
   std::function<CommandAction(CLI::App& sub)> setup;
+  // Two or three real command lines, run from the repository's root, shown under --help
+  // ("Examples:"); CTest runs each that writes no file and needs no GPU.
+  std::vector<std::string> examples = {};
 };
 
 // Adds a command to the table; returns true so it can initialise a static.

@@ -35,10 +35,21 @@ int main(int argc, char** argv) {
   std::stable_sort(commands.begin(), commands.end(),
                    [](const auto& a, const auto& b) { return a.order < b.order; });
   std::vector<std::pair<CLI::App*, CommandAction>> actions;
+  // The top level shows the first example of the three commands most runs start with.
+  std::string examples = "\nExamples (from the repository's root; each command's --help has more):\n";
   for (const auto& c : commands) {
     CLI::App* sub = app.add_subcommand(c.name, c.summary);
     actions.emplace_back(sub, c.setup(*sub));
+    if (!c.examples.empty()) {
+      std::string footer = "\nExamples (from the repository's root):\n";
+      for (const auto& e : c.examples) footer += "  " + e + "\n";
+      sub->footer(footer);
+      if (c.name == "plan" || c.name == "compare" || c.name == "verify") {
+        examples += "  " + c.examples.front() + "\n";
+      }
+    }
   }
+  app.footer(examples);
 
   try {
     app.parse(argc, argv);
