@@ -116,8 +116,8 @@ TEST_SUITE("models") {
     CHECK(s.workload.parallelism.zero == 1);
     CHECK(s.workload.parallelism.recompute == Recompute::kNone);
     CHECK(s.workload.parallelism.sp);
-    CHECK(s.workload.micro_batches_per_step() == 512);
-    CHECK(s.workload.tokens_per_step() == doctest::Approx(1024.0 * 4096));
+    CHECK(s.workload.micro_batches_per_step() == 256);
+    CHECK(s.workload.tokens_per_step() == doctest::Approx(512.0 * 4096));
     CHECK(s.workload.train_tokens == doctest::Approx(2e12));
     CHECK(s.cost.gpu_hour_usd == doctest::Approx(2.5));
     CHECK(s.reliability.gpu_mtbf_s == doctest::Approx(50000.0 * 3600));
