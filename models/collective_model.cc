@@ -212,7 +212,7 @@ class Model {
   // NCCL's treeCorrectionFactor for a tree all_reduce of `bytes` (tuning.cc): per protocol, per
   // power of two of the size from 64 B; 1 outside the table.
   double tree_correction(double bytes, Proto p) const {
-    if (!p_.tree_size_correction || bytes < 64) return 1.0;
+    if (bytes < 64) return 1.0;
     // clang-format off
     static constexpr double kFactor[3][23] = {
         {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},

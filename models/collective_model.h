@@ -225,7 +225,6 @@ struct CollectiveParams {
   // size, NCCL's treeCorrectionFactor (tuning.cc: "Trees are not perfectly sticking to the
   // model for medium sizes"), a factor of 0.4-1.0 on the bandwidth per power of two of the
   // size from 64 B, lowest between 32 KiB and 2 MiB (collective_model.cc).
-  bool tree_size_correction = true;
   double tree_efficiency = 0.92;
   double tree_ll_fraction = 1.0 / 3.8;
   double tree_ll128_fraction_one_node = 7.0 / 9.0;

@@ -100,13 +100,13 @@ models::Result<std::vector<models::ScenarioOverride>> parse_set_options(
     }
     const std::string key = s.substr(0, eq);
     if (auto st = check_set_keys(s, {key}, &seen); !st.ok()) return models::Error{st.message()};
-    const std::string value = split_values(s.substr(eq + 1), ',').front();
-    if (split_values(s.substr(eq + 1), ',').size() > 1) {
+    const std::vector<std::string> values = split_values(s.substr(eq + 1), ',');
+    if (values.size() > 1) {
       return models::Error{"--set " + s + ": one value here; `clustersim sweep --set " + key +
                            "=v1,v2` runs a list"};
     }
-    if (value.empty()) return models::Error{"--set " + s + ": an empty value"};
-    out.push_back({key, value});
+    if (values.front().empty()) return models::Error{"--set " + s + ": an empty value"};
+    out.push_back({key, values.front()});
   }
   return out;
 }
