@@ -507,7 +507,9 @@ void fit_gemm(const CalibrationInput& input, const GpuSpec& gpu, Calibration* ou
       g.max_rel_residual = std::max(g.max_rel_residual, error);
     }
     // A training run is a sustained burn: where one was measured, scale the ceiling to it (at
-    // the 700 W cap an H100/H200 settles ~15% below its short-run rate, REFERENCE.md).
+    // the 700 W cap an H100/H200 settles below its short-run rate: 780-795 TFLOP/s in short runs
+    // of ml-engineering's MAMF finder, github.com/stas00/ml-engineering; 672 over a 30 s burn on
+    // our H200s, validate/NOTES.md).
     if (!shorts.empty() && !sustained.empty()) {
       std::vector<double> ratios;
       ratios.reserve(sustained.size());

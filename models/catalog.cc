@@ -39,8 +39,8 @@ std::vector<GpuSpec> make_gpus() {
        .pci_device_ids = {0x20B0},
        .source = "NVIDIA A100 Tensor Core GPU datasheet (2021): 312 TFLOP/s bf16/fp16 dense, 156 "
                  "tf32, 19.5 fp32, 40 GB HBM2 at 1,555 GB/s, NVLink3 600 GB/s bidirectional "
-                 "(12 links), 400 W; 108 SMs: NVIDIA A100 whitepaper; PCI id: REFERENCE.md "
-                 "acceptance check 1 (pci.ids); price approximate"},
+                 "(12 links), 400 W; 108 SMs: NVIDIA A100 whitepaper; PCI id: pci.ids "
+                 "(pci-ids.ucw.cz); price approximate"},
       {.id = "a100-sxm-80gb",
        .name = "NVIDIA A100-SXM4-80GB",
        .vendor = "nvidia",
@@ -61,7 +61,7 @@ std::vector<GpuSpec> make_gpus() {
        .pci_device_ids = {0x20B2},
        .source = "NVIDIA A100 Tensor Core GPU datasheet (2021): 312 TFLOP/s bf16 dense, 80 GB "
                  "HBM2e at 2,039 GB/s, NVLink3 600 GB/s bidirectional (12 links), 400 W; PCI id: "
-                 "REFERENCE.md acceptance check 1; price approximate"},
+                 "pci.ids (pci-ids.ucw.cz); price approximate"},
       {.id = "a100-pcie-40gb",
        .name = "NVIDIA A100-PCIE-40GB",
        .vendor = "nvidia",
@@ -81,7 +81,7 @@ std::vector<GpuSpec> make_gpus() {
        .arch = "sm_80",
        .pci_device_ids = {0x20B1},
        .source = "NVIDIA A100 Tensor Core GPU datasheet (2021), PCIe 40GB column: 312 TFLOP/s "
-                 "bf16 dense, 1,555 GB/s, 250 W; PCI id: REFERENCE.md acceptance check 1; price "
+                 "bf16 dense, 1,555 GB/s, 250 W; PCI id: pci.ids (pci-ids.ucw.cz); price "
                  "approximate"},
       {.id = "a100-pcie-80gb",
        .name = "NVIDIA A100 80GB PCIe",
@@ -102,7 +102,7 @@ std::vector<GpuSpec> make_gpus() {
        .arch = "sm_80",
        .pci_device_ids = {0x20B5},
        .source = "NVIDIA A100 Tensor Core GPU datasheet (2021), 80GB PCIe column: 312 TFLOP/s "
-                 "bf16 dense, 1,935 GB/s, 300 W; PCI id: REFERENCE.md acceptance check 1; price "
+                 "bf16 dense, 1,935 GB/s, 300 W; PCI id: pci.ids (pci-ids.ucw.cz); price "
                  "approximate"},
       {.id = "h100-sxm",
        .name = "NVIDIA H100 80GB HBM3",
@@ -125,7 +125,8 @@ std::vector<GpuSpec> make_gpus() {
        .source = "NVIDIA H100 Tensor Core GPU datasheet (SXM5): 1,979 TFLOP/s bf16 and 3,958 fp8 "
                  "with sparsity (dense = half), 989 tf32 sparse, 67 fp32, 80 GB HBM3 at 3.35 "
                  "TB/s, NVLink4 900 GB/s bidirectional = 18 links x 25 GB/s/dir, up to 700 W; 132 "
-                 "SMs and PCI id 0x2330: REFERENCE.md; price approximate"},
+                 "SMs: NVIDIA H100 Tensor Core GPU Architecture whitepaper; PCI id 0x2330: "
+                 "pci.ids (pci-ids.ucw.cz); price approximate"},
       {.id = "h100-pcie",
        .name = "NVIDIA H100 PCIe",
        .vendor = "nvidia",
@@ -146,7 +147,8 @@ std::vector<GpuSpec> make_gpus() {
        .pci_device_ids = {0x2331},
        .source = "NVIDIA H100 Tensor Core GPU datasheet (PCIe): 1,513 TFLOP/s bf16 and 3,026 fp8 "
                  "sparse (dense = half), 756 tf32 sparse, 51 fp32, 80 GB HBM2e at 2 TB/s, 300-350 "
-                 "W; 114 SMs: NVIDIA H100 whitepaper; PCI id: REFERENCE.md; price approximate"},
+                 "W; 114 SMs: NVIDIA H100 whitepaper; PCI id: pci.ids (pci-ids.ucw.cz); price "
+                 "approximate"},
       {.id = "h800",
        .name = "NVIDIA H800",
        .vendor = "nvidia",
@@ -166,8 +168,8 @@ std::vector<GpuSpec> make_gpus() {
        .arch = "sm_90",
        .pci_device_ids = {0x2324},
        .source = "NVIDIA H800 SXM5 product brief: H100 SXM compute and memory with NVLink cut to "
-                 "400 GB/s bidirectional (8 links x 25 GB/s/dir); PCI id: REFERENCE.md; price "
-                 "approximate"},
+                 "400 GB/s bidirectional (8 links x 25 GB/s/dir); PCI id: pci.ids "
+                 "(pci-ids.ucw.cz); price approximate"},
       {.id = "h200-sxm",
        .name = "NVIDIA H200",
        .vendor = "nvidia",
@@ -188,8 +190,9 @@ std::vector<GpuSpec> make_gpus() {
        .pci_device_ids = {0x2335},
        .source = "NVIDIA H200 Tensor Core GPU datasheet (SXM): 1,979 TFLOP/s bf16 and 3,958 fp8 "
                  "sparse (dense = half), 67 fp32, 141 GB HBM3e at 4.8 TB/s, NVLink 900 GB/s "
-                 "bidirectional, up to 700 W; 132 SMs and PCI id 0x2335: REFERENCE.md; price "
-                 "approximate"},
+                 "bidirectional, up to 700 W; 132 SMs as NVML reports them on our H200s "
+                 "(scenarios/measurements/h200-1gpu.json); PCI id 0x2335: pci.ids "
+                 "(pci-ids.ucw.cz); price approximate"},
       {.id = "h200-nvl",
        .name = "NVIDIA H200 NVL",
        .vendor = "nvidia",
@@ -210,7 +213,7 @@ std::vector<GpuSpec> make_gpus() {
        .pci_device_ids = {0x233B},
        .source = "NVIDIA H200 Tensor Core GPU datasheet (NVL): 1,671 TFLOP/s bf16 and 3,341 fp8 "
                  "sparse (dense = half), 835 tf32 sparse, 60 fp32, 141 GB at 4.8 TB/s, up to 600 "
-                 "W; PCI id: REFERENCE.md; price approximate"},
+                 "W; PCI id: pci.ids (pci-ids.ucw.cz); price approximate"},
       {.id = "b200",
        .name = "NVIDIA B200",
        .vendor = "nvidia",
@@ -233,7 +236,7 @@ std::vector<GpuSpec> make_gpus() {
                  "sparse (dense = half), 2.2 tf32 sparse, 75 TFLOP/s fp32, 180 GB HBM3e at 7.7 "
                  "TB/s, NVLink5 1.8 TB/s bidirectional (18 links x 50 GB/s/dir), up to 1,000 W; "
                  "148 SMs (74 of 80 per die): Chips and Cheese, 'Nvidia's B200: Keeping the CUDA "
-                 "Juggernaut Rolling' (2025); PCI id: REFERENCE.md; price approximate"},
+                 "Juggernaut Rolling' (2025); PCI id: pci.ids (pci-ids.ucw.cz); price approximate"},
       {.id = "rtx-4090",
        .name = "NVIDIA GeForce RTX 4090",
        .vendor = "nvidia",
@@ -306,8 +309,8 @@ std::vector<GpuSpec> make_gpus() {
 }
 
 // Per-hop latency of GPU -> switch -> GPU: NCCL's own hardware latency for its low-latency (LL)
-// protocol, which is the closest published figure to one small transfer (REFERENCE.md, NCCL
-// src/graph/tuning.cc: NVLink 0.6 us, PCIe 1.0 us).
+// protocol, which is the closest published figure to one small transfer (NVIDIA/nccl
+// src/graph/tuning.cc, hwLat: NVLink 0.6 us, PCIe 1.0 us).
 constexpr double kNvlinkHopLatencyS = 0.6e-6;
 constexpr double kPcieHopLatencyS = 1.0e-6;
 
@@ -321,7 +324,7 @@ std::vector<ScaleUpSpec> make_scale_up() {
        .switch_reduction = false,
        .source = "HGX A100: 12 NVLink3 links x 25 GB/s/dir = 300 GB/s per GPU per direction (600 "
                  "GB/s bidirectional, A100 datasheet) through 2nd-gen NVSwitch, no in-switch "
-                 "reduction; latency: NCCL tuning.cc NVLink LL (REFERENCE.md)"},
+                 "reduction; latency: NCCL src/graph/tuning.cc, NVLink LL"},
       {.id = "nvlink4",
        .technology = LinkTechnology::kNvlink,
        .per_gpu_Bps = 18 * 25 * kG,
@@ -330,7 +333,7 @@ std::vector<ScaleUpSpec> make_scale_up() {
        .switch_reduction = true,
        .source = "HGX H100/H200: 18 NVLink4 links x 25 GB/s/dir = 450 GB/s per GPU per direction "
                  "(900 GB/s bidirectional, H100 datasheet) through 3rd-gen NVSwitch with NVLink "
-                 "SHARP (NVLS); latency: NCCL tuning.cc NVLink LL (REFERENCE.md)"},
+                 "SHARP (NVLS); latency: NCCL src/graph/tuning.cc, NVLink LL"},
       {.id = "nvlink5",
        .technology = LinkTechnology::kNvlink,
        .per_gpu_Bps = 18 * 50 * kG,
@@ -339,7 +342,7 @@ std::vector<ScaleUpSpec> make_scale_up() {
        .switch_reduction = true,
        .source = "HGX B200: 18 NVLink5 links x 50 GB/s/dir = 900 GB/s per GPU per direction (1.8 "
                  "TB/s bidirectional, HGX B200 specifications) through 4th-gen NVSwitch with "
-                 "NVLS; latency: NCCL tuning.cc NVLink LL (REFERENCE.md)"},
+                 "NVLS; latency: NCCL src/graph/tuning.cc, NVLink LL"},
       {.id = "pcie4",
        .technology = LinkTechnology::kPcie,
        .per_gpu_Bps = 16 * 16e9 * 128 / 130 / 8,
@@ -348,7 +351,7 @@ std::vector<ScaleUpSpec> make_scale_up() {
        .switch_reduction = false,
        .source = "PCIe 4.0 x16: 16 GT/s x 16 lanes, 128b/130b = 31.5 GB/s per direction (PCI-SIG "
                  "PCIe 4.0 base spec); GPUs meet through a PCIe switch or the CPU root complex; "
-                 "latency: NCCL tuning.cc PCIe LL (REFERENCE.md)"},
+                 "latency: NCCL src/graph/tuning.cc, PCIe LL"},
       {.id = "pcie5",
        .technology = LinkTechnology::kPcie,
        .per_gpu_Bps = 32 * 16e9 * 128 / 130 / 8,
@@ -356,13 +359,14 @@ std::vector<ScaleUpSpec> make_scale_up() {
        .has_switch = true,
        .switch_reduction = false,
        .source = "PCIe 5.0 x16: 32 GT/s x 16 lanes, 128b/130b = 63.0 GB/s per direction (PCI-SIG "
-                 "PCIe 5.0 base spec); measured pinned copies reach 48-55 GB/s (REFERENCE.md); "
-                 "latency: NCCL tuning.cc PCIe LL (REFERENCE.md)"},
+                 "PCIe 5.0 base spec); pinned copies reach 48-55 GB/s "
+                 "(Azure/azurehpc-health-checks asks 48; 55.5 measured on our H200s); latency: "
+                 "NCCL src/graph/tuning.cc, PCIe LL"},
   };
 }
 
-// Achievable fraction of line rate for large messages. InfiniBand: REFERENCE.md's measured
-// 46-48 GB/s busbw per 400G NDR NIC (nccl-tests #290, #319) -> 47/50 = 0.94; the same RDMA
+// Achievable fraction of line rate for large messages. InfiniBand: the 46-48 GB/s busbw per 400G
+// NDR NIC that NVIDIA gives in nccl-tests #290 (also #319) -> 47/50 = 0.94; the same RDMA
 // transport is assumed for HDR and XDR. RoCEv2 carries ~2% more header per 4 KiB MTU than IB
 // and a well-tuned fabric reaches ~0.90; a mistuned one can deliver half (nccl #2409).
 // Kernel TCP (NCCL's socket transport): ~0.7 with several sockets per peer.
@@ -407,12 +411,12 @@ NicSpec nic(std::string id, LinkTechnology tech, double gbps, double price, doub
 std::vector<NicSpec> make_nics() {
   using LT = LinkTechnology;
   const std::string ib_common =
-      "; efficiency 0.94 from 46-48 GB/s measured per 400G NDR NIC (REFERENCE.md, nccl-tests "
-      "#290/#319); latency ~1 us (perftest ib_write_lat through one switch); SHARP-capable; NIC "
+      "; efficiency 0.94 from 46-48 GB/s per 400G NDR NIC (NVIDIA in nccl-tests #290; also "
+      "#319); latency ~1 us (perftest ib_write_lat through one switch); SHARP-capable; NIC "
       "and cable (link with transceivers/AOC) prices approximate reseller figures";
   const std::string roce_common =
       "; efficiency 0.90 for a well-tuned RoCEv2 fabric (a mistuned one can reach half: "
-      "REFERENCE.md, nccl #2409); latency ~1.5 us (IB plus ~0.5 us Ethernet switch); no "
+      "NVIDIA/nccl issue #2409); latency ~1.5 us (IB plus ~0.5 us Ethernet switch); no "
       "in-network reduction; prices approximate reseller figures";
   const std::string tcp_common =
       "; efficiency 0.70 for NCCL's socket transport (kernel TCP); latency ~15 us one way "

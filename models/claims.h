@@ -44,7 +44,7 @@ std::string_view to_string(ClaimVerdict v);
 
 struct Claim {
   std::string id;
-  std::string source;  // where it was said ("field-guide.txt:49")
+  std::string source;  // where it was said ("field guide, interconnect table, 400 GbE RoCE row")
   std::string says;    // the figure in the author's words
   ClaimKind kind = ClaimKind::kCollectiveTime;
   ClusterConfig cluster;     // the stated hardware

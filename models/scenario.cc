@@ -833,8 +833,8 @@ bool Loader::load_cluster(const YAML::Node& node) {
     }
     return true;
   }
-  // SCENARIO.md documents no default fabric: a multi-node cluster says how its NICs are joined
-  // (issue 2: "NICs without a fabric" is an error, not a silent fat-tree).
+  // The format has no default fabric (docs/scenario-format.md): a multi-node cluster says how
+  // its NICs are joined (issue 2: "NICs without a fabric" is an error, not a silent fat-tree).
   if (c.nodes > 1 && !required(node, path, "fabric",
                                " (" + std::to_string(c.nodes) +
                                    " nodes need the network that joins their NICs, e.g. "

@@ -1,9 +1,10 @@
-// The scenario (SCENARIO.md, v1): a cluster, a workload, cost and reliability, loaded from YAML
-// into plain structs with every unit already converted to SI (bytes, B/s per direction,
-// seconds, FLOP/s, USD). Catalog entries are copied in, so a scenario can override them and
-// outlives nothing. Loading validates: unknown keys, wrong types, bare numbers where a unit is
-// needed, unknown catalog ids and impossible combinations are errors whose message starts with
-// "file:line:col: key.path:". The loader never throws and never prints.
+// The scenario (v1; docs/scenario-format.md for users): a cluster, a workload, cost and
+// reliability, loaded from YAML into plain structs with every unit already converted to SI
+// (bytes, B/s per direction, seconds, FLOP/s, USD). Catalog entries are copied in, so a
+// scenario can override them and outlives nothing. Loading validates: unknown keys, wrong types,
+// bare numbers where a unit is needed, unknown catalog ids and impossible combinations are
+// errors whose message starts with "file:line:col: key.path:". The loader never throws and
+// never prints.
 #pragma once
 
 #include <cstdint>

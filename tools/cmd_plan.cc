@@ -1,7 +1,8 @@
 // `clustersim plan [SCENARIO]`: the main job. Predicts one training step of the scenario's
 // workload on its cluster with the analytic models (step time, tokens/s, TFLOP/s, MFU, memory
 // per GPU against capacity, time and communication breakdown), then the cost, run time and
-// goodput, and states the assumptions behind the numbers. --json prints SCENARIO.md's keys.
+// goodput, and states the assumptions behind the numbers. --json prints the keys that
+// docs/scenario-format.md lists.
 // With an `interference:` section the simulator runs the step twice, with the neighbour and
 // background traffic and without, and reports the slowdown ("interference" in JSON).
 #include <CLI/CLI.hpp>
@@ -539,7 +540,7 @@ const bool kRegistered = register_command(
        auto a = std::make_shared<PlanArgs>();
        sub.add_option("scenario", a->scenario,
                       "scenario YAML (default: the embedded 4-node, 32 x H100 Llama 2 70B job)");
-       sub.add_flag("--json", a->json, "one JSON object (keys as SCENARIO.md gives them)");
+       sub.add_flag("--json", a->json, "one JSON object (its keys: docs/scenario-format.md)");
        sub.add_option("--set", a->sets, "KEY=VALUE: set a dotted scenario key before loading (as sweep --set, one value; repeatable), e.g. cluster.nodes=16");
        sub.add_option("--calibration", a->calibration,
                       "calibration overlay (clustersim calibrate); default: the scenario's");

@@ -1,6 +1,6 @@
 // `clustersim verify`: three jobs of "verify before you pay".
 //   verify MEASUREMENTS.json [--expect SKU] [--gpus N] [--nics N --nic ID] [--report F.md|.html|
-//          .json]... [--sign-key KEY] [--json]: the acceptance verdict per REFERENCE.md's checks
+//          .json]... [--sign-key KEY] [--json]: the acceptance verdict per docs/acceptance-checks.md
 //          (validate/acceptance.h); exit 0 when nothing failed, 1 when a check failed.
 //   verify --check-report REPORT [--sign-key KEY] [MEASUREMENTS.json]: is the report's HMAC
 //          right, and does it judge these measurement bytes? exit 0 yes, 1 no.

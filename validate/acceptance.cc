@@ -41,30 +41,35 @@ using models::format_significant;
 using models::format_size;
 using models::format_time;
 
-// Sources of the thresholds (REFERENCE.md "Acceptance checks for a rented cluster").
-constexpr const char* kRef = "REFERENCE.md acceptance check ";
+// Each threshold's public source is in its check's `source` (docs/acceptance-checks.md lists them
+// all). Azure's health checks are github.com/Azure/azurehpc-health-checks, their per-VM limits in
+// conf/nd96isr_h100_v5.conf (8 x H100, 8 x 400G NDR per node).
 // One-node all_reduce busbw at 8-16 GiB, 8 x H100/H200: with NVLS 476-482 measured, threshold
-// 460; NVLS off (ring) 365-370 measured, threshold 350 (Azure HPC checks; nccl-tests #309).
+// 460 (Azure: check_nccl_allreduce 460.0 at 16G); NVLS off (ring) 365-370 measured, threshold
+// 350 (nccl-tests #309; NVIDIA's ~370 GB/s for a ring over NVLink4 in nccl-tests #212).
 constexpr double kAllReduceNvlsThresholdBps = 460e9;
 constexpr double kAllReduceRingThresholdBps = 350e9;
 constexpr int kAllReduceReferenceGpus = 8;
 constexpr double kAllReduceReferenceSize = 8 * models::kGiB;
 // How far below a threshold extrapolated to another GPU count a node may read before it fails.
 constexpr double kExtrapolationTolerance = 0.05;
-// Host links: pinned copies reach 48-55 GB/s on PCIe Gen5 x16 (Azure HPC checks, measured).
+// Host links: pinned copies reach 48-55 GB/s on PCIe Gen5 x16 (Azure: check_gpu_bw 48; 55.5 GB/s
+// on our H200s, scenarios/measurements/h200-2gpu.json).
 constexpr double kHostLinkGen5Bps = 48e9;
 constexpr double kGen5x16Bps = 32e9 * 16 * 128 / 130 / 8;  // 63.0 GB/s raw per direction
-// NVLink4 peer-to-peer one way (H100): at least 335 GB/s of the 450 raw.
+// NVLink4 peer-to-peer one way (H100): at least 335 GB/s of the 450 raw (Azure: check_gpu_bw's
+// second figure, 335).
 constexpr double kP2pNvlink4Bps = 335e9;
 constexpr double kNvlink4PerGpuBps = 450e9;
-// 400G NDR: 46-48 GB/s measured per NIC of the 50 GB/s line rate (nccl-tests #290, #319).
+// 400G NDR: 46-48 GB/s per NIC of the 50 GB/s line rate (NVIDIA in nccl-tests #290; #319).
 constexpr double kNicAchievableFraction = 48.0 / 50.0;
 constexpr double kMultiNodeFraction = 0.9;
 constexpr double kGemmFraction = 0.9;
 constexpr double kHbmFraction = 0.85;
 constexpr double kSpreadFraction = 0.10;
-// H100/H200 short GEMM runs reach 780-795 TFLOP/s (ml-engineering MAMF; REFERENCE.md) before
-// power and heat settle at ~655 sustained.
+// H100/H200 short GEMM runs reach 780-795 TFLOP/s (Stas Bekman's ml-engineering, MAMF finder,
+// github.com/stas00/ml-engineering) before power and heat settle lower (672 TFLOP/s over 30 s on
+// our H200s, scenarios/measurements/h200-2gpu.json).
 constexpr double kHopperShortGemmBps = 780e12;
 
 std::string hex4(std::uint32_t v) {
@@ -79,7 +84,7 @@ AcceptanceCheck make(int number, std::string id, std::string title, std::string 
   c.number = number;
   c.id = std::move(id);
   c.title = std::move(title);
-  c.source = kRef + std::to_string(number) + std::move(source);
+  c.source = std::move(source);
   return c;
 }
 
@@ -119,7 +124,9 @@ struct Context {
 // 1. Identity: PCI ids vs NVML name vs SM count vs memory, and the promised SKU and count.
 AcceptanceCheck check_identity(const Context& x) {
   AcceptanceCheck c = make(1, "identity", "GPU identity (PCI id, name, SMs, memory)",
-                           ": pci.ids device ids, catalog SM counts and memory");
+                           "pci.ids (https://pci-ids.ucw.cz) for the device ids; NVML API "
+                           "reference (pciDeviceId = device << 16 | vendor); SM counts and "
+                           "memory from NVIDIA's whitepapers and datasheets (clustersim catalog)");
   if (x.m.gpus.empty()) {
     c.why = "the file lists no GPUs";
     return c;
@@ -186,7 +193,8 @@ AcceptanceCheck check_identity(const Context& x) {
 // slice is not the whole GPU).
 AcceptanceCheck check_virtualization(const Context& x) {
   AcceptanceCheck c = make(2, "virtualization", "Virtualization and MIG (report)",
-                           ": NVML virtualization mode, /proc/cpuinfo hypervisor flag, MIG mode");
+                           "NVML API reference (virtualization mode, MIG mode); the Linux "
+                           "'hypervisor' CPU flag in /proc/cpuinfo");
   c.threshold = "bare metal or passthrough, MIG disabled";
   c.status = CheckStatus::kPass;
   std::set<std::string> modes, migs;
@@ -218,7 +226,9 @@ AcceptanceCheck check_virtualization(const Context& x) {
 
 // 3. PCIe link under load equals its maximum, and the maximum is the SKU's.
 AcceptanceCheck check_pcie(const Context& x) {
-  AcceptanceCheck c = make(3, "pcie_link", "PCIe link under load", "");
+  AcceptanceCheck c = make(3, "pcie_link", "PCIe link under load",
+                           "the GPU's datasheet (H100/H200 SXM: PCIe Gen5 x16); NVML API reference "
+                           "(current and maximum PCIe link generation and width)");
   const int want_gen = x.spec ? x.spec->pcie_gen : 0;
   const int want_width = x.spec ? x.spec->pcie_lanes : 16;
   c.threshold = "current = max under load, Gen" + std::to_string(want_gen) + " x" +
@@ -251,7 +261,8 @@ AcceptanceCheck check_pcie(const Context& x) {
 // 4. ECC on, no uncorrected errors, no pending or failed row remaps, every NVLink up.
 AcceptanceCheck check_health(const Context& x) {
   AcceptanceCheck c = make(4, "health", "ECC, row remaps, NVLink links",
-                           ": imbue-ai cluster-health, Azure HPC health checks");
+                           "Azure/azurehpc-health-checks (check_gpu_ecc: no pending or failed row "
+                           "remap; check_nvlink_status); imbue-ai/cluster-health");
   c.threshold = "ECC on, 0 uncorrected, 0 pending/failed remaps, all NVLinks active";
   int ecc_on = 0, links = 0, active = 0;
   std::int64_t uncorrected = 0;
@@ -287,7 +298,9 @@ AcceptanceCheck check_health(const Context& x) {
 
 // 5. Throttle reasons during the GEMM burn.
 AcceptanceCheck check_throttle(const Context& x) {
-  AcceptanceCheck c = make(5, "throttle", "Throttle reasons under load", ": Azure HPC health checks");
+  AcceptanceCheck c = make(5, "throttle", "Throttle reasons under load",
+                           "Azure/azurehpc-health-checks check_gpu_clock_throttling (accepts none, "
+                           "GPU idle 0x1, software power cap 0x4); NVML clock event reasons");
   c.threshold = "none, GPU idle (0x1) or software power cap (0x4)";
   // NVML clock event reasons: hardware slowdown, thermal and power brake are faults; the others
   // (application clocks, sync boost, display clock) are settings.
@@ -322,9 +335,11 @@ AcceptanceCheck check_throttle(const Context& x) {
 // 6. Sustained bf16 GEMM against the SKU's sustained reference.
 AcceptanceCheck check_gemm(const Context& x, double* min_rate) {
   AcceptanceCheck c = make(6, "gemm", "Sustained bf16 GEMM",
-                           "; reference: an 8192^3 GEMM at the power cap's sustained clock "
-                           "(models::default_compute_params: 680 TFLOP/s for H100/H200 bf16, "
-                           "from call 9's sweep at 700 W on one H200)");
+                           "reference: an 8192^3 GEMM at the power cap's sustained clock (the "
+                           "step model's defaults: 680 TFLOP/s for H100/H200 bf16, fitted to a "
+                           "124-shape sweep at 700 W on one H200, scenarios/measurements/call9/"
+                           "kernel-shapes.json); short runs: 780 TFLOP/s, ml-engineering's MAMF "
+                           "finder (github.com/stas00/ml-engineering)");
   if (!x.spec || x.spec->bf16_flops <= 0) {
     c.why = "no bf16 peak for the SKU";
     return c;
@@ -370,8 +385,9 @@ AcceptanceCheck check_gemm(const Context& x, double* min_rate) {
                           : "rank " + std::to_string(lo_rank) + " reaches " + pct(lo / ref) +
                                 " of the reference: throttled, power-capped or not this SKU";
   if (sustained && seconds < 30) {
-    add_reason(c, CheckStatus::kWarn, "the burn ran " + format_significant(seconds, 3) +
-                                          " s; REFERENCE.md asks for at least 30 s");
+    add_reason(c, CheckStatus::kWarn,
+               "the burn ran " + format_significant(seconds, 3) +
+                   " s; a sustained figure needs at least 30 s (clocks settle to the power cap)");
   }
   if (!sustained) add_reason(c, CheckStatus::kWarn, "no sustained burn: short runs judged");
   return c;
@@ -405,7 +421,7 @@ AcceptanceCheck check_rate(const Context& x, int number, const std::string& id,
   return c;
 }
 
-// The one-node all_reduce threshold for n GPUs: REFERENCE.md's 8-GPU figure scaled by the
+// The one-node all_reduce threshold for n GPUs: the 8-GPU figure (Azure's 460) scaled by the
 // model's busbw ratio model(n) / model(8) at 8 GiB.
 double scaled_all_reduce_threshold(const Context& x, int n, bool nvls, double* model_n,
                                    std::string* how) {
@@ -434,8 +450,10 @@ double scaled_all_reduce_threshold(const Context& x, int n, bool nvls, double* m
 // 8. One-node all_reduce at 8-16 GiB.
 AcceptanceCheck check_all_reduce_one_node(const Context& x, AcceptanceResult* out) {
   AcceptanceCheck c = make(8, "all_reduce_one_node", "One-node all_reduce busbw",
-                           ": Azure HPC checks; nccl-tests #309 (8 x H100/H200: 460 GB/s with "
-                           "NVLS, 350 without); other GPU counts scaled by the analytic model");
+                           "8 x H100/H200: 460 GB/s with NVLS (Azure/azurehpc-health-checks "
+                           "nd96isr_h100_v5.conf, check_nccl_allreduce 460.0 at 16G), 350 without "
+                           "(365-370 measured, nccl-tests #309); other GPU counts scaled by the "
+                           "analytic model");
   int ranks = 0;
   for (const CollectiveRow& r : x.m.collectives) {
     if (r.op == "all_reduce" && nodes_of(x.m, r.ranks) == 1) ranks = std::max(ranks, r.ranks);
@@ -498,10 +516,10 @@ AcceptanceCheck check_all_reduce_one_node(const Context& x, AcceptanceResult* ou
   if (threshold <= 0) {
     c.threshold = "no reference for " + (x.spec ? x.spec->id : std::string("this GPU"));
     c.status = CheckStatus::kSkip;
-    c.why = "REFERENCE.md gives one-node thresholds for NVLink Hopper nodes only";
+    c.why = "the published one-node thresholds are for NVLink Hopper nodes only";
   } else {
     c.threshold = ">= " + format_bandwidth(threshold) + " busbw: " + how;
-    // REFERENCE.md's figure is for 8 GPUs. For other counts it is extrapolated by a model whose
+    // The published figure is for 8 GPUs. For other counts it is extrapolated by a model whose
     // one-node ring busbw does not depend on the count, while measured 2-GPU rings run a few
     // percent under 8-GPU ones (nccl-tests on 2 x H200: 344.9 GB/s at 8 GiB, scenarios/
     // measurements/nccl-tests-2gpu.txt, vs 365-370 on 8, nccl-tests #309): within
@@ -532,7 +550,8 @@ AcceptanceCheck check_all_reduce_one_node(const Context& x, AcceptanceResult* ou
 // 9a. Multi-node all_reduce against the NICs.
 AcceptanceCheck check_all_reduce_multi_node(const Context& x) {
   AcceptanceCheck c = make(9, "all_reduce_multi_node", "Multi-node all_reduce busbw",
-                           ": 0.9 x NICs x 48 GB/s per node (400G NDR, nccl-tests #290/#319), "
+                           "0.9 x NICs x 48 GB/s per node: NVIDIA's 46-48 GB/s per 400G NDR NIC "
+                           "(nccl-tests #290, https://github.com/NVIDIA/nccl-tests/issues/290), "
                            "scaled by the NIC's line rate");
   int ranks = 0;
   for (const CollectiveRow& r : x.m.collectives) {
@@ -574,8 +593,9 @@ AcceptanceCheck check_all_reduce_multi_node(const Context& x) {
 // 9b. NCCL transport: never a socket fallback.
 AcceptanceCheck check_transport(const Context& x) {
   AcceptanceCheck c = make(9, "nccl_transport", "NCCL transport",
-                           ": NCCL must report IB/RoCE (or P2P/NVLink inside a node), never "
-                           "NET/Socket");
+                           "NCCL must report IB/RoCE (or P2P/NVLink inside a node), never "
+                           "NET/Socket: NCCL documentation, environment variables "
+                           "(NCCL_IB_DISABLE, NCCL_SOCKET_IFNAME)");
   c.threshold = x.nodes > 1 ? "NET/IB (or a NET plugin) between nodes, no NET/Socket"
                             : "P2P (NVLink) between GPUs, no NET/Socket";
   if (x.m.transports.empty()) {
@@ -608,7 +628,9 @@ AcceptanceCheck check_transport(const Context& x) {
 // 9c. GPUDirect RDMA write bandwidth: not part of the measurement file.
 AcceptanceCheck check_rdma(const Context& x) {
   AcceptanceCheck c = make(9, "rdma", "GPUDirect RDMA write bandwidth",
-                           ": >= 380 Gb/s per NDR port, 180 per HDR (perftest ib_write_bw)");
+                           "perftest ib_write_bw with GPUDirect: >= 380 Gb/s per NDR port "
+                           "(Azure/azurehpc-health-checks nd96isr_h100_v5.conf, check_ib_bw_gdr "
+                           "380), 180 per HDR (nd96asr_v4.conf asks 185)");
   c.threshold = ">= 380 Gb/s per NDR port, 180 Gb/s per HDR port";
   c.why = x.nodes > 1 ? "not measured: run ib_write_bw --use_cuda between node pairs"
                       : "one node: no RDMA between nodes";
@@ -618,7 +640,9 @@ AcceptanceCheck check_rdma(const Context& x) {
 // 10. Spread between GPUs (and nodes): within 10% of the median.
 AcceptanceCheck check_spread(const Context& x) {
   AcceptanceCheck c = make(10, "spread", "Spread between GPUs and nodes",
-                           ": within 10% of the median, to find the one bad GPU, node or cable");
+                           "within 10% of the median, to find the one bad GPU, node or cable: our "
+                           "margin (two H200s of one node differ by under 1%, scenarios/"
+                           "measurements/h200-2gpu.json)");
   c.threshold = "every GPU within 10% of the median";
   auto spread = [&](const std::string& what, const std::map<std::string, double>& v) {
     if (v.size() < 2) return;
@@ -690,7 +714,7 @@ std::string check_of_row(const ComparedRow& r, int nodes) {
 AcceptanceCheck check_physics(const Context& x, std::vector<AcceptanceCheck>* checks) {
   AcceptanceCheck c = make(1, "physically_possible",
                            "Every figure within the hardware's physical ceiling",
-                           ": datasheet peaks and raw link rates (physical_floor.h)");
+                           "datasheet peaks and raw link rates (models/physical_floor.h)");
   c.threshold = "no figure beyond the datasheet peak or raw link rate";
   auto cluster = measured_cluster(x.m);
   if (!x.spec || !cluster) {
@@ -766,20 +790,24 @@ AcceptanceResult run_acceptance(const Measurement& m, const AcceptanceExpectatio
                                     kHbmFraction * x.spec->hbm_Bps,
                                     " (0.85 x " + format_bandwidth(x.spec->hbm_Bps) +
                                         " datasheet; a copy counts read + write)",
-                                    "; datasheet HBM bandwidth"));
+                                    "the GPU's datasheet HBM bandwidth; 0.85 is our margin under "
+                                    "the 0.87 a device copy reaches on our H200s (4.2 of 4.8 TB/s, "
+                                    "scenarios/measurements/h200-2gpu.json)"));
     const double gen_scale = x.spec->pcie_Bps() / kGen5x16Bps;
     out.checks.push_back(check_rate(
         x, 7, "host_link", "Host <-> device (pinned copies)", {"h2d", "d2h"},
         kHostLinkGen5Bps * gen_scale,
         " (48 GB/s on PCIe Gen5 x16, scaled to Gen" + std::to_string(x.spec->pcie_gen) + ")",
-        "; Azure HPC health checks, measured 48-55 GB/s on Gen5"));
+        "Azure/azurehpc-health-checks nd96isr_h100_v5.conf, check_gpu_bw 48 (nvbandwidth "
+        "host<->device); 55.5 GB/s measured on our H200s"));
     const double nvlink = x.spec->nvlink_Bps();
     if (nvlink > 0 && m.gpus.size() >= 2) {
       out.checks.push_back(check_rate(
           x, 7, "p2p", "NVLink peer-to-peer (one way)", {"p2p"},
           kP2pNvlink4Bps * nvlink / kNvlink4PerGpuBps,
           " (335 GB/s on NVLink4's 450 raw, scaled to " + format_bandwidth(nvlink) + ")",
-          "; NVLink P2P at least 335 GB/s one way (H100)"));
+          "Azure/azurehpc-health-checks nd96isr_h100_v5.conf, check_gpu_bw 48 335 (nvbandwidth "
+          "device-to-device, 8 x H100)"));
     } else {
       AcceptanceCheck p = make(7, "p2p", "NVLink peer-to-peer (one way)", "");
       p.why = m.gpus.size() < 2 ? "one GPU: no peer" : "no NVLink on this SKU";

@@ -1,5 +1,5 @@
-// The acceptance verdict for a rented cluster (`clustersim verify`): REFERENCE.md's "Acceptance
-// checks for a rented cluster" 1-10 judged on a measurement file — GPU identity, virtualization,
+// The acceptance verdict for a rented cluster (`clustersim verify`): the acceptance checks 1-10 of
+// docs/acceptance-checks.md judged on a measurement file — GPU identity, virtualization,
 // PCIe link, ECC / row remaps / NVLink health, throttling, sustained GEMM, HBM, host links,
 // peer-to-peer, one-node and multi-node all_reduce, NCCL transport, spread between GPUs and
 // nodes. Each check: PASS / WARN / FAIL / SKIP (not measured) with the measured value, the
@@ -17,14 +17,14 @@ enum class CheckStatus { kPass, kWarn, kFail, kSkip };
 std::string_view to_string(CheckStatus s);  // "PASS", "WARN", "FAIL", "SKIP"
 
 struct AcceptanceCheck {
-  int number = 0;         // REFERENCE.md's check number (1-10)
+  int number = 0;         // the check's number in docs/acceptance-checks.md (1-10)
   std::string id;         // "identity", "pcie_link", "all_reduce_one_node", "nccl_transport", ...
   std::string title;
   CheckStatus status = CheckStatus::kSkip;
   std::string measured;   // what the file shows, in words and units
   std::string threshold;  // what it must reach
   std::string why;        // the reasoning (which GPU, which row, what a failure means)
-  std::string source;     // where the threshold comes from
+  std::string source;     // the threshold's public source (datasheet, health-check suite, issue)
 };
 
 // What the buyer was promised: `--expect SKU --gpus N --nics N --nic ib-ndr`. Empty / 0: taken
@@ -56,8 +56,9 @@ struct AcceptanceResult {
   int count(CheckStatus s) const;
 };
 
-// Runs every check. Thresholds (REFERENCE.md unless said): sustained bf16 GEMM >= 0.9 x the
-// SKU's sustained reference (models::default_compute_params: 655 TFLOP/s for H100/H200 at
+// Runs every check. Thresholds (each check's `source` names where it comes from; most are
+// Azure/azurehpc-health-checks' limits for 8 x H100): sustained bf16 GEMM >= 0.9 x the
+// SKU's sustained reference (models::default_compute_params: about 680 TFLOP/s for H100/H200 at
 // 700 W, measured, not the 989 datasheet); HBM copy >= 0.85 x datasheet; pinned host copies
 // >= 48 GB/s on Gen5 (scaled by the PCIe generation); NVLink P2P >= 335 GB/s one way on NVLink4
 // (scaled by the scale-up bandwidth); one-node all_reduce at 8-16 GiB >= 460 GB/s busbw with NVLS,

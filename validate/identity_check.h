@@ -1,4 +1,4 @@
-// Matches a GPU's PCI device id against the catalog (REFERENCE.md acceptance check 1) and notes
+// Matches a GPU's PCI device id (pci.ids) against the catalog, acceptance check 1, and notes
 // where NVML's name, SM count or memory disagree with that catalog entry — the "is this the GPU
 // I am paying for" check of the seed's checklist.
 #pragma once

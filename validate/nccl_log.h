@@ -66,7 +66,7 @@ std::string transport_class(std::string_view via_detail);
 std::vector<TransportRecord> transports_per_peer(const NcclLogSummary& summary);
 
 // True when any connection goes over NET/Socket: on a multi-node job that is the "NCCL fell
-// back to TCP" failure (REFERENCE.md acceptance check 9).
+// back to TCP" failure (acceptance check 9, docs/acceptance-checks.md).
 bool uses_socket_transport(const NcclLogSummary& summary);
 
 }  // namespace clustersim::validate

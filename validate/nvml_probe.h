@@ -1,7 +1,7 @@
 // GPU identity and health through NVML (libnvidia-ml.so.1, loaded at run time from the driver)
-// and sysfs (/sys/bus/pci/devices/<bus id>/): the facts of REFERENCE.md's acceptance checks 1-5
-// (PCI ids, SM count, memory, clocks, PCIe link, NVLink, ECC, row remaps, throttle reasons,
-// virtualization, MIG). The few NVML prototypes and structs needed are declared in
+// and sysfs (/sys/bus/pci/devices/<bus id>/): the facts of acceptance checks 1-5
+// (docs/acceptance-checks.md: PCI ids, SM count, memory, clocks, PCIe link, NVLink, ECC, row
+// remaps, throttle reasons, virtualization, MIG). The few NVML prototypes and structs needed are declared in
 // nvml_probe.cc (no nvml.h is required to build). A query that fails leaves its field at the
 // default and adds a note; only a missing libnvidia-ml is an error.
 #pragma once

@@ -1,8 +1,8 @@
-// The parallelism search (DESIGN.md target: 10,000 configurations per minute with the analytic
-// model) on Llama 3 70B over 64 H100 (scenarios/llama3-70b-64xh100-ndr-rail.yaml) and Llama 3
-// 405B over 16,384 H100 (scenarios/llama3-405b-16k-h100.yaml), on 1 and 2 threads. Each
-// iteration is a whole search_layouts: enumeration with the loader's rules, the memory filter,
-// predict_step for every layout that fits, the ranking. Counters per minute of wall time:
+// The parallelism search (target: 10,000 configurations per minute with the analytic model) on
+// Llama 3 70B over 64 H100 (scenarios/llama3-70b-64xh100-ndr-rail.yaml) and Llama 3 405B over
+// 16,384 H100 (scenarios/llama3-405b-16k-h100.yaml), on 1 and 2 threads. Each iteration is a whole
+// search_layouts: enumeration with the loader's rules, the memory filter, predict_step for every
+// layout that fits, the ranking. Counters per minute of wall time:
 //   layouts_per_min    configurations enumerated and judged (memory, then the step if it fits)
 //   predicted_per_min  configurations whose step was predicted (those that fit)
 // BM_PredictStep times one predict_step of the scenario's own layout (the unit of work), and

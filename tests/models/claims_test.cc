@@ -1,5 +1,5 @@
-// Claims held to physics: hand-computed floors (REFERENCE.md "The seed's numbers, checked
-// against physics"), the one-line form, and the golden verdicts of the seed's claims file
+// Claims held to physics: hand-computed floors (a ring all_reduce moves 2(N-1)/N x S through
+// each node's NICs, in-network reduction S once), the one-line form, and the golden verdicts of the seed's claims file
 // (tests/golden/claims-seed.json: verdict, floor within 1e-6, conditions).
 #include "models/claims.h"
 
@@ -34,7 +34,7 @@ ClusterConfig cluster(const char* gpu, int gpn, int nodes, const char* nic, int 
 TEST_SUITE("models") {
   TEST_CASE("physical floor: ring and in-network all_reduce through one NIC per node") {
     // 4 nodes x 1 x 100G (12.5 GB/s): each node sends 2(N-1)/N x 2 GB = 3 GB: 240 ms; with SHARP
-    // it sends S = 2 GB once (on IB): 160 ms (REFERENCE.md: "half that" for large N).
+    // it sends S = 2 GB once (on IB): 160 ms (for large N, half the ring's 2 x S).
     const auto tcp = floor_hardware(cluster("h100-sxm", 8, 4, "eth-tcp-100", 1));
     const auto f = collective_floor(tcp, CollectiveOp::kAllReduce, 2e9);
     CHECK(f.bound == "network");
@@ -65,7 +65,7 @@ TEST_SUITE("models") {
           doctest::Approx(8.0 * 4 / 12 * 1.2e9 / 12.5e9));
     CHECK(collective_floor(twelve, CollectiveOp::kAllGather, 1.2e9).time_s ==
           doctest::Approx(8.0 / 12 * 1.2e9 / 12.5e9));
-    // Attention at 1M tokens, h = 16384, causal: 3.3e16 FLOP per layer (REFERENCE.md).
+    // Attention at 1M tokens, h = 16384, causal: 4 s^2 h / 2 = 3.3e16 FLOP per layer forward.
     CHECK(attention_forward_flops_per_layer(1e6, 16384, true) == doctest::Approx(3.2768e16));
   }
 

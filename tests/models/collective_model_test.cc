@@ -101,7 +101,7 @@ TEST_SUITE("models") {
   }
 
   // nccl-tests issues #212, #290, #347 (NVLS on, 8-16 GiB: 476-482 GB/s) and #309 (NVLS off,
-  // ring: 365-370 GB/s) on one node of 8 x H100 SXM (REFERENCE.md).
+  // ring: 365-370 GB/s) on one node of 8 x H100 SXM (github.com/NVIDIA/nccl-tests/issues).
   TEST_CASE("collective: one HGX H100 node, 8 GiB all_reduce, NVLS ~480 and ring ~370 GB/s") {
     const auto t = topology_of(hgx_h100(1), 8);
     const double s = 8 * kGiB;

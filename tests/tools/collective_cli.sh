@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `clustersim collective`: nccl-tests columns, JSON, exit codes, and the published H100 figures
-# through the command line (sources in tests/models/collective_model_test.cc and REFERENCE.md).
+# through the command line (sources in tests/models/collective_model_test.cc).
 # Usage: collective_cli.sh <clustersim binary> <source dir>
 source "$(dirname "$0")/cli_test_lib.bash"
 
@@ -24,7 +24,7 @@ else
   fail "collective exited $? ($(cat "$tmp/err.txt"))"
 fi
 
-# JSON: the keys SCENARIO.md gives, a row per size, nccl-tests' count for all_gather.
+# JSON: the keys docs/scenario-format.md gives, a row per size, nccl-tests' count for all_gather.
 if "$bin" collective --op all_gather --gpus 8 -b 1M -e 4M --json >"$tmp/ag.json"; then
   python3 - "$tmp/ag.json" <<'PY' || fail "collective --json content"
 import json, sys

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `clustersim plan`: the human report, SCENARIO.md's JSON keys, every shipped scenario, the
-# "DOES NOT FIT" verdict with advice, exit codes, and that a plan takes well under a second.
+# `clustersim plan`: the human report, the JSON keys of docs/scenario-format.md, every shipped
+# scenario, the "DOES NOT FIT" verdict with advice, exit codes, and that a plan takes well under
+# a second.
 # Usage: plan_cli.sh <clustersim binary> <source dir>
 source "$(dirname "$0")/cli_test_lib.bash"
 
@@ -15,7 +16,8 @@ else
   fail "plan exited $? ($(cat "$tmp/err.txt"))"
 fi
 
-# JSON: valid, the keys of SCENARIO.md with the right types, numbers that hang together.
+# JSON: valid, the keys of docs/scenario-format.md with the right types, numbers that hang
+# together.
 if "$bin" plan --json >"$tmp/plan.json"; then
   python3 - "$tmp/plan.json" <<'PY' || fail "plan --json content"
 import json, sys

@@ -131,7 +131,8 @@ TEST_SUITE("topology") {
   }
 
   TEST_CASE("the seed's 8 leaves x 32 ports + 2 spines for 32 nodes") {
-    // field-guide.txt line 106. 8 NICs per node: 256 NIC ports fill all 8 x 32 leaf ports.
+    // scenarios/seed/fat-tree-256gpu.yaml. 8 NICs per node: 256 NIC ports fill all 8 x 32 leaf
+    // ports.
     ClusterShape s = testing::seed_leaf_spine(8);
     SUBCASE("8 NICs per node cannot be cabled") {
       const std::string e = error_of(s);

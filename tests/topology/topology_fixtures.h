@@ -81,7 +81,7 @@ inline ClusterShape single_nic_hosts(int nodes, int radix) {
   return s;
 }
 
-// The seed's 256-GPU build (field-guide.txt line 106): "8 leaf switches (each 32 ports) and 2
+// The seed's 256-GPU build (scenarios/seed/fat-tree-256gpu.yaml): "8 leaf switches (each 32 ports) and 2
 // spine switches to connect 32 nodes", with `nics` NDR NICs per 8-GPU node.
 inline ClusterShape seed_leaf_spine(int nics) {
   ClusterShape s;

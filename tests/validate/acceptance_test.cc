@@ -122,7 +122,7 @@ TEST_SUITE("validate") {
   TEST_CASE("acceptance: the one-node all_reduce threshold, scaled from 8 GPUs by the model") {
     const Measurement m = load(kData + "synthetic-h200-2gpu.json");
     const AcceptanceResult r = run_acceptance(m, {});
-    // NVLS off (NCCL_NVLS_ENABLE=0): the ring's 350 GB/s (REFERENCE.md check 8) times the model's
+    // NVLS off (NCCL_NVLS_ENABLE=0): the ring's 350 GB/s (acceptance check 8) times the model's
     // busbw of 2 GPUs over 8 at 8 GiB; a ring's busbw hardly depends on the GPU count there.
     CHECK(r.all_reduce_ranks == 2);
     CHECK(r.all_reduce_threshold_Bps == doctest::Approx(350e9).epsilon(0.01));
