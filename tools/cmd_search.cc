@@ -2,11 +2,15 @@
 // cluster (or on --gpus N), ranked by the analytic model, optionally re-ranked by the simulator
 // (--refine-des K), with why the winner wins; and with --gpus-range MIN:MAX how many GPUs the job
 // needs (the smallest whole-node count at which a layout fits) and the best layout per count.
+// Under mpirun or srun the --refine-des simulations spread over the ranks (tools/distributed_rows.h)
+// and rank 0 prints; --journal FILE keeps each finished simulation, which --resume does not redo.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -16,12 +20,16 @@
 
 #include "models/parallelism_search.h"
 #include "models/step_model.h"
+#include "models/text_file.h"
 #include "models/units.h"
 #include "sim/step_sim.h"
 #include "tools/calibration_option.h"
 #include "tools/command_registry.h"
+#include "tools/distributed_rows.h"
 #include "tools/layout_report.h"
 #include "tools/range_option.h"
+#include "tools/rank_channel.h"
+#include "tools/row_journal.h"
 #include "tools/scenario_input.h"
 #include "tools/text_table.h"
 
@@ -49,15 +57,30 @@ struct SearchArgs {
   int threads = std::max(1u, std::thread::hardware_concurrency());
   std::vector<int> micro_batches = {1, 2, 4, 8};
   int max_virtual_stages = 8;
+  std::string journal;      // --refine-des: keep each finished simulation here
+  bool resume = false;      // simulate only the layouts the journal lacks
+  std::string row_timeout;  // "": no limit on one simulation
+};
+
+// A prediction as the output prints it. A simulated one is made where it ran, and travels (from
+// a worker rank, or through the journal) as its text form: every way of running prints it alike.
+struct Prediction {
+  models::Layout layout;
+  double score = 0;
+  double step_time_s = 0;
+  std::vector<std::string> figures;  // step, tokens/s, MFU, memory, cost
+  std::vector<std::pair<std::string, double>> parts;  // step_parts()
+  std::string memory;                                 // memory_cell()
+  std::vector<std::string> advice;                    // step_advice() of the layout
+  nlohmann::json json;                                // ranked_json()
 };
 
 // A ranked layout and, after --refine-des, its simulated step.
 struct Candidate {
   models::RankedLayout analytic;
-  std::optional<models::RankedLayout> des;
+  std::optional<Prediction> des;
   std::string des_error;
   std::size_t analytic_rank = 0;  // 1-based
-  const models::RankedLayout& decisive() const { return des ? *des : analytic; }
 };
 
 // "$1.23" or "0.45 GPU-h": the cost per million tokens.
@@ -76,6 +99,65 @@ std::string memory_cell(const models::StepResult& s) {
 std::vector<std::string> figures(const models::RankedLayout& r) {
   return {format_time(r.step.step_time_s), format_count(r.step.tokens_per_s),
           format_percent(r.step.mfu), memory_cell(r.step), cost_cell(r)};
+}
+
+Prediction prediction(const models::Scenario& scenario, const models::RankedLayout& r) {
+  return {r.layout,
+          r.score,
+          r.step.step_time_s,
+          figures(r),
+          step_parts(r.step),
+          memory_cell(r.step),
+          models::step_advice(with_layout(scenario, r.layout), r.step),
+          ranked_json(r)};
+}
+
+// The simulated prediction the output prints, or the analytic one.
+Prediction decisive(const models::Scenario& scenario, const Candidate& c) {
+  return c.des ? *c.des : prediction(scenario, c.analytic);
+}
+
+// A simulation's outcome as one line: {"ok": true, "prediction": {...}} or {"ok": false, "error"}.
+std::string encode(const models::Layout& layout, const std::optional<Prediction>& p,
+                   const std::string& error) {
+  nlohmann::json j = {{"layout", models::to_string(layout)}, {"ok", p.has_value()}};
+  if (!p) {
+    j["error"] = error;
+    return j.dump();
+  }
+  nlohmann::json parts = nlohmann::json::array();
+  for (const auto& [what, s] : p->parts) parts.push_back({what, s});
+  j["prediction"] = {{"score", p->score},   {"step_time_s", p->step_time_s},
+                     {"figures", p->figures}, {"parts", parts},
+                     {"memory", p->memory}, {"advice", p->advice},
+                     {"json", p->json}};
+  return j.dump();
+}
+
+// The outcome back from encode()'s text: false when it does not read.
+bool decode(const std::string& text, const models::Layout& layout, std::optional<Prediction>* p,
+            std::string* error) {
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  try {
+    if (!j.at("ok").get<bool>()) {
+      *p = std::nullopt;
+      *error = j.at("error").get<std::string>();
+      return true;
+    }
+    const nlohmann::json& q = j.at("prediction");
+    Prediction out{layout, q.at("score").get<double>(), q.at("step_time_s").get<double>(),
+                   q.at("figures").get<std::vector<std::string>>(), {},
+                   q.at("memory").get<std::string>(), q.at("advice").get<std::vector<std::string>>(),
+                   q.at("json")};
+    for (const auto& part : q.at("parts")) {
+      out.parts.emplace_back(part.at(0).get<std::string>(), part.at(1).get<double>());
+    }
+    *p = std::move(out);
+    error->clear();
+    return true;
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
 }
 
 std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
@@ -126,12 +208,11 @@ void print_searched(const models::SearchResult& r, double wall_s, int threads) {
 
 // Where the winner's step goes next to the alternatives (all from one engine), and what would
 // still help it.
-void print_why(const models::Scenario& scenario, const models::RankedLayout& best,
-               const models::RankedLayout* other_shape, const models::RankedLayout* own,
+void print_why(const Prediction& best, const Prediction* other_shape, const Prediction* own,
                const char* engine) {
   struct Column {
     std::string name;
-    const models::RankedLayout* layout;
+    const Prediction* p;
   };
   std::vector<Column> cols = {{"#1", &best}};
   if (other_shape != nullptr) cols.push_back({"best other shape", other_shape});
@@ -139,7 +220,7 @@ void print_why(const models::Scenario& scenario, const models::RankedLayout& bes
   std::printf("\nWhy #1 wins: where each step goes (%s)\n", engine);
   for (std::size_t c = 1; c < cols.size(); ++c) {
     std::printf("  %-17s %s\n", (cols[c].name + ":").c_str(),
-                models::to_string(cols[c].layout->layout).c_str());
+                models::to_string(cols[c].p->layout).c_str());
   }
   std::vector<std::string> header = {"per step"};
   std::vector<Align> align = {Align::kLeft};
@@ -148,15 +229,14 @@ void print_why(const models::Scenario& scenario, const models::RankedLayout& bes
     align.push_back(Align::kRight);
   }
   TextTable t(header, align);
-  const auto best_parts = step_parts(best.step);
+  const auto& best_parts = best.parts;
   for (std::size_t i = 0; i < best_parts.size(); ++i) {
     std::vector<std::string> row = {best_parts[i].first};
     bool any = false;
     for (const auto& c : cols) {
-      const double s = step_parts(c.layout->step)[i].second;
+      const double s = c.p->parts[i].second;
       any = any || s > 0;
-      row.push_back(s > 0 ? format_time(s) + " " + format_percent(s, c.layout->step.step_time_s)
-                          : "-");
+      row.push_back(s > 0 ? format_time(s) + " " + format_percent(s, c.p->step_time_s) : "-");
     }
     if (any) t.add_row(row);
   }
@@ -164,36 +244,35 @@ void print_why(const models::Scenario& scenario, const models::RankedLayout& bes
   std::vector<std::string> step_row = {"step"};
   std::vector<std::string> mem_row = {"memory per GPU"};
   for (const auto& c : cols) {
-    step_row.push_back(format_time(c.layout->step.step_time_s));
-    mem_row.push_back(memory_cell(c.layout->step));
+    step_row.push_back(format_time(c.p->step_time_s));
+    mem_row.push_back(c.p->memory);
   }
   t.add_row(step_row);
   t.add_row(mem_row);
   std::printf("%s", t.render(2).c_str());
   // The largest single difference against each alternative, in words.
   for (std::size_t c = 1; c < cols.size(); ++c) {
-    const auto theirs = step_parts(cols[c].layout->step);
+    const auto& theirs = cols[c].p->parts;
     std::size_t k = 0;
     for (std::size_t i = 1; i < best_parts.size(); ++i) {
       if (theirs[i].second - best_parts[i].second > theirs[k].second - best_parts[k].second) k = i;
     }
-    const double gain = cols[c].layout->step.step_time_s / best.step.step_time_s - 1;
+    const double gain = cols[c].p->step_time_s / best.step_time_s - 1;
     if (gain <= 0) continue;
     std::printf("  #1 is %s faster than the %s layout, most of it in %s (%s -> %s)\n",
                 format_percent(gain).c_str(), cols[c].name.c_str(), best_parts[k].first.c_str(),
                 format_time(theirs[k].second).c_str(), format_time(best_parts[k].second).c_str());
   }
-  for (const auto& line : models::step_advice(with_layout(scenario, best.layout), best.step)) {
+  for (const auto& line : best.advice) {
     std::printf("  ! #1 still loses time: %s\n", line.c_str());
   }
 }
 
-// One layout through the simulator, with a line on stderr (each takes 0.1-2 s).
-std::optional<models::RankedLayout> simulate(const models::Scenario& scenario,
-                                             const models::StepParams& params,
-                                             const models::Layout& layout,
-                                             models::SearchObjective objective,
-                                             const std::string& what, std::string* error) {
+// One layout through the simulator, with a line on stderr (each takes 0.1-2 s): its outcome as
+// encode() writes it.
+std::string simulate(const models::Scenario& scenario, const models::StepParams& params,
+                     const models::Layout& layout, models::SearchObjective objective,
+                     const std::string& what) {
   const models::Scenario s = with_layout(scenario, layout);
   const auto start = std::chrono::steady_clock::now();
   auto sim = sim::simulate_step(s, params);
@@ -201,30 +280,112 @@ std::optional<models::RankedLayout> simulate(const models::Scenario& scenario,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fprintf(stderr, "clustersim search: simulated %s (%s) in %s\n", what.c_str(),
                models::to_string(layout).c_str(), format_time(wall_s).c_str());
-  if (!sim) {
-    *error = sim.message();
-    return std::nullopt;
-  }
-  return models::rank_step(s, sim->step, objective);
+  if (!sim) return encode(layout, std::nullopt, sim.message());
+  return encode(layout, prediction(s, models::rank_step(s, sim->step, objective)), "");
 }
 
-// Re-ranks the first k candidates by the simulator (SimGrid runs one engine per process: one
-// simulation at a time).
-void refine_with_simulator(const models::Scenario& scenario, const models::StepParams& params,
-                           models::SearchObjective objective, std::size_t k,
-                           std::vector<Candidate>* ranked) {
-  k = std::min(k, ranked->size());
+// What --refine-des simulates: the first k candidates ("1/k", ...), then the best other shape and
+// the scenario's own layout where they are not among them (the why-table compares like with
+// like), each with its name on the progress lines.
+struct LayoutToSimulate {
+  models::Layout layout;
+  std::string what;
+};
+std::vector<LayoutToSimulate> layouts_to_simulate(const models::SearchResult& r, std::size_t k) {
+  std::vector<LayoutToSimulate> out;
+  k = std::min(k, r.top.size());
   for (std::size_t i = 0; i < k; ++i) {
-    Candidate& c = (*ranked)[i];
-    c.des = simulate(scenario, params, c.analytic.layout, objective,
-                     std::to_string(i + 1) + "/" + std::to_string(k), &c.des_error);
+    out.push_back({r.top[i].layout, std::to_string(i + 1) + "/" + std::to_string(k)});
   }
-  // Simulated ones first by their simulated score, then the rest in analytic order.
-  std::stable_sort(ranked->begin(), ranked->begin() + static_cast<std::ptrdiff_t>(k),
-                   [](const Candidate& a, const Candidate& b) {
-                     if (a.des.has_value() != b.des.has_value()) return a.des.has_value();
-                     return a.des && b.des && a.des->score > b.des->score;
-                   });
+  const std::pair<const std::optional<models::RankedLayout>*, const char*> extras[] = {
+      {&r.best_other_shape, "best other shape"}, {&r.own, "scenario's own"}};
+  for (const auto& [extra, what] : extras) {
+    if (*extra && std::none_of(out.begin(), out.end(), [&](const LayoutToSimulate& l) {
+          return l.layout == (*extra)->layout;
+        })) {
+      out.push_back({(*extra)->layout, what});
+    }
+  }
+  return out;
+}
+
+struct Simulated {
+  std::optional<Prediction> prediction;
+  std::string error;
+};
+
+// Everything that decides the simulations' results: a journal resumes only the search it was
+// written by.
+std::string search_fingerprint(const SearchArgs& a, const models::Scenario& scenario) {
+  std::vector<std::string> parts = {kToolVersion, "search", a.scenario,
+                                    a.scenario.empty() ? std::string(kEmbeddedDefaultScenario) : "",
+                                    a.calibration, a.objective, std::to_string(a.gpus),
+                                    std::to_string(a.refine_des), std::to_string(a.top),
+                                    std::to_string(a.max_virtual_stages)};
+  for (const std::string& path : {a.scenario, a.calibration.empty() ? scenario.calibration_path
+                                                                      : a.calibration}) {
+    if (path.empty()) continue;
+    auto text = models::read_text_file(path);
+    parts.push_back(text ? *text : text.message());
+  }
+  for (int mb : a.micro_batches) parts.push_back(std::to_string(mb));
+  parts.insert(parts.end(), a.sets.begin(), a.sets.end());
+  return study_fingerprint(parts);
+}
+
+// Simulates `layouts` over the ranks (one at a time in each: SimGrid runs one engine per
+// process), through the journal where --journal gives one. Every rank calls it; rank 0 gets every
+// outcome, the others nothing. Bad input: the journal.
+models::Result<std::vector<Simulated>> simulate_layouts(
+    RankChannel& ranks, const SearchArgs& a, const models::Scenario& scenario,
+    const models::StepParams& params, models::SearchObjective objective, double row_timeout_s,
+    const std::vector<LayoutToSimulate>& layouts) {
+  std::vector<std::optional<Simulated>> done(layouts.size());
+  auto take = [&](std::size_t i, const std::string& text) {
+    Simulated out;
+    if (!decode(text, layouts[i].layout, &out.prediction, &out.error)) return false;
+    done[i] = std::move(out);
+    return true;
+  };
+  RowStudy study;
+  study.command = "search";
+  study.rows = layouts.size();
+  study.threads = 1;
+  study.isolate = true;
+  study.row_timeout_s = row_timeout_s;
+  study.journal = a.journal;
+  std::optional<JournalWriter> journal;
+  if (ranks.rank() == 0) {
+    auto opened = open_study_journal(
+        a.journal, a.resume, {"search", layouts.size(), search_fingerprint(a, scenario)}, take);
+    if (!opened) {
+      release_ranks(ranks);
+      return models::Error{"--journal " + opened.message()};
+    }
+    journal = std::move(opened).value();
+    for (std::size_t i = 0; i < layouts.size(); ++i) {
+      if (!done[i]) study.todo.push_back(i);
+    }
+  }
+  study.describe = [&](std::size_t i) {
+    return "layout " + std::to_string(i + 1) + " (" + models::to_string(layouts[i].layout) + ")";
+  };
+  study.evaluate = [&](std::size_t i) {
+    return simulate(scenario, params, layouts[i].layout, objective, layouts[i].what);
+  };
+  study.finished = [&](std::size_t i, const std::string& text) -> models::Status {
+    if (!take(i, text)) return models::Error{study.describe(i) + ": unreadable result: " + text};
+    if (journal) return journal->append(i, text);
+    return models::Status::Ok();
+  };
+  run_rows(ranks, study);
+  std::vector<Simulated> out;
+  if (ranks.rank() != 0) return out;
+  if (journal) {
+    if (auto st = journal->remove(); !st) std::fprintf(stderr, "clustersim search: %s\n", st.message().c_str());
+  }
+  for (auto& d : done) out.push_back(std::move(*d));
+  return out;
 }
 
 // --gpus-range ends above ten million GPUs are typos, not clusters.
@@ -255,24 +416,46 @@ models::Status parse_range(const std::string& text, int gpus_per_node, int* min_
   return models::Status::Ok();
 }
 
-int run_one_count(const SearchArgs& a, const models::Scenario& scenario,
+// Every rank runs the analytic search (the same ranking everywhere); the --refine-des
+// simulations spread over the ranks; rank 0 prints.
+int run_one_count(RankChannel& ranks, const SearchArgs& a, const models::Scenario& scenario,
                   const models::StepParams& params, const models::SearchOptions& options,
-                  ProgressLine& progress) {
+                  ProgressLine& progress, double row_timeout_s) {
+  const bool writer = ranks.rank() == 0;
   const auto start = std::chrono::steady_clock::now();
   auto searched = models::search_layouts(scenario, params, options);
   progress.done();
-  if (!searched) return fail_bad_input("search", searched.message());
+  if (!searched) return writer ? fail_bad_input("search", searched.message()) : kExitBadInput;
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const models::SearchResult& r = *searched;
   std::vector<Candidate> ranked;
   for (std::size_t i = 0; i < r.top.size(); ++i) ranked.push_back({r.top[i], {}, {}, i + 1});
-  std::vector<Candidate> simulated;  // the first --refine-des K, as refine_with_simulator left them
+  // The simulated outcome of each layout --refine-des simulated.
+  std::vector<std::pair<models::Layout, Simulated>> simulated;
   if (a.refine_des > 0) {
-    refine_with_simulator(scenario, params, options.objective, a.refine_des, &ranked);
-    simulated.assign(ranked.begin(),
-                     ranked.begin() + std::min<std::ptrdiff_t>(ranked.size(), a.refine_des));
+    const std::vector<LayoutToSimulate> layouts = layouts_to_simulate(r, a.refine_des);
+    auto outcomes = simulate_layouts(ranks, a, scenario, params, options.objective,
+                                     row_timeout_s, layouts);
+    if (!outcomes) return writer ? fail_bad_input("search", outcomes.message()) : kExitBadInput;
+    if (!writer) return kExitOk;
+    for (std::size_t i = 0; i < layouts.size(); ++i) {
+      simulated.emplace_back(layouts[i].layout, (*outcomes)[i]);
+    }
+    // The first K re-ranked: simulated ones first by their simulated score, then the rest in
+    // analytic order.
+    const std::size_t k = std::min<std::size_t>(a.refine_des, ranked.size());
+    for (std::size_t i = 0; i < k; ++i) {
+      ranked[i].des = simulated[i].second.prediction;
+      ranked[i].des_error = simulated[i].second.error;
+    }
+    std::stable_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(k),
+                     [](const Candidate& x, const Candidate& y) {
+                       if (x.des.has_value() != y.des.has_value()) return x.des.has_value();
+                       return x.des && y.des && x.des->score > y.des->score;
+                     });
   }
+  if (!writer) return kExitOk;
   ranked.resize(std::min<std::size_t>(ranked.size(), a.top));
 
   if (a.json) {
@@ -280,7 +463,7 @@ int run_one_count(const SearchArgs& a, const models::Scenario& scenario,
     for (const Candidate& c : ranked) {
       nlohmann::json j = ranked_json(c.analytic);
       j["analytic_rank"] = c.analytic_rank;
-      if (c.des) j["des"] = ranked_json(*c.des);
+      if (c.des) j["des"] = c.des->json;
       if (!c.des_error.empty()) j["des_error"] = c.des_error;
       top.push_back(j);
     }
@@ -354,12 +537,13 @@ int run_one_count(const SearchArgs& a, const models::Scenario& scenario,
   for (std::size_t i = 0; i < ranked.size(); ++i) {
     const Candidate& c = ranked[i];
     std::vector<std::string> row = concat(
-        concat({std::to_string(i + 1)}, layout_cells(c.analytic.layout)), figures(c.decisive()));
+        concat({std::to_string(i + 1)}, layout_cells(c.analytic.layout)),
+        c.des ? c.des->figures : figures(c.analytic));
     if (a.refine_des > 0) {
       if (!c.des) row[1 + layout_header().size()] = "not simulated";
       row.insert(row.end(), {format_time(c.analytic.step.step_time_s),
                              c.des ? format_significant(
-                                         c.des->step.step_time_s / c.analytic.step.step_time_s, 3)
+                                         c.des->step_time_s / c.analytic.step.step_time_s, 3)
                                    : "-",
                              std::to_string(c.analytic_rank)});
     }
@@ -388,33 +572,29 @@ int run_one_count(const SearchArgs& a, const models::Scenario& scenario,
                   c.des_error.c_str());
     }
   }
-  // The why-table compares like with like: with --refine-des, the alternatives simulated too.
-  const models::RankedLayout* other = r.best_other_shape ? &*r.best_other_shape : nullptr;
-  const models::RankedLayout* own = r.own ? &*r.own : nullptr;
-  std::optional<models::RankedLayout> other_des;
-  std::optional<models::RankedLayout> own_des;
+  // The why-table compares like with like: with --refine-des, the alternatives simulated too
+  // (a layout that failed to simulate is left out).
+  std::optional<Prediction> other;
+  std::optional<Prediction> own;
+  if (r.best_other_shape) other = prediction(scenario, *r.best_other_shape);
+  if (r.own) own = prediction(scenario, *r.own);
   const bool refined = ranked.front().des.has_value();
   if (refined) {
-    // A layout among the K already simulated is not simulated again (nor retried if it failed).
-    auto simulated_again = [&](const models::RankedLayout& alternative, const char* what) {
-      for (const Candidate& c : simulated) {
-        if (c.analytic.layout == alternative.layout) return c.des;
+    auto simulated_as = [&](const std::optional<Prediction>& alternative) {
+      std::optional<Prediction> out;
+      for (const auto& [layout, outcome] : simulated) {
+        if (alternative && layout == alternative->layout) out = outcome.prediction;
       }
-      std::string ignored;
-      return simulate(scenario, params, alternative.layout, options.objective, what, &ignored);
+      return out;
     };
-    if (other != nullptr) other_des = simulated_again(*other, "best other shape");
-    if (own != nullptr && !(own->layout == ranked.front().des->layout)) {
-      own_des = simulated_again(*own, "scenario's own");
-    }
-    other = other_des ? &*other_des : nullptr;
-    own = own_des ? &*own_des : nullptr;
+    other = simulated_as(other);
+    own = simulated_as(own);
   }
-  print_why(scenario, ranked.front().decisive(), other, own,
+  print_why(decisive(scenario, ranked.front()), other ? &*other : nullptr, own ? &*own : nullptr,
             refined ? "simulated" : "analytic model");
   std::printf("\nUse it (under workload:)\n  %s\n",
               [&] {
-                std::string y = layout_yaml(ranked.front().decisive().layout);
+                std::string y = layout_yaml(ranked.front().analytic.layout);
                 for (std::size_t p = y.find('\n'); p != std::string::npos;
                      p = y.find('\n', p + 1)) {
                   y.insert(p + 1, "  ");
@@ -523,63 +703,81 @@ int run_range(const SearchArgs& a, const models::Scenario& scenario,
 }
 
 int run_search(const SearchArgs& a) {
+  auto channel = open_rank_channel();
+  if (!channel) return fail_bad_input("search", channel.message());
+  RankChannel& ranks = **channel;
+  // Every rank checks the input alike; rank 0 alone says what is wrong.
+  auto bad = [&](const std::string& message) {
+    return ranks.rank() == 0 ? fail_bad_input("search", message) : kExitBadInput;
+  };
   // The search replaces the layout: a scenario whose own layout is invalid (or not given) for
   // its cluster is still searched.
   auto overrides = parse_set_options(a.sets);
-  if (!overrides) return fail_bad_input("search", overrides.message());
+  if (!overrides) return bad(overrides.message());
   auto loaded = load_scenario_or_default(a.scenario, *overrides, /*check_layout=*/a.scenario.empty());
-  if (!loaded) return fail_bad_input("search", loaded.message());
+  if (!loaded) return bad(loaded.message());
   models::Scenario scenario = std::move(loaded).value();
   auto params = step_params_for(scenario, a.calibration);
-  if (!params) return fail_bad_input("search", params.message());
+  if (!params) return bad(params.message());
 
   models::SearchOptions options;
   if (!models::parse_search_objective(a.objective, &options.objective)) {
-    return fail_bad_input("search",
+    return bad(
                           "--objective: '" + a.objective + "' (tokens_per_s, cost or mfu)");
   }
-  if (a.top < 1) return fail_bad_input("search", "--top: must be at least 1");
-  if (a.threads < 1) return fail_bad_input("search", "--threads: must be at least 1");
-  if (a.refine_des < 0) return fail_bad_input("search", "--refine-des: must be 0 or more");
+  if (a.top < 1) return bad("--top: must be at least 1");
+  if (a.threads < 1) return bad("--threads: must be at least 1");
+  if (a.refine_des < 0) return bad("--refine-des: must be 0 or more");
   for (int mb : a.micro_batches) {
-    if (mb < 1) return fail_bad_input("search", "--micro-batches: sizes must be at least 1");
+    if (mb < 1) return bad("--micro-batches: sizes must be at least 1");
   }
   if (a.max_virtual_stages < 1) {
-    return fail_bad_input("search", "--max-virtual-stages: must be at least 1");
+    return bad("--max-virtual-stages: must be at least 1");
   }
+  if (!a.journal.empty() && a.refine_des == 0) {
+    return bad("--journal keeps the --refine-des simulations: give --refine-des K too");
+  }
+  if (a.resume && a.journal.empty()) return bad("--resume: give the --journal FILE to resume from");
+  auto row_timeout_s = parse_row_timeout(a.row_timeout);
+  if (!row_timeout_s) return bad(row_timeout_s.message());
   options.top = std::max(a.top, a.refine_des);
   options.threads = a.threads;
   options.space.micro_batches = a.micro_batches;
   options.space.max_virtual_stages = a.max_virtual_stages;
   ProgressLine progress("search");
-  options.progress = [&progress](std::size_t done, std::size_t total, std::string_view unit) {
-    progress.update(done, total, std::string(unit).c_str());
-  };
+  if (ranks.rank() == 0) {
+    options.progress = [&progress](std::size_t done, std::size_t total, std::string_view unit) {
+      progress.update(done, total, std::string(unit).c_str());
+    };
+  }
   const int gpn = scenario.cluster.node.gpus_per_node;
 
   if (!a.gpus_range.empty()) {
     if (a.refine_des > 0) {
-      return fail_bad_input("search",
+      return bad(
                             "--refine-des works on one GPU count (--gpus or the "
                             "scenario's), not with --gpus-range");
     }
     int min_gpus = 0;
     int max_gpus = 0;
     if (auto st = parse_range(a.gpus_range, gpn, &min_gpus, &max_gpus); !st) {
-      return fail_bad_input("search", st.message());
+      return bad(st.message());
     }
+    // Only --refine-des spreads over ranks: the others have nothing to do.
+    if (ranks.rank() != 0) return kExitOk;
     return run_range(a, scenario, *params, options, progress, min_gpus, max_gpus);
   }
   if (a.gpus != 0) {
     if (a.gpus < 0 || a.gpus % gpn != 0) {
-      return fail_bad_input("search", "--gpus " + std::to_string(a.gpus) + ": whole nodes of " +
+      return bad("--gpus " + std::to_string(a.gpus) + ": whole nodes of " +
                                           std::to_string(gpn) + " GPUs");
     }
     auto resized = models::with_nodes(scenario, a.gpus / gpn);
-    if (!resized) return fail_bad_input("search", resized.message());
+    if (!resized) return bad(resized.message());
     scenario = std::move(resized).value();
   }
-  return run_one_count(a, scenario, *params, options, progress);
+  if (ranks.rank() != 0 && a.refine_des == 0) return kExitOk;
+  return run_one_count(ranks, a, scenario, *params, options, progress, *row_timeout_s);
 }
 
 const bool kRegistered = register_command(
@@ -613,10 +811,17 @@ const bool kRegistered = register_command(
            ->delimiter(',');
        sub.add_option("--max-virtual-stages", a->max_virtual_stages,
                       "interleaved schedule: model chunks per stage to try, 2..N (default 8)");
+       sub.add_option("--journal", a->journal,
+                      "--refine-des: append each finished simulation to FILE (removed once the "
+                      "search has printed)");
+       sub.add_flag("--resume", a->resume, "simulate only the layouts the --journal lacks");
+       sub.add_option("--row-timeout", a->row_timeout,
+                      "stop the run (exit 4) when one simulation takes longer than this, e.g. 5min");
        return [a] { return run_search(*a); };
      },
      {"clustersim search",
-      "clustersim search --gpus-range 16:128 --objective cost"}});
+      "clustersim search --gpus-range 16:128 --objective cost",
+      "mpirun -np 4 clustersim search scenarios/llama3-405b-16k-h100.yaml --refine-des 8 --journal refine.journal --resume"}});
 
 }  // namespace
 }  // namespace clustersim::tools

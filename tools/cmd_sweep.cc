@@ -3,7 +3,10 @@
 // loader then validates it as it validates a file, errors naming the --set), and planned with
 // the analytic model (or the simulator, --engine des; or the best layout per row, --search). One
 // row per combination: the key figures, or why that combination is invalid (not fatal). --csv
-// FILE writes the rows for a spreadsheet; --threads evaluates analytic rows in parallel.
+// FILE writes the rows for a spreadsheet; --threads evaluates analytic rows in parallel. Under
+// mpirun or srun the rows spread over the ranks (tools/distributed_rows.h) and rank 0 writes the
+// output, byte for byte as one process would; every finished row goes to a journal next to the
+// output (tools/row_journal.h), from which --resume reruns only the missing rows.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
@@ -27,7 +30,10 @@
 #include "sim/step_sim.h"
 #include "tools/calibration_option.h"
 #include "tools/command_registry.h"
+#include "tools/distributed_rows.h"
 #include "tools/layout_report.h"
+#include "tools/rank_channel.h"
+#include "tools/row_journal.h"
 #include "tools/scenario_input.h"
 #include "tools/text_table.h"
 
@@ -49,6 +55,9 @@ struct SweepArgs {
   std::string calibration;
   bool search = false;
   int threads = std::max(1u, std::thread::hardware_concurrency());
+  std::string journal;      // "" : FILE.journal beside --csv FILE, else none
+  bool resume = false;      // run only the rows the journal lacks
+  std::string row_timeout;  // "" : no limit
 };
 
 // One --set: its keys (several joined by '+' vary together) and its values, in the order given:
@@ -210,93 +219,136 @@ std::string number(double v) {
   return buf;
 }
 
-models::Status write_csv(const std::string& path, const std::vector<Axis>& axes,
-                         const std::vector<Row>& rows) {
-  std::ofstream out(path);
-  if (!out) return models::Error{"--csv " + path + ": cannot write the file"};
-  std::vector<std::string> header = all_keys(axes);
-  for (const char* h : {"gpus",
-                        "tp",
-                        "pp",
-                        "dp",
-                        "cp",
-                        "sp",
-                        "zero",
-                        "recompute",
-                        "pp_schedule",
-                        "virtual_stages",
-                        "micro_batch",
-                        "step_time_s",
-                        "tokens_per_s",
-                        "mfu",
-                        "memory_per_gpu_bytes",
-                        "memory_capacity_bytes",
-                        "fits",
-                        "usd_per_million_tokens",
-                        "gpu_hours_per_million_tokens",
-                        "compute_s",
-                        "exposed_tp_s",
-                        "exposed_dp_s",
-                        "exposed_pp_s",
-                        "exposed_cp_s",
-                        "bubble_s",
-                        "optimizer_s",
-                        "derived",
-                        "error"}) {
-    header.push_back(h);
+// The CSV columns after the swept keys'.
+const std::vector<std::string>& csv_figure_columns() {
+  static const std::vector<std::string> kColumns = {
+      "gpus",         "tp",           "pp",           "dp",
+      "cp",           "sp",           "zero",         "recompute",
+      "pp_schedule",  "virtual_stages", "micro_batch", "step_time_s",
+      "tokens_per_s", "mfu",          "memory_per_gpu_bytes", "memory_capacity_bytes",
+      "fits",         "usd_per_million_tokens", "gpu_hours_per_million_tokens", "compute_s",
+      "exposed_tp_s", "exposed_dp_s", "exposed_pp_s", "exposed_cp_s",
+      "bubble_s",     "optimizer_s",  "derived",      "error"};
+  return kColumns;
+}
+
+// What the outputs print of one row, made where the row ran: the table's and the CSV's cells and
+// the row's --json object. Its text form (one line of JSON) is the row's journal record and the
+// message a worker rank sends to rank 0, so that every way of running a row prints it alike.
+struct RowOutput {
+  std::vector<std::string> table;
+  std::vector<std::string> csv;
+  nlohmann::json json;
+  bool ok = false;
+  bool derived = false;  // dp followed the GPU count
+  std::string error;
+};
+
+std::string encode(const RowOutput& o) {
+  return nlohmann::json{{"table", o.table}, {"csv", o.csv},         {"json", o.json},
+                        {"ok", o.ok},       {"derived", o.derived}, {"error", o.error}}
+      .dump();
+}
+
+std::optional<RowOutput> decode(const std::string& text) {
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  try {
+    return RowOutput{j.at("table").get<std::vector<std::string>>(),
+                     j.at("csv").get<std::vector<std::string>>(), j.at("json"),
+                     j.at("ok").get<bool>(), j.at("derived").get<bool>(),
+                     j.at("error").get<std::string>()};
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
   }
-  auto line = [&](const std::vector<std::string>& cells) {
-    for (std::size_t i = 0; i < cells.size(); ++i) out << (i ? "," : "") << csv_field(cells[i]);
-    out << "\n";
-  };
-  line(header);
-  for (const Row& r : rows) {
-    std::vector<std::string> cells = r.values;
-    std::string derived;
-    for (const auto& [k, v] : r.derived) derived += (derived.empty() ? "" : " ") + k + "=" + v;
-    if (r.result) {
-      const models::StepResult& s = r.result->step;
-      const models::ParallelismConfig& p = r.result->layout.parallelism;
-      const models::StepBreakdown& b = s.breakdown;
-      for (const std::string& c :
-           {std::to_string(s.gpus),
-            std::to_string(p.tp),
-            std::to_string(p.pp),
-            std::to_string(p.dp),
-            std::to_string(p.cp),
-            std::string(p.sp ? "true" : "false"),
-            std::to_string(p.zero),
-            std::string(models::to_string(p.recompute)),
-            std::string(models::to_string(p.pp_schedule)),
-            std::to_string(p.virtual_stages),
-            std::to_string(r.result->layout.micro_batch),
-            number(s.step_time_s),
-            number(s.tokens_per_s),
-            number(s.mfu),
-            number(s.memory.total()),
-            number(s.memory_capacity_bytes),
-            std::string(s.fits ? "true" : "false"),
-            r.result->usd_per_million_tokens > 0 ? number(r.result->usd_per_million_tokens) : "",
-            number(r.result->gpu_hours_per_million_tokens),
-            number(b.compute_s),
-            number(b.tp.exposed_s),
-            number(b.dp.exposed_s),
-            number(b.pp.exposed_s),
-            number(b.cp.exposed_s),
-            number(b.bubble_s),
-            number(b.optimizer_s)}) {
-        cells.push_back(c);
-      }
-    } else {
-      cells.resize(header.size() - 2);
+}
+
+std::vector<std::string> csv_cells(const Row& r, std::size_t columns) {
+  std::vector<std::string> cells = r.values;
+  std::string derived;
+  for (const auto& [k, v] : r.derived) derived += (derived.empty() ? "" : " ") + k + "=" + v;
+  if (r.result) {
+    const models::StepResult& s = r.result->step;
+    const models::ParallelismConfig& p = r.result->layout.parallelism;
+    const models::StepBreakdown& b = s.breakdown;
+    for (const std::string& c :
+         {std::to_string(s.gpus),
+          std::to_string(p.tp),
+          std::to_string(p.pp),
+          std::to_string(p.dp),
+          std::to_string(p.cp),
+          std::string(p.sp ? "true" : "false"),
+          std::to_string(p.zero),
+          std::string(models::to_string(p.recompute)),
+          std::string(models::to_string(p.pp_schedule)),
+          std::to_string(p.virtual_stages),
+          std::to_string(r.result->layout.micro_batch),
+          number(s.step_time_s),
+          number(s.tokens_per_s),
+          number(s.mfu),
+          number(s.memory.total()),
+          number(s.memory_capacity_bytes),
+          std::string(s.fits ? "true" : "false"),
+          r.result->usd_per_million_tokens > 0 ? number(r.result->usd_per_million_tokens) : "",
+          number(r.result->gpu_hours_per_million_tokens),
+          number(b.compute_s),
+          number(b.tp.exposed_s),
+          number(b.dp.exposed_s),
+          number(b.pp.exposed_s),
+          number(b.cp.exposed_s),
+          number(b.bubble_s),
+          number(b.optimizer_s)}) {
+      cells.push_back(c);
     }
-    cells.push_back(derived);
-    cells.push_back(r.error);
-    line(cells);
+  } else {
+    cells.resize(columns - 2);
   }
-  out.flush();
-  if (!out) return models::Error{"--csv " + path + ": cannot write the file"};
-  return models::Status::Ok();
+  cells.push_back(derived);
+  cells.push_back(r.error);
+  return cells;
+}
+
+std::vector<std::string> table_cells(const SweepArgs& a, const models::Scenario& base,
+                                     const Row& r, std::size_t columns) {
+  std::vector<std::string> cells = r.values;
+  if (r.result) {
+    const models::StepResult& s = r.result->step;
+    cells.push_back(std::to_string(s.gpus));
+    cells.push_back(format_time(s.step_time_s));
+    cells.push_back(format_count(s.tokens_per_s));
+    cells.push_back(models::format_percent(s.mfu));
+    cells.push_back(format_size(s.memory.total()) + (s.fits ? "" : " (does not fit)"));
+    cells.push_back(models::format_percent(s.breakdown.exposed_comm_s(), s.step_time_s));
+    cells.push_back(r.result->usd_per_million_tokens > 0
+                        ? models::format_usd(r.result->usd_per_million_tokens)
+                        : format_significant(r.result->gpu_hours_per_million_tokens, 3) + " GPU-h");
+    if (a.engine == "des") {
+      cells.push_back(format_significant(s.step_time_s / r.analytic_step_s, 3));
+    }
+    cells.push_back(models::to_string(r.result->layout));
+  } else {
+    cells.resize(columns - 1, "-");
+    // The title names the file: "file:12:5: key: ..." reads "12:5: key: ...".
+    std::string why = r.error;
+    if (why.rfind(base.path + ":", 0) == 0) why = why.substr(base.path.size() + 1);
+    if (!why.empty() && why[0] == ' ') why.erase(0, 1);
+    cells.push_back("invalid: " + why);
+  }
+  return cells;
+}
+
+nlohmann::json row_json(const SweepArgs& a, const std::vector<std::string>& keys, const Row& r) {
+  nlohmann::json values = nlohmann::json::object();
+  for (std::size_t i = 0; i < keys.size(); ++i) values[keys[i]] = r.values[i];
+  nlohmann::json j = r.result ? ranked_json(*r.result) : nlohmann::json::object();
+  j["values"] = values;
+  j["ok"] = r.result.has_value();
+  j["error"] = r.result ? nlohmann::json(nullptr) : nlohmann::json(r.error);
+  nlohmann::json derived = nlohmann::json::object();
+  for (const auto& [k, v] : r.derived) derived[k] = v;
+  j["derived"] = derived;
+  if (r.result && a.engine == "des") j["analytic_step_time_s"] = r.analytic_step_s;
+  return j;
 }
 
 // Column names: each key's last part, or the whole key where two last parts collide.
@@ -310,56 +362,59 @@ std::vector<std::string> axis_names(const std::vector<Axis>& axes) {
   return names;
 }
 
-void print_table(const SweepArgs& a, const models::Scenario& base, const std::vector<Axis>& axes,
-                 const std::vector<Row>& rows, double wall_s) {
-  std::printf("Sweep of %s (%s): %zu combinations, %s model%s, %s\n", base.name.c_str(),
-              base.path.c_str(), rows.size(),
-              a.engine == "des" ? "simulated by the discrete-event" : "analytic",
-              a.search ? ", best layout per row (search)" : "", format_time(wall_s).c_str());
+std::vector<std::string> table_header(const SweepArgs& a, const std::vector<Axis>& axes) {
   std::vector<std::string> header = axis_names(axes);
-  std::vector<Align> align(header.size(), Align::kRight);
   for (const char* h :
        {"GPUs", "step", "tokens/s", "MFU", "memory", "exposed comm", "per M tokens"}) {
     header.push_back(h);
   }
   if (a.engine == "des") header.push_back("sim/analytic");
   header.push_back("layout / why invalid");
-  align.resize(header.size(), Align::kRight);
+  return header;
+}
+
+RowOutput row_output(const SweepArgs& a, const models::Scenario& base,
+                     const std::vector<Axis>& axes, const Row& r) {
+  const std::vector<std::string> keys = all_keys(axes);
+  return {table_cells(a, base, r, table_header(a, axes).size()),
+          csv_cells(r, keys.size() + csv_figure_columns().size()),
+          row_json(a, keys, r),
+          r.result.has_value(),
+          !r.derived.empty(),
+          r.error};
+}
+
+std::string csv_text(const std::vector<Axis>& axes, const std::vector<RowOutput>& rows) {
+  std::string out;
+  auto line = [&](const std::vector<std::string>& cells) {
+    for (std::size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + csv_field(cells[i]);
+    out += "\n";
+  };
+  std::vector<std::string> header = all_keys(axes);
+  header.insert(header.end(), csv_figure_columns().begin(), csv_figure_columns().end());
+  line(header);
+  for (const RowOutput& r : rows) line(r.csv);
+  return out;
+}
+
+void print_table(const SweepArgs& a, const models::Scenario& base, const std::vector<Axis>& axes,
+                 const std::vector<RowOutput>& rows, double wall_s) {
+  std::printf("Sweep of %s (%s): %zu combinations, %s model%s, %s\n", base.name.c_str(),
+              base.path.c_str(), rows.size(),
+              a.engine == "des" ? "simulated by the discrete-event" : "analytic",
+              a.search ? ", best layout per row (search)" : "", format_time(wall_s).c_str());
+  const std::vector<std::string> header = table_header(a, axes);
+  std::vector<Align> align(header.size(), Align::kRight);
   align.back() = Align::kLeft;
   TextTable t(header, align);
   std::size_t invalid = 0;
-  for (const Row& r : rows) {
-    std::vector<std::string> cells = r.values;
-    if (r.result) {
-      const models::StepResult& s = r.result->step;
-      cells.push_back(std::to_string(s.gpus));
-      cells.push_back(format_time(s.step_time_s));
-      cells.push_back(format_count(s.tokens_per_s));
-      cells.push_back(models::format_percent(s.mfu));
-      cells.push_back(format_size(s.memory.total()) + (s.fits ? "" : " (does not fit)"));
-      cells.push_back(models::format_percent(s.breakdown.exposed_comm_s(), s.step_time_s));
-      cells.push_back(r.result->usd_per_million_tokens > 0
-                          ? models::format_usd(r.result->usd_per_million_tokens)
-                          : format_significant(r.result->gpu_hours_per_million_tokens, 3) +
-                                " GPU-h");
-      if (a.engine == "des") {
-        cells.push_back(format_significant(s.step_time_s / r.analytic_step_s, 3));
-      }
-      cells.push_back(models::to_string(r.result->layout));
-    } else {
-      ++invalid;
-      cells.resize(header.size() - 1, "-");
-      // The title names the file: "file:12:5: key: ..." reads "12:5: key: ...".
-      std::string why = r.error;
-      if (why.rfind(base.path + ":", 0) == 0) why = why.substr(base.path.size() + 1);
-      if (!why.empty() && why[0] == ' ') why.erase(0, 1);
-      cells.push_back("invalid: " + why);
-    }
-    t.add_row(cells);
+  bool derived = false;
+  for (const RowOutput& r : rows) {
+    invalid += !r.ok;
+    derived = derived || r.derived;
+    t.add_row(r.table);
   }
   std::printf("%s", t.render(2).c_str());
-  bool derived = false;
-  for (const Row& r : rows) derived = derived || !r.derived.empty();
   if (derived) {
     std::printf(
         "  dp follows the GPU count where a row changes nodes, gpus_per_node, tp, pp or cp "
@@ -369,41 +424,72 @@ void print_table(const SweepArgs& a, const models::Scenario& base, const std::ve
 }
 
 nlohmann::json rows_json(const SweepArgs& a, const models::Scenario& base,
-                         const std::vector<Axis>& axes, const std::vector<Row>& rows) {
+                         const std::vector<Axis>& axes, const std::vector<RowOutput>& rows) {
   nlohmann::json out_rows = nlohmann::json::array();
   std::size_t valid = 0;
-  const std::vector<std::string> keys = all_keys(axes);
-  for (const Row& r : rows) {
-    nlohmann::json values = nlohmann::json::object();
-    for (std::size_t i = 0; i < keys.size(); ++i) values[keys[i]] = r.values[i];
-    nlohmann::json j = r.result ? ranked_json(*r.result) : nlohmann::json::object();
-    j["values"] = values;
-    j["ok"] = r.result.has_value();
-    j["error"] = r.result ? nlohmann::json(nullptr) : nlohmann::json(r.error);
-    nlohmann::json derived = nlohmann::json::object();
-    for (const auto& [k, v] : r.derived) derived[k] = v;
-    j["derived"] = derived;
-    if (r.result && a.engine == "des") j["analytic_step_time_s"] = r.analytic_step_s;
-    valid += r.result.has_value();
-    out_rows.push_back(j);
+  for (const RowOutput& r : rows) {
+    valid += r.ok;
+    out_rows.push_back(r.json);
   }
-  return {{"scenario", base.name},       {"engine", a.engine}, {"search", a.search}, {"keys", keys},
-          {"combinations", rows.size()}, {"valid", valid},     {"rows", out_rows}};
+  return {{"scenario", base.name},       {"engine", a.engine}, {"search", a.search},
+          {"keys", all_keys(axes)},      {"combinations", rows.size()},
+          {"valid", valid},              {"rows", out_rows}};
+}
+
+// "row 7 (cluster.nodes=16, workload.seq_len=8192)": a row in the fault messages.
+std::string describe_row(const std::vector<Axis>& axes, const std::vector<std::size_t>& pick,
+                         std::size_t row) {
+  std::string values;
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    for (std::size_t k = 0; k < axes[i].keys.size(); ++k) {
+      values += (values.empty() ? "" : ", ") + axes[i].keys[k] + "=" + axes[i].values[pick[i]][k];
+    }
+  }
+  return "row " + std::to_string(row + 1) + " (" + values + ")";
+}
+
+// Everything that decides the rows' results: a journal resumes only the study it was written by.
+std::string sweep_fingerprint(const SweepArgs& a, const std::string& text,
+                              const SweepCalibration& calibration) {
+  std::vector<std::string> parts = {kToolVersion, "sweep", a.scenario, text, a.engine,
+                                    a.search ? "search" : "", calibration.path};
+  if (!calibration.path.empty()) {
+    auto overlay = models::read_text_file(calibration.path);
+    parts.push_back(overlay ? *overlay : overlay.message());
+  }
+  parts.insert(parts.end(), a.sets.begin(), a.sets.end());
+  return study_fingerprint(parts);
 }
 
 int run_sweep(const SweepArgs& a) {
-  if (a.threads < 1) return fail_bad_input("sweep", "--threads: must be at least 1");
+  auto channel = open_rank_channel();
+  if (!channel) return fail_bad_input("sweep", channel.message());
+  RankChannel& ranks = **channel;
+  // Every rank checks the input alike; rank 0 alone says what is wrong.
+  const bool writer = ranks.rank() == 0;
+  auto bad = [&](const std::string& message) {
+    return writer ? fail_bad_input("sweep", message) : kExitBadInput;
+  };
+  if (a.threads < 1) return bad("--threads: must be at least 1");
+  auto row_timeout_s = parse_row_timeout(a.row_timeout);
+  if (!row_timeout_s) return bad(row_timeout_s.message());
+  const std::string journal = !a.journal.empty() ? a.journal
+                              : !a.csv.empty()   ? a.csv + ".journal"
+                                                 : "";
+  if (a.resume && journal.empty()) {
+    return bad("--resume: needs the journal of a --csv FILE run (FILE.journal) or --journal FILE");
+  }
   auto axes = parse_axes(a.sets);
-  if (!axes) return fail_bad_input("sweep", axes.message());
+  if (!axes) return bad(axes.message());
   // One read: the base scenario and every row load from the same text.
   std::error_code ec;
   if (std::filesystem::is_directory(a.scenario, ec)) {
-    return fail_bad_input("sweep", a.scenario + ": is a directory, not a scenario file");
+    return bad(a.scenario + ": is a directory, not a scenario file");
   }
   auto text = models::read_text_file(a.scenario);
-  if (!text) return fail_bad_input("sweep", text.message());
+  if (!text) return bad(text.message());
   auto base = models::load_scenario_text(*text, a.scenario, {}, /*check_layout=*/!a.search);
-  if (!base) return fail_bad_input("sweep", base.message());
+  if (!base) return bad(base.message());
   SweepCalibration calibration;
   calibration.path = a.calibration.empty() ? base->calibration_path : a.calibration;
   calibration.overlay = load_calibration_or_none(calibration.path);
@@ -420,24 +506,55 @@ int run_sweep(const SweepArgs& a) {
     }
     picks = std::move(next);
   }
-  std::vector<Row> rows(picks.size());
-  ProgressLine progress("sweep");
-  std::mutex progress_mutex;
-  std::atomic<std::size_t> done{0};
+  std::vector<std::optional<RowOutput>> outputs(picks.size());
+  std::optional<JournalWriter> journal_writer;
+  RowStudy study;
+  study.command = "sweep";
+  study.rows = picks.size();
+  if (writer) {
+    const JournalHeader header{"sweep", picks.size(), sweep_fingerprint(a, *text, calibration)};
+    auto opened = open_study_journal(journal, a.resume, header,
+                                     [&](std::size_t row, const std::string& payload) {
+                                       outputs[row] = decode(payload);
+                                       return outputs[row].has_value();
+                                     });
+    if (!opened) {
+      release_ranks(ranks);
+      return bad((a.journal.empty() ? "--csv " : "--journal ") + opened.message());
+    }
+    journal_writer = std::move(opened).value();
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      if (!outputs[i]) study.todo.push_back(i);
+    }
+  }
+  // SimGrid runs one engine per process: simulated rows go one at a time in each rank.
+  study.threads = a.engine == "des" ? 1 : a.threads;
+  study.isolate = a.engine == "des";
+  study.row_timeout_s = *row_timeout_s;
+  study.journal = journal;
+  study.describe = [&](std::size_t i) { return describe_row(*axes, picks[i], i); };
+  study.evaluate = [&](std::size_t i) {
+    return encode(
+        row_output(a, *base, *axes, evaluate_row(a, *text, *base, calibration, *axes, picks[i])));
+  };
+  study.finished = [&](std::size_t i, const std::string& result) -> models::Status {
+    outputs[i] = decode(result);
+    if (!outputs[i]) return models::Error{study.describe(i) + ": unreadable result: " + result};
+    if (journal_writer) return journal_writer->append(i, result);
+    return models::Status::Ok();
+  };
   const auto start = std::chrono::steady_clock::now();
-  // SimGrid runs one engine per process: simulated rows go one at a time.
-  models::parallel_for(picks.size(), a.engine == "des" ? 1 : a.threads, [&](std::size_t i, int) {
-    rows[i] = evaluate_row(a, *text, *base, calibration, *axes, picks[i]);
-    const std::size_t n = ++done;
-    std::lock_guard lock(progress_mutex);
-    progress.update(n, picks.size(), "combinations");
-  });
-  progress.done();
+  run_rows(ranks, study);
+  if (!writer) return kExitOk;
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::vector<RowOutput> rows;
+  for (auto& o : outputs) rows.push_back(std::move(*o));
 
   if (!a.csv.empty()) {
-    if (auto st = write_csv(a.csv, *axes, rows); !st) return fail_bad_input("sweep", st.message());
+    if (auto st = write_file_atomically(a.csv, csv_text(*axes, rows)); !st) {
+      return fail_bad_input("sweep", "--csv " + st.message());
+    }
   }
   if (a.json) {
     std::printf("%s\n", rows_json(a, *base, *axes, rows).dump(2).c_str());
@@ -445,8 +562,11 @@ int run_sweep(const SweepArgs& a) {
     print_table(a, *base, *axes, rows, wall_s);
     if (!a.csv.empty()) std::printf("  rows written to %s\n", a.csv.c_str());
   }
-  const bool any_valid =
-      std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.result.has_value(); });
+  // The output is complete and in place: the journal has done its work.
+  if (journal_writer) {
+    if (auto st = journal_writer->remove(); !st) std::fprintf(stderr, "clustersim sweep: %s\n", st.message().c_str());
+  }
+  const bool any_valid = std::any_of(rows.begin(), rows.end(), [](const RowOutput& r) { return r.ok; });
   if (!any_valid) {
     return fail_bad_input("sweep", "no combination is valid; the first: " + rows.front().error);
   }
@@ -477,10 +597,18 @@ const bool kRegistered = register_command(
                       "calibration overlay (clustersim calibrate); default: the scenario's");
        sub.add_flag("--search", a->search,
                     "plan each row with its best layout (clustersim search, by tokens/s)");
+       sub.add_option("--journal", a->journal,
+                      "append every finished row to FILE as it completes (default with --csv: "
+                      "the CSV's name + .journal; removed once the output is written)");
+       sub.add_flag("--resume", a->resume,
+                    "run only the rows the journal lacks (after a killed or failed run)");
+       sub.add_option("--row-timeout", a->row_timeout,
+                      "stop the run (exit 4) when one row takes longer than this, e.g. 10min");
        return [a] { return run_sweep(*a); };
      },
      {"clustersim sweep scenarios/llama3-70b-64xh100-ndr-rail.yaml --set cluster.nodes=4,8,16 --engine analytic",
-      "clustersim sweep scenarios/llama3-70b-64xh100-ndr-rail.yaml --set cluster.node.nic=ib-ndr,roce-400 --set workload.seq_len=4096,8192 --engine analytic --json"}});
+      "clustersim sweep scenarios/llama3-70b-64xh100-ndr-rail.yaml --set cluster.node.nic=ib-ndr,roce-400 --set workload.seq_len=4096,8192 --engine analytic --json",
+      "mpirun -np 8 clustersim sweep scenarios/llama3-405b-16k-h100.yaml --set cluster.fabric.oversubscription=1,2,4,8 --set workload.seq_len=4096,8192,16384,32768 --engine des --threads 1 --csv study.csv --resume"}});
 
 }  // namespace
 }  // namespace clustersim::tools

@@ -1,0 +1,406 @@
+#include "tools/distributed_rows.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "models/units.h"
+#include "tools/command_registry.h"
+#include "tools/layout_report.h"
+
+namespace clustersim::tools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Message tags. Worker -> rank 0: kHello once ("<threads> <pid> <host>"), kResult per row
+// ("<row> <result>"); rank 0 -> worker: kAssign ("<row>"), kStop; both ways: kBeat, once a second.
+enum Tag : int { kHello = 1, kAssign = 2, kResult = 3, kStop = 4, kBeat = 5 };
+
+constexpr auto kBeatEvery = std::chrono::seconds(1);
+constexpr auto kIdleWait = std::chrono::milliseconds(2);
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "?";
+  return buf;
+}
+
+// Runs `row` in a forked child (RowStudy::isolate) and returns what it wrote to a pipe. Throws
+// where the child does not end well (a crash, the kernel's OOM killer).
+std::string evaluate_in_child(const RowStudy& study, std::size_t row) {
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error("pipe: " + std::string(std::strerror(errno)));
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork: " + std::string(std::strerror(errno)));
+  if (pid == 0) {
+    ::close(fds[0]);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the rank, never outlives it
+    int code = 0;
+    try {
+      const std::string out = study.evaluate(row);
+      for (std::size_t done = 0; done < out.size();) {
+        const ssize_t n = ::write(fds[1], out.data() + done, out.size() - done);
+        if (n <= 0 && errno != EINTR) break;
+        if (n > 0) done += static_cast<std::size_t>(n);
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      code = 3;
+    }
+    std::fflush(stderr);
+    ::_exit(code);
+  }
+  ::close(fds[1]);
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    throw std::runtime_error("its process (pid " + std::to_string(pid) + ") was killed by signal " +
+                             std::to_string(WTERMSIG(status)));
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    throw std::runtime_error("its process (pid " + std::to_string(pid) + ") exited " +
+                             std::to_string(WEXITSTATUS(status)));
+  }
+  return out;
+}
+
+// Rows run on this process's threads: they take rows from a queue and leave results in another;
+// the main thread feeds one and drains the other. An exception in a row is a bug: kept, and
+// reported by the main thread as an internal error.
+class LocalRows {
+ public:
+  LocalRows(const RowStudy& study, int threads) : study_(study) {
+    for (int t = 0; t < threads; ++t) pool_.emplace_back([this] { work(); });
+  }
+  ~LocalRows() {
+    {
+      std::lock_guard lock(mutex_);
+      closed_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : pool_) t.join();
+  }
+  void add(std::size_t row) {
+    {
+      std::lock_guard lock(mutex_);
+      queued_.push_back(row);
+    }
+    wake_.notify_one();
+  }
+  // Results so far (row, result), and the first internal error ("" none).
+  std::vector<std::pair<std::size_t, std::string>> take_results(std::string* error) {
+    std::lock_guard lock(mutex_);
+    *error = error_;
+    return std::exchange(results_, {});
+  }
+  // Rows queued or running here, and when each running one started.
+  std::map<std::size_t, Clock::time_point> running() {
+    std::lock_guard lock(mutex_);
+    return running_;
+  }
+  std::size_t busy() {
+    std::lock_guard lock(mutex_);
+    return queued_.size() + running_.size();
+  }
+
+ private:
+  void work() {
+    for (;;) {
+      std::size_t row = 0;
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return closed_ || !queued_.empty(); });
+        if (queued_.empty()) return;
+        row = queued_.front();
+        queued_.pop_front();
+        running_[row] = Clock::now();
+      }
+      std::string result;
+      std::string error;
+      try {
+        result = study_.isolate ? evaluate_in_child(study_, row) : study_.evaluate(row);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      std::lock_guard lock(mutex_);
+      running_.erase(row);
+      if (!error.empty() && error_.empty()) error_ = study_.describe(row) + ": " + error;
+      if (error.empty()) results_.emplace_back(row, std::move(result));
+    }
+  }
+
+  const RowStudy& study_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::size_t> queued_;
+  std::map<std::size_t, Clock::time_point> running_;
+  std::vector<std::pair<std::size_t, std::string>> results_;
+  std::string error_;
+  bool closed_ = false;
+  std::vector<std::thread> pool_;
+};
+
+std::pair<std::size_t, std::string> split_row(const std::string& bytes) {
+  const std::size_t space = bytes.find(' ');
+  return {std::stoull(bytes.substr(0, space)),
+          space == std::string::npos ? std::string() : bytes.substr(space + 1)};
+}
+
+// A worker rank: asks for `threads` rows, runs what it is given, sends each result back (which
+// frees a thread for the next), until rank 0 says stop.
+void run_worker(RankChannel& ranks, const RowStudy& study) {
+  const int threads = std::max(1, study.threads);
+  ranks.send(0, kHello,
+             std::to_string(threads) + " " + std::to_string(::getpid()) + " " + host_name());
+  LocalRows local(study, threads);
+  bool stopping = false;
+  auto heard = Clock::now();
+  auto beat = Clock::now();
+  for (;;) {
+    bool active = false;
+    while (auto m = ranks.poll()) {
+      active = true;
+      heard = Clock::now();
+      if (m->tag == kAssign) local.add(std::stoull(m->bytes));
+      if (m->tag == kStop) stopping = true;
+    }
+    std::string error;
+    for (auto& [row, result] : local.take_results(&error)) {
+      active = true;
+      ranks.send(0, kResult, std::to_string(row) + " " + result);
+    }
+    if (!error.empty()) {
+      std::fprintf(stderr, "clustersim %s: rank %d: internal error: %s\n", study.command.c_str(),
+                   ranks.rank(), error.c_str());
+      ranks.abort(3);
+    }
+    if (stopping && local.busy() == 0) return;
+    if (Clock::now() - beat >= kBeatEvery) {
+      ranks.send(0, kBeat, "");
+      beat = Clock::now();
+    }
+    if (seconds_since(heard) > kRankSilenceLimit_s) {
+      std::fprintf(stderr, "clustersim %s: rank %d: rank 0 has sent nothing for %s; stopping\n",
+                   study.command.c_str(), ranks.rank(),
+                   models::format_time(seconds_since(heard)).c_str());
+      ranks.abort(kExitRankLost);
+    }
+    if (!active) std::this_thread::sleep_for(kIdleWait);
+  }
+}
+
+// What rank 0 knows of one rank.
+struct Peer {
+  int threads = 0;  // 0 until its hello
+  long pid = 0;
+  std::string host;
+  std::map<std::size_t, Clock::time_point> rows;  // running there, since
+  Clock::time_point heard = Clock::now();
+  std::string name(int rank) const {
+    if (threads == 0) return "rank " + std::to_string(rank);
+    return "rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + " on " + host + ")";
+  }
+};
+
+class Coordinator {
+ public:
+  Coordinator(RankChannel& ranks, const RowStudy& study)
+      : ranks_(ranks),
+        study_(study),
+        pending_(study.todo.begin(), study.todo.end()),
+        peers_(static_cast<std::size_t>(ranks.size())),
+        progress_(study.command),
+        host_(host_name()) {
+    peers_[0] = {std::max(1, study.threads), static_cast<long>(::getpid()), host_name(), {}, {}};
+  }
+
+  void run() {
+    LocalRows local(study_, peers_[0].threads);
+    for (int t = 0; t < peers_[0].threads; ++t) hand_out(0, &local);
+    const auto start = Clock::now();
+    auto beat = Clock::now();
+    while (finished_ < study_.todo.size()) {
+      bool active = false;
+      while (auto m = ranks_.poll()) {
+        active = true;
+        receive(*m, &local);
+      }
+      std::string error;
+      for (auto& [row, result] : local.take_results(&error)) {
+        active = true;
+        peers_[0].rows.erase(row);
+        record(row, result);
+        hand_out(0, &local);
+      }
+      if (!error.empty()) fail(3, "internal error: " + error);
+      // Local rows' start times are when a thread took them, not when they were queued.
+      for (const auto& [row, since] : local.running()) peers_[0].rows[row] = since;
+      check_limits();
+      if (Clock::now() - beat >= kBeatEvery) {
+        for (int r = 1; r < ranks_.size(); ++r) ranks_.send(r, kBeat, "");
+        beat = Clock::now();
+        draw_progress(start);
+      }
+      if (!active) std::this_thread::sleep_for(kIdleWait);
+    }
+    progress_.done();
+    for (int r = 1; r < ranks_.size(); ++r) ranks_.send(r, kStop, "");
+  }
+
+ private:
+  // Gives rank r one more row, if any is left.
+  void hand_out(int r, LocalRows* local) {
+    if (pending_.empty()) return;
+    const std::size_t row = pending_.front();
+    pending_.pop_front();
+    peers_[static_cast<std::size_t>(r)].rows[row] = Clock::now();
+    if (r == 0) {
+      local->add(row);
+    } else {
+      ranks_.send(r, kAssign, std::to_string(row));
+    }
+  }
+
+  void receive(const RankChannel::Message& m, LocalRows* local) {
+    Peer& peer = peers_[static_cast<std::size_t>(m.from)];
+    peer.heard = Clock::now();
+    if (m.tag == kHello) {
+      char host[256] = {};
+      std::sscanf(m.bytes.c_str(), "%d %ld %255s", &peer.threads, &peer.pid, host);
+      peer.threads = std::max(1, peer.threads);
+      peer.host = host;
+      for (int t = 0; t < peer.threads; ++t) hand_out(m.from, local);
+    } else if (m.tag == kResult) {
+      auto [row, result] = split_row(m.bytes);
+      if (peer.rows.erase(row) == 0) return;  // not this rank's row: ignored
+      record(row, result);
+      hand_out(m.from, local);
+    }
+  }
+
+  void record(std::size_t row, const std::string& result) {
+    ++finished_;
+    if (auto st = study_.finished(row, result); !st) fail(kExitBadInput, st.message());
+  }
+
+  // Rows past --row-timeout; ranks gone or silent.
+  void check_limits() {
+    for (std::size_t r = 0; r < peers_.size(); ++r) {
+      const Peer& peer = peers_[r];
+      const std::string name = peer.name(static_cast<int>(r));
+      if (study_.row_timeout_s > 0) {
+        for (const auto& [row, since] : peer.rows) {
+          if (seconds_since(since) > study_.row_timeout_s) {
+            fail(kExitRowTimeout, study_.describe(row) + " ran past --row-timeout " +
+                                      models::format_time(study_.row_timeout_s) + " on " + name);
+          }
+        }
+      }
+      if (r == 0) continue;
+      // A rank on this host whose process is gone is lost now; elsewhere, once silent too long.
+      const bool gone = peer.threads > 0 && peer.host == host_ &&
+                        ::kill(static_cast<pid_t>(peer.pid), 0) != 0 && errno == ESRCH;
+      if (gone || seconds_since(peer.heard) > kRankSilenceLimit_s) {
+        fail(kExitRankLost, name + (gone ? " died" : " has sent nothing for " +
+                                                         models::format_time(seconds_since(peer.heard))) +
+                                " (" + rows_of(peer) + ")");
+      }
+    }
+  }
+
+  std::string rows_of(const Peer& peer) const {
+    if (peer.rows.empty()) return "no row in flight";
+    std::string out = "in flight there: ";
+    for (const auto& [row, since] : peer.rows) {
+      out += (out.back() == ' ' ? "" : ", ") + study_.describe(row);
+    }
+    return out;
+  }
+
+  void draw_progress(Clock::time_point start) {
+    const std::size_t done = study_.rows - study_.todo.size() + finished_;
+    std::string unit = "rows";
+    if (finished_ > 0) {
+      const double left_s = seconds_since(start) / static_cast<double>(finished_) *
+                            static_cast<double>(study_.todo.size() - finished_);
+      unit += " on " + std::to_string(ranks_.size()) + " rank" + (ranks_.size() > 1 ? "s" : "") +
+              ", about " + models::format_time(left_s) + " left";
+    }
+    progress_.update(done, study_.rows, unit.c_str());
+  }
+
+  [[noreturn]] void fail(int exit_code, const std::string& why) {
+    progress_.done();
+    const std::size_t done = study_.rows - study_.todo.size() + finished_;
+    std::string message = "clustersim " + study_.command + ": " + why;
+    if (!study_.journal.empty()) {
+      message += "; " + std::to_string(done) + " of " + std::to_string(study_.rows) +
+                 " rows are in " + study_.journal + ": rerun with --resume for the rest";
+    }
+    std::fprintf(stderr, "%s\n", message.c_str());
+    ranks_.abort(exit_code);
+    std::_Exit(exit_code);  // (abort() does not return; the compiler cannot see through virtual)
+  }
+
+  RankChannel& ranks_;
+  const RowStudy& study_;
+  std::deque<std::size_t> pending_;
+  std::vector<Peer> peers_;
+  std::size_t finished_ = 0;
+  ProgressLine progress_;
+  std::string host_;
+};
+
+}  // namespace
+
+models::Result<double> parse_row_timeout(const std::string& text) {
+  if (text.empty()) return 0.0;
+  auto t = models::parse_time_s(text);
+  if (!t) return models::Error{"--row-timeout " + text + ": " + t.message()};
+  if (*t <= 0) return models::Error{"--row-timeout " + text + ": must be more than 0"};
+  return *t;
+}
+
+void run_rows(RankChannel& ranks, const RowStudy& study) {
+  if (ranks.rank() != 0) {
+    run_worker(ranks, study);
+    return;
+  }
+  Coordinator(ranks, study).run();
+}
+
+void release_ranks(RankChannel& ranks) {
+  if (ranks.rank() != 0) return;
+  for (int r = 1; r < ranks.size(); ++r) ranks.send(r, kStop, "");
+}
+
+}  // namespace clustersim::tools

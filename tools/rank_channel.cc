@@ -1,0 +1,164 @@
+// RankChannel for one process, and over MPI where the build has it (CLUSTERSIM_TOOLS_MPI, set by
+// tools/CMakeLists.txt when CLUSTERSIM_WITH_MPI finds MPI). As in validate/mpi/mpi_bootstrap.cc,
+// the MPI functions are looked up in the MPI library itself (dlsym on its handle): clustersim
+// also links SimGrid, whose SMPI exports MPI_Init & co. under the same names.
+#include "tools/rank_channel.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "validate/bootstrap.h"
+
+#ifdef CLUSTERSIM_TOOLS_MPI
+#include <dlfcn.h>
+#include <mpi.h>
+
+#include <type_traits>
+#endif
+
+namespace clustersim::tools {
+namespace {
+
+class SingleProcessChannel final : public RankChannel {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  void send(int, int, std::string_view) override {}
+  std::optional<Message> poll() override { return std::nullopt; }
+  [[noreturn]] void abort(int exit_code) override {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(exit_code);
+  }
+};
+
+// The world size an MPI launcher gave this process; 1 when none did.
+int launcher_world_size() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"}) {
+    if (const char* v = std::getenv(var)) return std::max(1, std::atoi(v));
+  }
+  return 1;
+}
+
+#ifdef CLUSTERSIM_TOOLS_MPI
+#ifndef CLUSTERSIM_MPI_LIBRARY
+#define CLUSTERSIM_MPI_LIBRARY "libmpi.so"
+#endif
+
+struct MpiCalls {
+  decltype(&MPI_Init_thread) init_thread = nullptr;
+  decltype(&MPI_Initialized) initialized = nullptr;
+  decltype(&MPI_Finalize) finalize = nullptr;
+  decltype(&MPI_Finalized) finalized = nullptr;
+  decltype(&MPI_Comm_rank) comm_rank = nullptr;
+  decltype(&MPI_Comm_size) comm_size = nullptr;
+  decltype(&MPI_Send) send = nullptr;
+  decltype(&MPI_Iprobe) iprobe = nullptr;
+  decltype(&MPI_Get_count) get_count = nullptr;
+  decltype(&MPI_Recv) recv = nullptr;
+  decltype(&MPI_Abort) abort = nullptr;
+};
+
+models::Result<MpiCalls> load_mpi_calls() {
+  void* lib = ::dlopen(CLUSTERSIM_MPI_LIBRARY, RTLD_NOW | RTLD_GLOBAL);
+  if (lib == nullptr) {
+    return models::Error{std::string("cannot load the MPI library ") + CLUSTERSIM_MPI_LIBRARY +
+                         ": " + ::dlerror()};
+  }
+  MpiCalls c;
+  std::string missing;
+  auto bind = [&](auto& fn, const char* name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
+    if (fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + name;
+  };
+  bind(c.init_thread, "MPI_Init_thread");
+  bind(c.initialized, "MPI_Initialized");
+  bind(c.finalize, "MPI_Finalize");
+  bind(c.finalized, "MPI_Finalized");
+  bind(c.comm_rank, "MPI_Comm_rank");
+  bind(c.comm_size, "MPI_Comm_size");
+  bind(c.send, "MPI_Send");
+  bind(c.iprobe, "MPI_Iprobe");
+  bind(c.get_count, "MPI_Get_count");
+  bind(c.recv, "MPI_Recv");
+  bind(c.abort, "MPI_Abort");
+  if (!missing.empty()) return models::Error{std::string(CLUSTERSIM_MPI_LIBRARY) + " lacks " + missing};
+  return c;
+}
+
+class MpiChannel final : public RankChannel {
+ public:
+  explicit MpiChannel(const MpiCalls& calls) : mpi_(calls) {
+    mpi_.comm_rank(MPI_COMM_WORLD, &rank_);
+    mpi_.comm_size(MPI_COMM_WORLD, &size_);
+  }
+  ~MpiChannel() override {
+    int finalized = 0;
+    mpi_.finalized(&finalized);
+    if (!finalized) mpi_.finalize();
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void send(int to, int tag, std::string_view bytes) override {
+    mpi_.send(bytes.data(), static_cast<int>(bytes.size()), MPI_CHAR, to, tag, MPI_COMM_WORLD);
+  }
+  std::optional<Message> poll() override {
+    int arrived = 0;
+    MPI_Status status;
+    mpi_.iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &arrived, &status);
+    if (!arrived) return std::nullopt;
+    int n = 0;
+    mpi_.get_count(&status, MPI_CHAR, &n);
+    Message m{status.MPI_SOURCE, status.MPI_TAG, std::string(static_cast<std::size_t>(n), '\0')};
+    mpi_.recv(m.bytes.data(), n, MPI_CHAR, m.from, m.tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return m;
+  }
+  [[noreturn]] void abort(int exit_code) override {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    mpi_.abort(MPI_COMM_WORLD, exit_code);
+    std::_Exit(exit_code);
+  }
+
+ private:
+  MpiCalls mpi_;
+  int rank_ = 0;
+  int size_ = 1;
+};
+#endif
+
+}  // namespace
+
+#ifdef CLUSTERSIM_TOOLS_MPI
+bool rank_channel_has_mpi() { return true; }
+#else
+bool rank_channel_has_mpi() { return false; }
+#endif
+
+models::Result<std::unique_ptr<RankChannel>> open_rank_channel() {
+  if (!validate::launched_by_mpi() || launcher_world_size() == 1) {
+    return std::unique_ptr<RankChannel>(std::make_unique<SingleProcessChannel>());
+  }
+#ifdef CLUSTERSIM_TOOLS_MPI
+  auto calls = load_mpi_calls();
+  if (!calls) return models::Error{calls.message()};
+  int initialized = 0;
+  calls->initialized(&initialized);
+  int provided = 0;
+  // Only the main thread calls MPI; the rows run on other threads.
+  if (!initialized && calls->init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+    return models::Error{"MPI_Init_thread failed"};
+  }
+  return std::unique_ptr<RankChannel>(std::make_unique<MpiChannel>(*calls));
+#else
+  return models::Error{"started as one of " + std::to_string(launcher_world_size()) +
+                       " MPI ranks, but this clustersim was built without MPI "
+                       "(CLUSTERSIM_WITH_MPI found none): every rank would run the whole study; "
+                       "run it as one process, or rebuild with libopenmpi-dev installed"};
+#endif
+}
+
+}  // namespace clustersim::tools
