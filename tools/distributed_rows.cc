@@ -28,8 +28,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Message tags. Worker -> rank 0: kHello once ("<threads> <pid> <host>"), kResult per row
-// ("<row> <result>"); rank 0 -> worker: kAssign ("<row>"), kStop; both ways: kBeat, once a second.
-enum Tag : int { kHello = 1, kAssign = 2, kResult = 3, kStop = 4, kBeat = 5 };
+// ("<row> <result>"); rank 0 -> worker: kAssign ("<row>"), kStop, kQuit ("<exit code>": the run
+// failed, end now); both ways: kBeat, once a second.
+enum Tag : int { kHello = 1, kAssign = 2, kResult = 3, kStop = 4, kBeat = 5, kQuit = 6 };
 
 constexpr auto kBeatEvery = std::chrono::seconds(1);
 constexpr auto kIdleWait = std::chrono::milliseconds(2);
@@ -192,6 +193,7 @@ void run_worker(RankChannel& ranks, const RowStudy& study) {
       heard = Clock::now();
       if (m->tag == kAssign) local.add(std::stoull(m->bytes));
       if (m->tag == kStop) stopping = true;
+      if (m->tag == kQuit) ranks.abort(std::stoi(m->bytes));
     }
     std::string error;
     for (auto& [row, result] : local.take_results(&error)) {
@@ -330,6 +332,7 @@ class Coordinator {
       const bool gone = peer.threads > 0 && peer.host == host_ &&
                         ::kill(static_cast<pid_t>(peer.pid), 0) != 0 && errno == ESRCH;
       if (gone || seconds_since(peer.heard) > kRankSilenceLimit_s) {
+        lost_ = static_cast<int>(r);
         fail(kExitRankLost, name + (gone ? " died" : " has sent nothing for " +
                                                          models::format_time(seconds_since(peer.heard))) +
                                 " (" + rows_of(peer) + ")");
@@ -367,6 +370,10 @@ class Coordinator {
                  " rows are in " + study_.journal + ": rerun with --resume for the rest";
     }
     std::fprintf(stderr, "%s\n", message.c_str());
+    // The others end too (a send to a lost rank could fail the sender: it gets none).
+    for (int r = 1; r < ranks_.size(); ++r) {
+      if (r != lost_) ranks_.send(r, kQuit, std::to_string(exit_code));
+    }
     ranks_.abort(exit_code);
     std::_Exit(exit_code);  // (abort() does not return; the compiler cannot see through virtual)
   }
@@ -378,6 +385,7 @@ class Coordinator {
   std::size_t finished_ = 0;
   ProgressLine progress_;
   std::string host_;
+  int lost_ = -1;  // the rank found dead or silent
 };
 
 }  // namespace

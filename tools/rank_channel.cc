@@ -59,7 +59,6 @@ struct MpiCalls {
   decltype(&MPI_Iprobe) iprobe = nullptr;
   decltype(&MPI_Get_count) get_count = nullptr;
   decltype(&MPI_Recv) recv = nullptr;
-  decltype(&MPI_Abort) abort = nullptr;
 };
 
 models::Result<MpiCalls> load_mpi_calls() {
@@ -84,7 +83,6 @@ models::Result<MpiCalls> load_mpi_calls() {
   bind(c.iprobe, "MPI_Iprobe");
   bind(c.get_count, "MPI_Get_count");
   bind(c.recv, "MPI_Recv");
-  bind(c.abort, "MPI_Abort");
   if (!missing.empty()) return models::Error{std::string(CLUSTERSIM_MPI_LIBRARY) + " lacks " + missing};
   return c;
 }
@@ -119,7 +117,6 @@ class MpiChannel final : public RankChannel {
   [[noreturn]] void abort(int exit_code) override {
     std::fflush(stdout);
     std::fflush(stderr);
-    mpi_.abort(MPI_COMM_WORLD, exit_code);
     std::_Exit(exit_code);
   }
 

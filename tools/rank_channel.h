@@ -29,8 +29,9 @@ class RankChannel {
   // The next message that has arrived for this rank, from any rank; nullopt, without waiting,
   // when none has.
   virtual std::optional<Message> poll() = 0;
-  // Ends every process of the run with `exit_code` (MPI_Abort; one process: _Exit), stderr
-  // flushed first.
+  // Ends this process at once with `exit_code`, stdout and stderr flushed first, without
+  // MPI_Finalize: the launcher (mpirun, srun) then ends the others. (Not MPI_Abort: under
+  // `mpirun --enable-recovery` Open MPI 4 can wait forever in it.)
   [[noreturn]] virtual void abort(int exit_code) = 0;
 };
 
