@@ -143,7 +143,7 @@ enum class NcclHardware { kNvlink, kPcie, kNetwork };
 using NcclLatencyTable = std::array<std::array<double, kNcclProtocols>, kNcclAlgos>;
 
 // Every constant of the model, with NCCL's defaults (NVIDIA/nccl src/graph/tuning.cc and
-// topo.h, 2.2x; REFERENCE.md "NCCL's own cost model") or the measurement it was derived from.
+// topo.h, 2.2x) or the measurement it was derived from.
 // Calibration copies this, changes fields and appends fits; the defaults never change.
 struct CollectiveParams {
   // Base latency per NCCL algorithm x protocol, seconds (tuning.cc baseLatencies).

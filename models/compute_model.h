@@ -31,6 +31,20 @@ struct ComputeParams {
   // 500 W) settles lower: default_compute_params() scales the clock by (tdp / datasheet
   // tdp)^(1 / power_exponent), the law power_clock() uses.
   double sustained_clock = 1.0;
+  // Chips of one SKU do not settle at one clock under one cap: manufacturing variation moves
+  // each chip's power at a given clock, and power management holds each at its own. Sinha et
+  // al., "Not All GPUs Are Created Equal: Characterizing Variability in Large-Scale,
+  // Accelerator-Rich Systems" (SC22, arXiv:2208.11035), timed SGEMM and other kernels on over
+  // 90% of the GPUs of five clusters (V100: Summit, Vortex, Longhorn, Frontera; MI60: Corona):
+  // 8% average performance variation (22% at most) between GPUs of one SKU, outliers (up to
+  // 1.5x the median's time) apart. Read as the spread from the fastest to the slowest
+  // non-outlier GPU, about +-2.7 standard deviations of a normal (a box plot's whiskers), the
+  // standard deviation of a chip's sustained clock is 1.5%. A synchronous job waits for its
+  // slowest GPU at every collective, so n GPUs run at sustained_clock x (1 - clock_spread x
+  // expected_max_standard_normal(n)) (step_model.cc): 2.1% below the mean chip on 8 GPUs, 4.9%
+  // on 1,024, 6.0% on 16,384; nothing on one GPU, and nothing on a kernel mix that stays under
+  // the cap. An assumption for the chips of today (the measurement is of 2018-2020 GPUs).
+  double clock_spread = 0.015;
   // How a step's kernel mix sets its clock: power ~ clock^power_exponent (dynamic power f V^2,
   // the voltage rising with the clock), and a memory-bound kernel draws memory_power_ratio of a
   // tensor-core kernel's power at the same clock. With a share g of the busy time in tensor-core
@@ -69,8 +83,9 @@ struct ComputeParams {
   // matmuls do.)
   double attention_fwd_exp_exposed = 0.792;
   double attention_bwd_exp_exposed = 2.20;
-  // Achievable fraction of the HBM datasheet bandwidth: H200 device copy ~4.3 of 4.8 TB/s
-  // (REFERENCE.md).
+  // Achievable fraction of the HBM datasheet bandwidth: a 1 GiB device-to-device copy on one
+  // H200 ran at 4.23 TB/s of its 4.8 (scenarios/measurements/h200-1gpu.json, hbm_copy; 4.20 in
+  // h200-2gpu.json), 0.88.
   double hbm_efficiency = 0.90;
   // The fraction the fused memory-bound kernels of a layer reach (norms, softmax, dropout with
   // its random numbers, activations, residual adds: row reductions and mixed work, not plain
@@ -102,7 +117,7 @@ struct ComputeParams {
 // (models/accuracy/corpus_fit.h, cross-validated leaving each source out by `clustersim
 // accuracy`). Public microbenchmarks reach higher (ml-engineering MAMF: 267.9 of 312 TFLOP/s,
 // 0.87 in-tile, on their best shape), training runs do not.
-inline constexpr double kAmpereGemmMaxEfficiency = 0.73;
+inline constexpr double kAmpereGemmMaxEfficiency = 0.755;
 // What an A100 GEMM microbenchmark reaches in a tile at full clock: ml-engineering MAMF's 267.9
 // of 312 TFLOP/s on its best shape (CUDA 12.1), ~0.985 of which the shape allows.
 inline constexpr double kAmpereMicrobenchmarkGemmEfficiency = 0.87;
@@ -115,6 +130,11 @@ double microbenchmark_gemm_efficiency(const GpuSpec& gpu);
 // The defaults for this GPU (the architecture picks gemm_max_efficiency and sustained_clock,
 // see above).
 ComputeParams default_compute_params(const GpuSpec& gpu);
+
+// The expected largest of n independent standard normal draws: 0 for n = 1, 1/sqrt(pi) for 2,
+// 1.42 for 8, 3.24 for 1,000, 3.97 for 16,384 (how many standard deviations the slowest of n chips sits from
+// their mean; ComputeParams::clock_spread). REQUIRES: n >= 1.
+double expected_max_standard_normal(int n);
 
 // The clock ratio (1 = full clock) at which a step whose GPU-busy time is `tensor_share` in
 // tensor-core kernels (GEMMs, attention) runs under the power cap (see sustained_clock).

@@ -1,7 +1,7 @@
 // The physical floor of a figure: the least time (or the most bandwidth, FLOP/s, tokens/s) the
 // hardware allows at its raw datasheet rates — no protocol overhead, no latency, perfect
 // overlap, the best algorithm there is. A measured or claimed figure beyond it is impossible
-// (DESIGN.md "Physics first"); one near it is suspicious. Units: bytes, seconds, bytes/s per
+// (docs/modelling.md, "Physical floors"); one near it is suspicious. Units: bytes, seconds, bytes/s per
 // direction, FLOP, FLOP/s. Pure functions.
 #pragma once
 
@@ -45,15 +45,15 @@ struct CollectiveFloor {
 // (at least; Patarasuk & Yuan 2009 for all_reduce): all_reduce 2(n-1)/n S, or (n-1)/n S where a
 // switch reduces; all_gather, reduce_scatter, alltoall (n-1)/n S; broadcast, reduce, sendrecv S.
 // Across N nodes each node's NICs carry: all_reduce 2(N-1)/N S, or S with in-network reduction
-// (each node sends its S to the switches once and gets the result once: REFERENCE.md's "half
-// that with SHARP" for large N); all_gather, reduce_scatter (N-1)/N S; alltoall g (N-1)/N S
+// (each node sends its S to the switches once and gets the result once: half a ring's
+// 2(N-1)/N x S for large N); all_gather, reduce_scatter (N-1)/N S; alltoall g (N-1)/N S
 // (nodes of g ranks; a last node holding k < g: the busiest node's (n - k)/n S and k (n - k)/n
 // S instead); broadcast, reduce, sendrecv S. The GPU's own egress in a multi-node job is its scale-up link
 // plus its share of the node's NICs. One rank or zero bytes: time 0.
 CollectiveFloor collective_floor(const FloorHardware& hw, CollectiveOp op, double size_bytes);
 
 // Forward FLOPs of dense attention (QK^T and AV) over `tokens` at model width `hidden` for one
-// layer: 4 s^2 h, halved when causal (REFERENCE.md: 1M tokens at h = 16384, causal: 3.3e16).
+// layer: 4 s^2 h, halved when causal (1M tokens at h = 16384, causal: 3.3e16).
 double attention_forward_flops_per_layer(double tokens, double hidden, bool causal);
 
 }  // namespace clustersim::models

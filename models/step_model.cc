@@ -110,7 +110,11 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
     tensor_s += st.tensor_s;
     busy_s += st.total_s();
   }
-  r.clock = power_clock(busy_s > 0 ? tensor_s / busy_s : 1, params.compute);
+  // The slowest of the job's chips sets the pace (ComputeParams::clock_spread).
+  ComputeParams paced = params.compute;
+  paced.sustained_clock *=
+      1 - params.compute.clock_spread * expected_max_standard_normal(std::max(1, r.gpus));
+  r.clock = power_clock(busy_s > 0 ? tensor_s / busy_s : 1, paced);
   r.stages = stage_compute(gpu, w, at_clock(params.compute, r.clock));
 
   // 2. Every collective, timed on its group.

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <numbers>
 
 using namespace clustersim::models;
 
@@ -67,6 +68,23 @@ TEST_SUITE("models") {
       CHECK_MESSAGE(k.flops / k.time_s / 1e12 == doctest::Approx(r.tflops).epsilon(0.10),
                     r.m << "x" << r.n << "x" << r.k);
     }
+  }
+
+  TEST_CASE("compute: the slowest of n chips, in standard deviations") {
+    CHECK(expected_max_standard_normal(1) == 0.0);
+    // Order statistics of the standard normal: 1/sqrt(pi) for two draws and 3 / (2 sqrt(pi))
+    // for three in closed form; 1.0294 for four, 1.4236 for eight and 3.2414 for a thousand
+    // from the tables (Harter 1961).
+    const double root_pi = std::sqrt(std::numbers::pi);
+    CHECK(expected_max_standard_normal(2) == doctest::Approx(1 / root_pi).epsilon(1e-5));
+    CHECK(expected_max_standard_normal(3) == doctest::Approx(1.5 / root_pi).epsilon(1e-5));
+    CHECK(expected_max_standard_normal(4) == doctest::Approx(1.0294).epsilon(1e-4));
+    CHECK(expected_max_standard_normal(8) == doctest::Approx(1.4236).epsilon(1e-4));
+    CHECK(expected_max_standard_normal(1000) == doctest::Approx(3.2414).epsilon(1e-4));
+    // Repeated sizes come from the cache, the same value.
+    CHECK(expected_max_standard_normal(8) == expected_max_standard_normal(8));
+    // Grows without bound, slowly (about sqrt(2 ln n)): 16,384 chips sit 3.97 deviations out.
+    CHECK(expected_max_standard_normal(16384) == doctest::Approx(3.97).epsilon(0.005));
   }
 
   TEST_CASE("compute: the power cap slows tensor-core kernels by the step's mix") {

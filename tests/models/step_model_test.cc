@@ -59,6 +59,34 @@ TEST_SUITE("models") {
     CHECK(within(r.model_tflops_per_gpu, 400, 0.25));
   }
 
+  TEST_CASE("step: the slowest chip sets the clock, by the job's size") {
+    // The same 8-GPU job planned as if it ran on more or fewer GPUs keeps its kernel mix, so its
+    // clock moves only by the slowest chip: sustained x (1 - 1.5% x E[max of n normals]).
+    StepParams params = default_step_params(single_node_dp().cluster);
+    const Scenario s = single_node_dp();
+    auto r8 = predict_step(s, params);
+    REQUIRE(r8.ok());
+    params.compute.clock_spread = 0;
+    auto even = predict_step(s, params);
+    REQUIRE(even.ok());
+    REQUIRE(even->clock < 1);  // the step is power-capped, so the spread shows
+    CHECK(r8->clock == doctest::Approx(even->clock * (1 - 0.015 * expected_max_standard_normal(8))));
+    CHECK(r8->clock / even->clock == doctest::Approx(1 - 0.015 * 1.4236).epsilon(1e-4));
+    CHECK(r8->step_time_s > even->step_time_s);
+    // One GPU: no slower chip to wait for.
+    Scenario one = s;
+    one.cluster.node.gpus_per_node = 1;
+    one.workload.parallelism.dp = 1;
+    one.workload.global_batch = one.workload.micro_batch;
+    StepParams p1 = default_step_params(one.cluster);
+    auto r1 = predict_step(one, p1);
+    REQUIRE(r1.ok());
+    p1.compute.clock_spread = 0;
+    auto r1_even = predict_step(one, p1);
+    REQUIRE(r1_even.ok());
+    CHECK(r1->clock == r1_even->clock);
+  }
+
   TEST_CASE("step: the step time is the sum of its parts") {
     for (const char* name : {"default.yaml", "gpt3-175b-1536xa100-megatron.yaml",
                              "llama3-70b-64xh100-ndr-rail.yaml"}) {
