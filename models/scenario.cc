@@ -77,6 +77,10 @@ std::string_view to_string(AttentionKernel k) {
   return "?";
 }
 
+std::string_view to_string(Facility f) {
+  return f == Facility::kOwn ? "own" : "colocation";
+}
+
 std::string_view to_string(NeighbourPlacement p) {
   return p == NeighbourPlacement::kAfter ? "after" : "interleaved";
 }
@@ -141,7 +145,12 @@ constexpr std::string_view kParallelismKeys[] = {"tp",   "pp",        "dp",     
                                                  "sp",   "zero",      "recompute",   "pp_schedule",
                                                  "virtual_stages", "ep", "etp", "first_stage_layers",
                                                  "last_stage_layers", "recompute_modules"};
-constexpr std::string_view kCostKeys[] = {"gpu_hour"};
+constexpr std::string_view kCostKeys[] = {
+    "gpu_hour",          "reserved_1y",  "reserved_3y",         "utilization",
+    "server_price",      "installation", "depreciation",        "electricity",
+    "pue",               "facility",     "facility_kw_month",   "support",
+    "staff",             "staff_salary", "server_power",        "storage_capacity",
+    "storage_price",     "cloud_storage_price", "egress",       "egress_price"};
 constexpr std::string_view kReliabilityKeys[] = {"gpu_mtbf", "checkpoint_interval",
                                                  "restart_time"};
 constexpr std::string_view kInterferenceKeys[] = {"neighbour", "background", "seed"};
@@ -652,6 +661,7 @@ class Loader {
   bool load_parallelism(const YAML::Node& node, const std::string& path);
   bool load_model(const YAML::Node& node);
   bool load_interference(const YAML::Node& node);
+  bool load_cost(const YAML::Node& node);
   bool check_combinations();
 
   Scenario sc_;
@@ -700,6 +710,53 @@ bool Loader::apply_override(YAML::Node root, const ScenarioOverride& o) {
   }
   node[parts.back()] = *value;
   return true;
+}
+
+// `cost:`: the rented price and the keys of owning vs renting (docs/cost.md). Absent keys stay
+// CostConfig::kNotGiven; the model fills the price book's defaults.
+bool Loader::load_cost(const YAML::Node& node) {
+  CostConfig& c = sc_.cost;
+  c.present = true;
+  using K = FieldKind;
+  struct Field {
+    std::string_view key;
+    FieldKind kind;
+    double* out;
+  };
+  const Field fields[] = {
+      {"gpu_hour", K::kUsd, &c.gpu_hour_usd},
+      {"reserved_1y", K::kUsd, &c.reserved_1y_usd},
+      {"reserved_3y", K::kUsd, &c.reserved_3y_usd},
+      {"utilization", K::kFraction, &c.utilization},
+      {"server_price", K::kUsd, &c.server_usd},
+      {"installation", K::kFraction, &c.installation_share},
+      {"depreciation", K::kTime, &c.depreciation_s},
+      {"electricity", K::kUsd, &c.electricity_usd_per_kwh},
+      {"pue", K::kCount, &c.pue},
+      {"facility_kw_month", K::kUsd, &c.facility_usd_per_kw_month},
+      {"support", K::kFraction, &c.support_share},
+      {"staff", K::kCount, &c.staff_fte},
+      {"staff_salary", K::kUsd, &c.staff_usd_per_year},
+      {"server_power", K::kWatts, &c.server_w_per_gpu},
+      {"storage_capacity", K::kBytes, &c.storage_bytes},
+      {"storage_price", K::kUsd, &c.storage_usd_per_tb},
+      {"cloud_storage_price", K::kUsd, &c.cloud_storage_usd_per_tb_month},
+      {"egress", K::kBytes, &c.egress_bytes},
+      {"egress_price", K::kUsd, &c.egress_usd_per_gb},
+  };
+  if (!open_map(node, "cost", kCostKeys)) return false;
+  for (const Field& f : fields) {
+    // Only a utilization of 0 and a depreciation of 0 make no sense; every price may be 0.
+    const bool zero_ok = f.key != "utilization" && f.key != "depreciation" && f.key != "pue";
+    if (!read_quantity(node, "cost", f.key, f.kind, zero_ok, f.out)) return false;
+  }
+  if (c.pue != CostConfig::kNotGiven && c.pue < 1) {
+    return fail(node["pue"], "cost.pue",
+                "facility power over IT power is at least 1, got " + node["pue"].Scalar());
+  }
+  static constexpr std::pair<std::string_view, Facility> kFacilities[] = {
+      {"colocation", Facility::kColocation}, {"own", Facility::kOwn}};
+  return read_enum(node, "cost", "facility", kFacilities, &c.facility);
 }
 
 bool Loader::load_interference(const YAML::Node& node) {
@@ -1229,11 +1286,7 @@ Result<Scenario> Loader::load(std::string_view text) {
       return *error_;
     }
     const YAML::Node cost = root["cost"];
-    if (cost.IsDefined() &&
-        (!open_map(cost, "cost", kCostKeys) ||
-         !read_quantity(cost, "cost", "gpu_hour", FieldKind::kUsd, true, &sc_.cost.gpu_hour_usd))) {
-      return *error_;
-    }
+    if (cost.IsDefined() && !load_cost(cost)) return *error_;
     const YAML::Node rel = root["reliability"];
     ReliabilityConfig& r = sc_.reliability;
     if (rel.IsDefined() &&

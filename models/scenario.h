@@ -243,8 +243,39 @@ struct WorkloadConfig {
   double tokens_per_step() const { return double(global_batch) * seq_len; }
 };
 
+// Section `cost:` (docs/scenario-format.md, docs/cost.md). gpu_hour prices the rented run as
+// before; the other keys price owning the cluster against renting it (models/cost/tco_model.h).
+// Every field but gpu_hour is kNotGiven (-1) when absent: the model then takes the price book's
+// default (models/cost/price_book.h), so that 0 stays a value a user can give.
+enum class Facility { kColocation, kOwn };
+std::string_view to_string(Facility f);
+
 struct CostConfig {
-  double gpu_hour_usd = 0;  // 0 = not given
+  static constexpr double kNotGiven = -1;
+  bool present = false;     // the scenario has a `cost:` section: cost of owning is estimated
+  double gpu_hour_usd = 0;  // gpu_hour: rent, on demand; 0 = not given (no rented prices in
+                            // plan's run cost; the price book's on-demand price for owning vs
+                            // renting)
+  double reserved_1y_usd = kNotGiven;  // reserved_1y: USD per GPU-hour, committed a year
+  double reserved_3y_usd = kNotGiven;  // reserved_3y: committed three years
+  double utilization = kNotGiven;      // utilization: share of hours the owned cluster works
+  double server_usd = kNotGiven;       // server_price: one GPU server with its GPUs, NICs apart
+  double installation_share = kNotGiven;  // installation: fraction of the hardware
+  double depreciation_s = kNotGiven;      // depreciation: time over which capital is written off
+  double electricity_usd_per_kwh = kNotGiven;  // electricity
+  double pue = kNotGiven;                      // pue: facility power over IT power, >= 1
+  Facility facility = Facility::kColocation;   // facility: colocation | own
+  double facility_usd_per_kw_month = kNotGiven;  // facility_kw_month: space, cooling, power
+                                                 // capacity, per kW of IT capacity
+  double support_share = kNotGiven;   // support: fraction of the capital a year
+  double staff_fte = kNotGiven;       // staff: full-time engineers
+  double staff_usd_per_year = kNotGiven;  // staff_salary: one engineer a year, loaded
+  double server_w_per_gpu = kNotGiven;    // server_power: CPUs, memory, fans per GPU, W
+  double storage_bytes = kNotGiven;       // storage_capacity: parallel file system, bytes
+  double storage_usd_per_tb = kNotGiven;  // storage_price: owned, per TB (1e12 B)
+  double cloud_storage_usd_per_tb_month = kNotGiven;  // cloud_storage_price
+  double egress_bytes = kNotGiven;                    // egress: bytes leaving the cloud per run
+  double egress_usd_per_gb = kNotGiven;               // egress_price: per GB (1e9 B)
 };
 
 struct ReliabilityConfig {

@@ -28,6 +28,8 @@
 #include "tools/command_registry.h"
 #include "tools/layout_report.h"
 #include "tools/scenario_input.h"
+#include "tools/tco_report.h"
+#include "tools/weak_scaling.h"
 #include "tools/text_table.h"
 
 namespace clustersim::tools {
@@ -75,6 +77,7 @@ struct Design {
   models::StepResult step;
   std::optional<sim::DesStepResult> des;
   models::RunCost cost;
+  std::optional<Ownership> ownership;  // with a cost: section: owning vs renting, fabric priced
   std::vector<std::pair<int, double>> scaling;  // (GPUs, tokens/s)
   std::vector<WhatIf> what_ifs;  // fabric settings that would change the step (ECMP collisions)
 };
@@ -104,26 +107,51 @@ models::Result<Design> load_design(const std::string& path,
   if (!step) return models::Error{d.scenario.path + ": " + step.message()};
   d.step = std::move(step).value();
   d.cost = models::estimate_run_cost(d.scenario, d.step);
+  if (d.scenario.cost.present) d.ownership = estimate_ownership(d.scenario, d.step, d.cost);
   return d;
 }
 
-// The design grown or shrunk to `factor` x its nodes with the same TP, PP, CP and micro-batches
-// per pipeline (weak scaling: the global batch follows DP). nullopt when it does not divide or
-// the nodes cannot be joined (models::with_nodes: no NIC).
-std::optional<models::Scenario> scaled(const models::Scenario& base, double factor) {
-  const double nodes = base.cluster.nodes * factor;
-  if (nodes < 1 || std::abs(nodes - std::round(nodes)) > 1e-9) return std::nullopt;
-  auto resized = models::with_nodes(base, static_cast<int>(std::lround(nodes)));
-  if (!resized) return std::nullopt;
-  models::Scenario s = std::move(resized).value();
-  const auto& par = s.workload.parallelism;
-  // with_nodes leaves dp as it was where the GPUs do not divide by tp x pp x cp.
-  if (s.cluster.total_gpus() != par.tp * par.pp * par.cp * par.dp) return std::nullopt;
-  const int base_dp = base.workload.parallelism.dp;
-  const long long batch = base.workload.global_batch * static_cast<long long>(par.dp);
-  if (batch % base_dp != 0) return std::nullopt;
-  s.workload.global_batch = static_cast<int>(batch / base_dp);
-  return s;
+// The designs as fabric-ladder entries (tools/tco_report.h): those with a cost: section.
+std::vector<LadderEntry> ladder_entries(const std::vector<Design>& ds) {
+  std::vector<LadderEntry> out;
+  for (const auto& d : ds) {
+    if (d.ownership) {
+      out.push_back({d.scenario.name, d.scenario.cluster.node.nic.id, d.step.gpus,
+                     d.scenario.cluster.node.gpus_per_node, d.step.step_time_s,
+                     &d.ownership->tco});
+    }
+  }
+  return out;
+}
+
+void print_ladder(const std::vector<LadderEntry>& entries, std::size_t width) {
+  const auto rungs = fabric_ladder(entries);
+  if (rungs.empty()) return;
+  std::printf("%s", wrap_text("Fabric ladder: what a million tokens costs on an owned cluster, "
+                              "each fabric's price in its capital; premium: the dearer fabric's "
+                              "extra cost, and its share of the cheaper cluster's capital; "
+                              "faster: its step; last $/M tok: the change it makes",
+                              width, "", "  ")
+                        .c_str());
+  const LadderTable lt = ladder_table(entries, rungs);
+  TextTable t(lt.header, {Align::kRight, Align::kLeft, Align::kRight, Align::kLeft, Align::kRight,
+                          Align::kRight, Align::kRight, Align::kRight, Align::kLeft});
+  for (const auto& row : lt.rows) t.add_row(row);
+  const std::string text = t.render(2);
+  if (widest_line(text) <= width) {
+    std::printf("%s", text.c_str());
+  } else {  // too wide for the terminal: a line per rung
+    for (const auto& row : lt.rows) {
+      std::printf("%s", wrap_text(row[0] + " GPUs: " + row[3] + " vs " + row[1] + ": " + row[4] +
+                                      " vs " + row[2] + " per M tokens (" + row[7] +
+                                      "), premium " + row[5] + ", step " + row[6] +
+                                      " faster; pays: " + row[8],
+                                  width, "  ", "    ")
+                            .c_str());
+    }
+  }
+  std::printf("%s", wrap_text(ladder_verdict(entries, rungs), width, "  ", "  ").c_str());
+  std::printf("\n");
 }
 
 void compute_scaling(Design& d, bool des) {
@@ -529,6 +557,24 @@ std::string table_text(const std::vector<Design>& all, std::size_t begin, std::s
   row("cost per M tokens", [](const Design& d) {
     return d.cost.priced ? models::format_usd(d.cost.usd_per_million_tokens) : std::string("-");
   });
+  if (std::any_of(ds.begin(), ds.end(), [](const Design& d) { return d.ownership.has_value(); })) {
+    auto owned = [&](const char* what, auto figure) {
+      row(what, [figure](const Design& d) {
+        return d.ownership ? figure(d.ownership->tco) : std::string("-");
+      });
+    };
+    owned("fabric price", [](const models::TcoResult& o) { return models::format_usd(o.fabric_usd); });
+    owned("capital", [](const models::TcoResult& o) { return models::format_usd(o.capital_usd); });
+    owned("owned $/GPU-hour", [](const models::TcoResult& o) {
+      return models::format_usd(o.owned_usd_per_gpu_hour);
+    });
+    owned("owned $/M tokens", [](const models::TcoResult& o) {
+      return models::format_usd(o.owned_usd_per_million_tokens);
+    });
+    owned("on demand $/M tokens", [](const models::TcoResult& o) {
+      return models::format_usd(o.on_demand_usd_per_million_tokens);
+    });
+  }
   row("whole run", [](const Design& d) {
     return d.cost.priced && d.cost.has_run ? models::format_usd(d.cost.run_usd) + " in " +
                                                  format_time(d.cost.effective_run_time_s)
@@ -649,6 +695,7 @@ nlohmann::json design_json(const Design& d) {
         {"run_usd",
          d.cost.priced && d.cost.has_run ? nlohmann::json(d.cost.run_usd) : nlohmann::json()}}},
   };
+  if (d.ownership) j["ownership"] = ownership_json(*d.ownership);
   if (d.des) {
     nlohmann::json patterns = nlohmann::json::array();
     for (const auto& p : d.des->patterns) {
@@ -729,6 +776,11 @@ int run_compare(const CompareArgs& a) {
            {"tokens_per_s_ratio", ds[i].step.tokens_per_s / ds[0].step.tokens_per_s},
            {"reasons", reasons(ds[0], ds[i])}});
     }
+    const auto entries = ladder_entries(ds);
+    if (const auto rungs = fabric_ladder(entries); !rungs.empty()) {
+      out["fabric_ladder"] = ladder_json(entries, rungs);
+      out["fabric_ladder_verdict"] = ladder_verdict(entries, rungs);
+    }
     if (!a.plot.empty())
       out["plot"] = plot_error.empty() ? nlohmann::json(a.plot) : nlohmann::json();
     std::printf("%s\n", out.dump(2).c_str());
@@ -758,6 +810,7 @@ int run_compare(const CompareArgs& a) {
       }
       std::printf("\n");
     }
+    print_ladder(ladder_entries(ds), width);
     if (!a.plot.empty() && plot_error.empty()) {
       std::printf("Scaling plot (tokens/s against GPUs) written to %s\n", a.plot.c_str());
     }

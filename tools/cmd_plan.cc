@@ -11,6 +11,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "models/cost_model.h"
@@ -22,6 +23,7 @@
 #include "tools/command_registry.h"
 #include "tools/layout_report.h"
 #include "tools/scenario_input.h"
+#include "tools/tco_report.h"
 #include "tools/text_table.h"
 
 namespace clustersim::tools {
@@ -501,11 +503,15 @@ int run_plan(const PlanArgs& a) {
   }
   const models::CostParams cost_params;
   const models::RunCost cost = models::estimate_run_cost(*scenario, *step, cost_params);
+  // Owning vs renting: only with a cost: section (the default scenario has one).
+  std::optional<Ownership> ownership;
+  if (scenario->cost.present) ownership = estimate_ownership(*scenario, *step, cost);
 
   if (a.json) {
     nlohmann::json j = plan_json(*scenario, *step, cost, params, des ? "des" : "analytic");
     if (des) j["analytic_step_time_s"] = analytic_step_s;
     if (!engine_note.empty()) j["engine_note"] = engine_note;
+    if (ownership) j["ownership"] = ownership_json(*ownership);
     if (interfered && des) j["interference"] = interference_json(interference);
     if (interfered && !des) {
       j["interference"] = {
@@ -535,6 +541,7 @@ int run_plan(const PlanArgs& a) {
   if (!advice.empty()) std::printf("\n");
   print_comms(*step);
   print_cost(*scenario, cost);
+  if (ownership) std::printf("%s", ownership_text(*ownership).c_str());
   print_assumptions(scenario->workload, *step, params, cost_params);
   return kExitOk;
 }

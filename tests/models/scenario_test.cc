@@ -157,7 +157,7 @@ TEST_SUITE("models") {
     CHECK_PREFIX(error_of(with("  nodes: 2", "  nodes: two")),
                       "t.yaml:3:10: cluster.nodes: 'two' is not a count");
     CHECK_PREFIX(error_of(std::string(kBase) + "cost: 3\n"),
-                 "t.yaml:17:7: cost: expected a map with keys gpu_hour, got");
+                 "t.yaml:17:7: cost: expected a map with keys gpu_hour, reserved_1y,");
     // An empty value is cited at its key, not at whatever follows it.
     CHECK_PREFIX(error_of(with("    gpu: h100-sxm", "    gpu:")),
                  "t.yaml:5:5: cluster.node.gpu: expected a catalog id or a map with 'base:', got "
