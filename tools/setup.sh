@@ -9,6 +9,7 @@ packages=(
   libsimgrid-dev libboost-graph-dev libeigen3-dev libcli11-dev doctest-dev
   libyaml-cpp-dev nlohmann-json3-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin gnuplot-nox graphviz
+  chromium    # renders `clustersim report` pages in the CTest report_cli (headless)
 )
 # --fuzz: also Clang and libFuzzer, for the fuzz targets (tests/fuzz/, CLUSTERSIM_FUZZ=ON).
 if [ "${1:-}" = "--fuzz" ]; then
