@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "models/cost_model.h"
 #include "models/parallelism_search.h"
 #include "models/step_model.h"
 #include "models/text_file.h"
@@ -35,6 +36,7 @@
 #include "tools/rank_channel.h"
 #include "tools/row_journal.h"
 #include "tools/scenario_input.h"
+#include "tools/tco_report.h"
 #include "tools/text_table.h"
 
 namespace clustersim::tools {
@@ -58,6 +60,9 @@ struct SweepArgs {
   std::string journal;      // "" : FILE.journal beside --csv FILE, else none
   bool resume = false;      // run only the rows the journal lacks
   std::string row_timeout;  // "" : no limit
+  // The table shows the owned cost per million tokens: the scenario has a cost: section or the
+  // sweep varies a cost key (set once the base scenario is read).
+  bool owned_column = false;
 };
 
 // One --set: its keys (several joined by '+' vary together) and its values, in the order given:
@@ -72,6 +77,8 @@ struct Row {
   std::vector<std::string> values;                           // one per key of every axis, in order
   std::vector<std::pair<std::string, std::string>> derived;  // keys the sweep filled in
   std::optional<models::RankedLayout> result;
+  // Owning vs renting for the row's step, where its scenario has a cost: section.
+  std::optional<Ownership> ownership;
   double analytic_step_s = 0;  // --engine des: the formula's step, for comparison
   std::string error;
 };
@@ -130,10 +137,11 @@ models::Result<models::StepParams> row_step_params(const SweepArgs& a,
   return step_params_with(s, *calibration.overlay);
 }
 
-// Loads and plans one combination (thread-safe for the analytic engine).
-Row evaluate_row(const SweepArgs& a, const std::string& text, const models::Scenario& base,
-                 const SweepCalibration& calibration, const std::vector<Axis>& axes,
-                 const std::vector<std::size_t>& pick) {
+// Loads and plans one combination; `planned` receives the scenario the row planned (its
+// overrides and layout applied) when it has a result.
+Row plan_row(const SweepArgs& a, const std::string& text, const models::Scenario& base,
+             const SweepCalibration& calibration, const std::vector<Axis>& axes,
+             const std::vector<std::size_t>& pick, models::Scenario* planned) {
   Row row;
   std::vector<models::ScenarioOverride> overrides;
   for (std::size_t i = 0; i < axes.size(); ++i) {
@@ -191,6 +199,7 @@ Row evaluate_row(const SweepArgs& a, const std::string& text, const models::Scen
     }
     row.analytic_step_s = sim->analytic.step_time_s;
     row.result = models::rank_step(s, sim->step, kObjective);
+    *planned = std::move(s);
     return row;
   }
   if (!analytic) {
@@ -203,6 +212,22 @@ Row evaluate_row(const SweepArgs& a, const std::string& text, const models::Scen
   }
   row.analytic_step_s = analytic->step.step_time_s;
   row.result = std::move(analytic);
+  *planned = std::move(s);
+  return row;
+}
+
+// Loads and plans one combination (thread-safe for the analytic engine), with the cost of owning
+// against renting where the row's scenario prices it (cost: section; --set cost.* varies it).
+Row evaluate_row(const SweepArgs& a, const std::string& text, const models::Scenario& base,
+                 const SweepCalibration& calibration, const std::vector<Axis>& axes,
+                 const std::vector<std::size_t>& pick) {
+  models::Scenario planned;
+  Row row = plan_row(a, text, base, calibration, axes, pick, &planned);
+  if (row.result && planned.cost.present) {
+    const models::StepResult& step = row.result->step;
+    const models::RunCost run = models::estimate_run_cost(planned, step, models::CostParams{});
+    row.ownership = estimate_ownership(planned, step, run);
+  }
   return row;
 }
 
@@ -228,7 +253,9 @@ const std::vector<std::string>& csv_figure_columns() {
       "tokens_per_s", "mfu",          "memory_per_gpu_bytes", "memory_capacity_bytes",
       "fits",         "usd_per_million_tokens", "gpu_hours_per_million_tokens", "compute_s",
       "exposed_tp_s", "exposed_dp_s", "exposed_pp_s", "exposed_cp_s",
-      "bubble_s",     "optimizer_s",  "derived",      "error"};
+      "bubble_s",     "optimizer_s",  "owned_usd_per_million_tokens",
+      "on_demand_usd_per_million_tokens", "reserved_1y_usd_per_million_tokens",
+      "reserved_3y_usd_per_million_tokens", "breakeven_utilization", "derived", "error"};
   return kColumns;
 }
 
@@ -300,6 +327,18 @@ std::vector<std::string> csv_cells(const Row& r, std::size_t columns) {
           number(b.optimizer_s)}) {
       cells.push_back(c);
     }
+    // Owning vs renting: empty without a cost: section; a break-even never reached is empty.
+    const models::TcoResult* tco = r.ownership ? &r.ownership->tco : nullptr;
+    const auto money = [&](double models::TcoResult::*field) {
+      return tco != nullptr ? number(tco->*field) : std::string();
+    };
+    cells.push_back(money(&models::TcoResult::owned_usd_per_million_tokens));
+    cells.push_back(money(&models::TcoResult::on_demand_usd_per_million_tokens));
+    cells.push_back(money(&models::TcoResult::reserved_1y_usd_per_million_tokens));
+    cells.push_back(money(&models::TcoResult::reserved_3y_usd_per_million_tokens));
+    cells.push_back(tco != nullptr && tco->breakeven_utilization >= 0
+                        ? number(tco->breakeven_utilization)
+                        : std::string());
   } else {
     cells.resize(columns - 2);
   }
@@ -322,6 +361,9 @@ std::vector<std::string> table_cells(const SweepArgs& a, const models::Scenario&
     cells.push_back(r.result->usd_per_million_tokens > 0
                         ? models::format_usd(r.result->usd_per_million_tokens)
                         : format_significant(r.result->gpu_hours_per_million_tokens, 3) + " GPU-h");
+    if (a.owned_column) {
+      cells.push_back(r.ownership ? usd_fine(r.ownership->tco.owned_usd_per_million_tokens) : "-");
+    }
     if (a.engine == "des") {
       cells.push_back(format_significant(s.step_time_s / r.analytic_step_s, 3));
     }
@@ -348,6 +390,7 @@ nlohmann::json row_json(const SweepArgs& a, const std::vector<std::string>& keys
   for (const auto& [k, v] : r.derived) derived[k] = v;
   j["derived"] = derived;
   if (r.result && a.engine == "des") j["analytic_step_time_s"] = r.analytic_step_s;
+  if (r.ownership) j["ownership"] = ownership_json(*r.ownership);
   return j;
 }
 
@@ -368,6 +411,7 @@ std::vector<std::string> table_header(const SweepArgs& a, const std::vector<Axis
        {"GPUs", "step", "tokens/s", "MFU", "memory", "exposed comm", "per M tokens"}) {
     header.push_back(h);
   }
+  if (a.owned_column) header.push_back("owned");
   if (a.engine == "des") header.push_back("sim/analytic");
   header.push_back("layout / why invalid");
   return header;
@@ -461,7 +505,7 @@ std::string sweep_fingerprint(const SweepArgs& a, const std::string& text,
   return study_fingerprint(parts);
 }
 
-int run_sweep(const SweepArgs& a) {
+int run_sweep(SweepArgs a) {
   auto channel = open_rank_channel();
   if (!channel) return fail_bad_input("sweep", channel.message());
   RankChannel& ranks = **channel;
@@ -490,6 +534,10 @@ int run_sweep(const SweepArgs& a) {
   if (!text) return bad(text.message());
   auto base = models::load_scenario_text(*text, a.scenario, {}, /*check_layout=*/!a.search);
   if (!base) return bad(base.message());
+  a.owned_column = base->cost.present;
+  for (const Axis& ax : *axes) {
+    for (const std::string& key : ax.keys) a.owned_column |= key.rfind("cost.", 0) == 0;
+  }
   SweepCalibration calibration;
   calibration.path = a.calibration.empty() ? base->calibration_path : a.calibration;
   calibration.overlay = load_calibration_or_none(calibration.path);

@@ -126,6 +126,35 @@ a, b = (json.load(open(p))["rows"] for p in sys.argv[1:3])
 assert len(a) == 8 and a == b
 ' "$tmp/th1.json" "$tmp/th3.json" || fail "threads changed the rows"
 
+# Owning vs renting per row (issue 13): the CSV's owned and rented $/M tokens and break-even, the
+# table's "owned" column and each JSON row's ownership. Half the utilization spreads the fixed
+# costs (capital, colocation, support, staff) over fewer worked hours: a dearer owned (and
+# reserved) token, the on-demand one unchanged. A scenario without a cost: section leaves the columns empty.
+"$bin" sweep "$s70b" --set cost.utilization=0.4,0.8 --csv "$tmp/own.csv" >"$tmp/own.txt" ||
+  fail "sweep --set cost.utilization exited $?"
+grep -q ' owned ' "$tmp/own.txt" || fail "the table has no owned column"
+"$bin" sweep "$s70b" --set cost.utilization=0.4,0.8 --json >"$tmp/own.json" || fail "--json exited $?"
+h200="$src/scenarios/published/clustersim-h200/clustersim-h200-134m-s2k-b8.yaml"
+"$bin" sweep "$h200" --set workload.seq_len=2048,4096 --csv "$tmp/noown.csv" >"$tmp/noown.txt" ||
+  fail "sweep without cost: exited $?"
+python3 - "$tmp/own.csv" "$tmp/own.json" "$tmp/noown.csv" "$tmp/noown.txt" <<'PY' || fail "sweep ownership"
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["cost.utilization"] for r in rows] == ["0.4", "0.8"], rows
+low, high = (float(r["owned_usd_per_million_tokens"]) for r in rows)
+assert low > 1.5 * high, (low, high)  # mostly fixed costs: nearly 2x at half the use
+# On demand is paid by the hour worked; a reservation every hour, used or not.
+assert rows[0]["on_demand_usd_per_million_tokens"] == rows[1]["on_demand_usd_per_million_tokens"]
+for k in ("reserved_1y_usd_per_million_tokens", "reserved_3y_usd_per_million_tokens"):
+    assert float(rows[0][k]) > float(rows[1][k]) > 0, k
+assert 0 < float(rows[0]["breakeven_utilization"]) < 1
+j = json.load(open(sys.argv[2]))["rows"]
+assert abs(j[0]["ownership"]["usd_per_million_tokens"]["owned"] - low) <= 1e-5 * low, j[0]["ownership"]
+none = list(csv.DictReader(open(sys.argv[3])))
+assert len(none) == 2 and all(r["owned_usd_per_million_tokens"] == "" for r in none), none
+assert " owned " not in open(sys.argv[4]).read()
+PY
+
 # Bad keys and flags exit 2 and name the key.
 expect_bad_set_keys sweep "$s70b"
 expect_bad sweep "cluster.nodez: unknown key 'nodez' in cluster (did you mean 'nodes'?" "$s70b" --set cluster.nodez=4,8
