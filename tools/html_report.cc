@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "validate/report.h"
+
 namespace clustersim::tools::html {
 namespace {
 
@@ -39,21 +41,7 @@ std::string close_svg(const std::string& title) {
 
 }  // namespace
 
-std::string escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+std::string escape(std::string_view text) { return validate::html_escape(text); }
 
 std::string table(const std::vector<std::string>& header,
                   const std::vector<std::vector<std::string>>& rows) {

@@ -19,20 +19,6 @@ constexpr std::string_view kReportSchema = "clustersim.verify-report/1";
 constexpr std::string_view kChecksHeading =
     "thresholds and their public sources: clustersim's docs/acceptance-checks.md";
 
-std::string html_escape(std::string_view s) {
-  std::string o;
-  for (char ch : s) {
-    switch (ch) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += ch;
-    }
-  }
-  return o;
-}
-
 std::string md_cell(std::string_view s) {
   std::string o;
   for (char ch : s) {
@@ -109,6 +95,22 @@ nlohmann::json report_json(const AcceptanceResult& r, const ReportMeta& meta) {
 }
 
 }  // namespace
+
+std::string html_escape(std::string_view s) {
+  std::string o;
+  o.reserve(s.size());
+  for (char ch : s) {
+    switch (ch) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&#39;"; break;
+      default: o += ch;
+    }
+  }
+  return o;
+}
 
 models::Result<ReportFormat> report_format_for(const std::string& path) {
   auto ends = [&](std::string_view e) {

@@ -30,6 +30,10 @@ struct ReportMeta {
 // "PASS" when every check passed or was skipped, "WARN" with a warning, "FAIL" with a failure.
 std::string_view overall_verdict(const AcceptanceResult& r);
 
+// Text for HTML content or an attribute value: & < > " ' escaped (the reports here and
+// `clustersim report`'s page).
+std::string html_escape(std::string_view s);
+
 // The report, unsigned.
 std::string render_report(const AcceptanceResult& r, const ReportMeta& meta, ReportFormat format);
 
