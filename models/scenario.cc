@@ -1342,6 +1342,11 @@ Result<Scenario> Loader::load(std::string_view text) {
 
 }  // namespace
 
+std::vector<std::string> settable_keys_under(std::string_view path) {
+  const std::vector<std::string_view> keys = keys_under(path);
+  return {keys.begin(), keys.end()};
+}
+
 Status check_parallelism(const Scenario& scenario) {
   const ClusterConfig& c = scenario.cluster;
   const NodeConfig& n = c.node;

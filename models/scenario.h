@@ -408,4 +408,9 @@ Result<Scenario> load_scenario_text(std::string_view yaml_text, const std::strin
 // known key ("did you mean").
 Status check_scenario_key(std::string_view key_path);
 
+// The keys the map at dotted `path` takes ("" is the top, "cluster.fabric", ...; a catalog entry
+// such as "cluster.node.gpu" takes `base` and its override fields); empty for a key that takes a
+// value. These are the keys --set accepts (claims: and published: are read from files only).
+std::vector<std::string> settable_keys_under(std::string_view path);
+
 }  // namespace clustersim::models

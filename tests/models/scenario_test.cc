@@ -6,7 +6,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "models/claims.h"
 
@@ -533,6 +535,39 @@ TEST_SUITE("models") {
     CHECK_PREFIX(bad.message(), (tmp / "bad.yaml").string() + ":17:14: calibration: no such "
                                                                    "file");
     fs::remove_all(tmp);
+  }
+
+  // docs/scenario-format.md is the users' reference: every key --set accepts, at every depth,
+  // is documented there in backquotes, alone or with the sections above it (`write_bandwidth`,
+  // `storage.write_bandwidth` or `cluster.storage.write_bandwidth`); a section's name may appear
+  // in its keys' names only (`neighbour.nodes` documents `neighbour`).
+  TEST_CASE("every settable key is in docs/scenario-format.md") {
+    std::ifstream in(std::string(CLUSTERSIM_SOURCE_DIR) + "/docs/scenario-format.md");
+    REQUIRE(in.good());
+    const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::string> pending = {""};
+    int keys = 0;
+    while (!pending.empty()) {
+      const std::string path = pending.back();
+      pending.pop_back();
+      for (const std::string& key : settable_keys_under(path)) {
+        const std::string dotted = path.empty() ? key : path + "." + key;
+        ++keys;
+        bool found = false;
+        // Its suffixes from the key alone up to the whole dotted path.
+        for (std::size_t at = dotted.size(); !found;) {
+          at = at == 0 ? std::string::npos : dotted.rfind('.', at - 1);
+          const std::string suffix = at == std::string::npos ? dotted : dotted.substr(at + 1);
+          found = doc.find("`" + suffix + "`") != std::string::npos ||
+                  doc.find("`" + suffix + ".") != std::string::npos;
+          if (at == std::string::npos) break;
+        }
+        CHECK_MESSAGE(found, dotted << " is not in docs/scenario-format.md");
+        CHECK(check_scenario_key(dotted).ok());
+        pending.push_back(dotted);
+      }
+    }
+    CHECK(keys > 100);  // the sections, their keys and the catalog override fields
   }
 
   TEST_CASE("enum names round-trip") {
