@@ -1,7 +1,6 @@
 // RankChannel for one process, and over MPI where the build has it (CLUSTERSIM_TOOLS_MPI, set by
-// tools/CMakeLists.txt when CLUSTERSIM_WITH_MPI finds MPI). As in validate/mpi/mpi_bootstrap.cc,
-// the MPI functions are looked up in the MPI library itself (dlsym on its handle): clustersim
-// also links SimGrid, whose SMPI exports MPI_Init & co. under the same names.
+// tools/CMakeLists.txt when CLUSTERSIM_WITH_MPI finds MPI). As for validate's MPI bootstrap, the
+// MPI functions come from the MPI library itself (validate/mpi/mpi_library.h says why).
 #include "tools/rank_channel.h"
 
 #include <unistd.h>
@@ -13,10 +12,9 @@
 #include "validate/bootstrap.h"
 
 #ifdef CLUSTERSIM_TOOLS_MPI
-#include <dlfcn.h>
 #include <mpi.h>
 
-#include <type_traits>
+#include "validate/mpi/mpi_library.h"
 #endif
 
 namespace clustersim::tools {
@@ -44,9 +42,6 @@ int launcher_world_size() {
 }
 
 #ifdef CLUSTERSIM_TOOLS_MPI
-#ifndef CLUSTERSIM_MPI_LIBRARY
-#define CLUSTERSIM_MPI_LIBRARY "libmpi.so"
-#endif
 
 struct MpiCalls {
   decltype(&MPI_Init_thread) init_thread = nullptr;
@@ -62,28 +57,20 @@ struct MpiCalls {
 };
 
 models::Result<MpiCalls> load_mpi_calls() {
-  void* lib = ::dlopen(CLUSTERSIM_MPI_LIBRARY, RTLD_NOW | RTLD_GLOBAL);
-  if (lib == nullptr) {
-    return models::Error{std::string("cannot load the MPI library ") + CLUSTERSIM_MPI_LIBRARY +
-                         ": " + ::dlerror()};
-  }
+  auto lib = validate::MpiLibrary::open();
+  if (!lib) return models::Error{lib.message()};
   MpiCalls c;
-  std::string missing;
-  auto bind = [&](auto& fn, const char* name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
-    if (fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + name;
-  };
-  bind(c.init_thread, "MPI_Init_thread");
-  bind(c.initialized, "MPI_Initialized");
-  bind(c.finalize, "MPI_Finalize");
-  bind(c.finalized, "MPI_Finalized");
-  bind(c.comm_rank, "MPI_Comm_rank");
-  bind(c.comm_size, "MPI_Comm_size");
-  bind(c.send, "MPI_Send");
-  bind(c.iprobe, "MPI_Iprobe");
-  bind(c.get_count, "MPI_Get_count");
-  bind(c.recv, "MPI_Recv");
-  if (!missing.empty()) return models::Error{std::string(CLUSTERSIM_MPI_LIBRARY) + " lacks " + missing};
+  lib->bind(c.init_thread, "MPI_Init_thread");
+  lib->bind(c.initialized, "MPI_Initialized");
+  lib->bind(c.finalize, "MPI_Finalize");
+  lib->bind(c.finalized, "MPI_Finalized");
+  lib->bind(c.comm_rank, "MPI_Comm_rank");
+  lib->bind(c.comm_size, "MPI_Comm_size");
+  lib->bind(c.send, "MPI_Send");
+  lib->bind(c.iprobe, "MPI_Iprobe");
+  lib->bind(c.get_count, "MPI_Get_count");
+  lib->bind(c.recv, "MPI_Recv");
+  if (auto st = lib->status(); !st.ok()) return models::Error{st.message()};
   return c;
 }
 

@@ -1,18 +1,10 @@
 // The Bootstrap over MPI (built into clustersim when CLUSTERSIM_WITH_MPI finds MPI; the
 // standalone prober links no_mpi_bootstrap.cc instead, so it needs no libmpi on the node).
-// The MPI functions are looked up in the MPI library itself (dlsym on its handle), not by
-// plain symbol binding: clustersim also links SimGrid, whose SMPI exports MPI_Init & co., and
-// the dynamic linker would bind the plain names to SimGrid's simulated MPI.
-#include <dlfcn.h>
+// The MPI functions come from the MPI library itself (validate/mpi/mpi_library.h says why).
 #include <mpi.h>
 
-#include <type_traits>
-
 #include "validate/bootstrap.h"
-
-#ifndef CLUSTERSIM_MPI_LIBRARY
-#define CLUSTERSIM_MPI_LIBRARY "libmpi.so"
-#endif
+#include "validate/mpi/mpi_library.h"
 
 namespace clustersim::validate {
 namespace {
@@ -33,31 +25,21 @@ struct MpiApi {
 
 // Loads the table from the MPI library this binary was linked with; error names what failed.
 models::Result<MpiApi> load_mpi_api() {
-  void* lib = ::dlopen(CLUSTERSIM_MPI_LIBRARY, RTLD_NOW | RTLD_GLOBAL);
-  if (lib == nullptr) {
-    return models::Error{std::string("cannot load the MPI library ") + CLUSTERSIM_MPI_LIBRARY +
-                         ": " + ::dlerror()};
-  }
+  auto lib = MpiLibrary::open();
+  if (!lib) return models::Error{lib.message()};
   MpiApi api;
-  std::string missing;
-  auto get = [&](auto& fn, const char* name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
-    if (fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + name;
-  };
-  get(api.init, "MPI_Init");
-  get(api.initialized, "MPI_Initialized");
-  get(api.finalize, "MPI_Finalize");
-  get(api.finalized, "MPI_Finalized");
-  get(api.comm_rank, "MPI_Comm_rank");
-  get(api.comm_size, "MPI_Comm_size");
-  get(api.comm_split_type, "MPI_Comm_split_type");
-  get(api.comm_free, "MPI_Comm_free");
-  get(api.bcast, "MPI_Bcast");
-  get(api.gather, "MPI_Gather");
-  get(api.gatherv, "MPI_Gatherv");
-  if (!missing.empty()) {
-    return models::Error{std::string(CLUSTERSIM_MPI_LIBRARY) + " lacks " + missing};
-  }
+  lib->bind(api.init, "MPI_Init");
+  lib->bind(api.initialized, "MPI_Initialized");
+  lib->bind(api.finalize, "MPI_Finalize");
+  lib->bind(api.finalized, "MPI_Finalized");
+  lib->bind(api.comm_rank, "MPI_Comm_rank");
+  lib->bind(api.comm_size, "MPI_Comm_size");
+  lib->bind(api.comm_split_type, "MPI_Comm_split_type");
+  lib->bind(api.comm_free, "MPI_Comm_free");
+  lib->bind(api.bcast, "MPI_Bcast");
+  lib->bind(api.gather, "MPI_Gather");
+  lib->bind(api.gatherv, "MPI_Gatherv");
+  if (auto st = lib->status(); !st.ok()) return models::Error{st.message()};
   return api;
 }
 
