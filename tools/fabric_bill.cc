@@ -18,7 +18,7 @@ CountedFabric count_fabric(const models::Scenario& scenario) {
     out.problem = graph.message();
     return out;
   }
-  const topology::FabricMetrics m = topology::compute_metrics(graph.value());
+  const topology::FabricMetrics m = topology::count_hardware(graph.value());
   b.switches = m.switches;
   b.switch_port_Gbps = graph->design().port_Bps * 8 / 1e9;
   for (std::size_t i = 0; i < m.tiers.size(); ++i) {

@@ -149,7 +149,7 @@ double node_cut_max_flow_Bps(const ClusterGraph& graph, const std::vector<bool>&
   return net.max_flow(source, sink);
 }
 
-FabricMetrics compute_metrics(const ClusterGraph& graph) {
+FabricMetrics count_hardware(const ClusterGraph& graph) {
   FabricMetrics m;
   const FabricDesign& d = graph.design();
   const models::ClusterConfig& c = graph.cluster();
@@ -158,11 +158,7 @@ FabricMetrics compute_metrics(const ClusterGraph& graph) {
   m.nics = m.nodes * graph.nics_per_node();
   m.planes = d.planes;
   m.nic_cost_usd = m.nics * c.node.nic.price_usd;
-  add_latencies(graph, m);
-  add_diameter(graph, m);
   if (d.planes == 0) return m;
-
-  // 1. Counts per tier.
   m.tiers.push_back(tier_metrics(graph, VertexKind::kLeaf, "leaf"));
   if (d.plane.tiers >= 2) m.tiers.push_back(tier_metrics(graph, VertexKind::kSpine, "spine"));
   if (d.plane.tiers >= 3) m.tiers.push_back(tier_metrics(graph, VertexKind::kCore, "core"));
@@ -176,6 +172,17 @@ FabricMetrics compute_metrics(const ClusterGraph& graph) {
   m.transceivers = 2 * m.cables;
   m.switch_cost_usd = m.switches * c.fabric.switch_spec.price_usd;
   m.cable_cost_usd = m.cables * c.node.nic.cable_price_usd;
+  return m;
+}
+
+FabricMetrics compute_metrics(const ClusterGraph& graph) {
+  // 1. Counts per tier; latencies and diameter.
+  FabricMetrics m = count_hardware(graph);
+  add_latencies(graph, m);
+  add_diameter(graph, m);
+  const FabricDesign& d = graph.design();
+  const models::ClusterConfig& c = graph.cluster();
+  if (d.planes == 0) return m;
 
   // 2. Bisection by max-flow, node level, two cuts: contiguous halves and even/odd nodes.
   m.injection_Bps = m.nics * c.node.links_per_nic * d.nic_link_Bps;

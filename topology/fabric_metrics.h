@@ -63,6 +63,12 @@ struct FabricMetrics {
 // same latency). About 0.2 s at 16,384 GPUs.
 FabricMetrics compute_metrics(const ClusterGraph& graph);
 
+// The hardware alone: nodes, GPUs, NICs, planes, the counts per tier, switches, ports, cables,
+// transceivers and their catalog costs, as compute_metrics gives them; no latency, diameter or
+// bisection (zero). For pricing a fabric in a loop (the cost of owning per sweep row), where
+// the searches of compute_metrics cost about 0.2 s at 16,384 GPUs.
+FabricMetrics count_hardware(const ClusterGraph& graph);
+
 // The node-level max-flow of FabricMetrics::bisection_Bps for an explicit cut: nodes whose entry
 // in `in_first_half` is true send, the others receive. REQUIRES: one entry per node.
 double node_cut_max_flow_Bps(const ClusterGraph& graph, const std::vector<bool>& in_first_half);
