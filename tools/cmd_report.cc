@@ -62,19 +62,27 @@ models::Result<Planned> plan_one(const std::string& path,
   p.scenario = std::move(s).value();
   auto params = step_params_for(p.scenario, "");
   if (!params) return models::Error{params.message()};
-  auto step = models::predict_step(p.scenario, *params);
-  if (!step) return models::Error{p.scenario.path + ": " + step.message()};
-  p.step = *step;
+  // The simulator runs the analytic model first and returns its answer beside its own.
+  models::StepResult analytic;
   if (des) {
     auto simulated = sim::simulate_step(p.scenario, *params);
     if (!simulated) return models::Error{p.scenario.path + ": " + simulated.message()};
     p.step = simulated->step;
+    analytic = simulated->analytic;
+  } else {
+    auto step = models::predict_step(p.scenario, *params);
+    if (!step) return models::Error{p.scenario.path + ": " + step.message()};
+    p.step = analytic = *step;
   }
   p.cost = models::estimate_run_cost(p.scenario, p.step);
   if (p.scenario.cost.present) p.ownership = estimate_ownership(p.scenario, p.step, p.cost);
   // The scaling curve: the analytic model at 1/4 to 4 x the nodes (weak scaling).
   for (double f : {0.25, 0.5, 1.0, 2.0, 4.0}) {
-    auto sized = f == 1.0 ? std::optional<models::Scenario>(p.scenario) : scaled(p.scenario, f);
+    if (f == 1.0) {
+      p.scaling.emplace_back(analytic.gpus, analytic.tokens_per_s);
+      continue;
+    }
+    auto sized = scaled(p.scenario, f);
     if (!sized) continue;
     auto r = models::predict_step(*sized, *params);
     if (r) p.scaling.emplace_back(r->gpus, r->tokens_per_s);
