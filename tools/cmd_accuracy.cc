@@ -17,7 +17,9 @@
 #include "models/accuracy/corpus_fit.h"
 #include "models/accuracy/published_run.h"
 #include "models/units.h"
+#include "sim/collective_sim.h"
 #include "sim/step_sim.h"
+#include "topology/cluster_graph.h"
 #include "tools/calibration_option.h"
 #include "tools/command_registry.h"
 #include "tools/layout_report.h"
@@ -39,6 +41,7 @@ struct AccuracyArgs {
   double max_mean_error = 0;  // 0 = no gate
   double max_error = 0;
   double max_loso_error = 0;
+  double max_collective_error = 0;
   bool all_fit = false;
 };
 
@@ -63,6 +66,16 @@ struct CorpusRun {
   double allocator_memory_bytes = 0;  // of which PyTorch's allocator reserves (what sources publish)
   double capacity_bytes = 0;
   bool fits = false;
+};
+
+// A contention measurement: one collective on the scenario's fabric (busbw), or its ratio to the
+// same collective on the fabric as `versus` edits it (busbw_ratio). Its "step" is the
+// collective's time, or the ratio of the two times.
+struct CollectiveRun {
+  models::Scenario scenario;
+  double published_s = 0;
+  EnginePrediction analytic, des;
+  std::string algorithm;  // NCCL's choice, as the analytic model makes it
 };
 
 // Every *.yaml under `dir`, sorted (a stable order for the table and the goldens).
@@ -97,6 +110,10 @@ std::string published_text(const models::PublishedRun& p) {
              std::string(models::to_string(p.flops)) + ")";
     case models::PublishedMetric::kMfu:
       return format_percent(p.value) + " MFU (" + std::string(models::to_string(p.flops)) + ")";
+    case models::PublishedMetric::kBusbw:
+      return models::format_bandwidth(p.value) + " busbw";
+    case models::PublishedMetric::kBusbwRatio:
+      return format_significant(p.value, 3) + "x busbw";
   }
   return "?";
 }
@@ -238,6 +255,87 @@ void check_gates(const AccuracyArgs& a, const char* engine, const models::Accura
   gate(a.max_loso_error, s.leave_one_source_out_mean_abs, "leave-one-source-out mean |error|");
 }
 
+// One engine's time for the run's collective on `scenario`'s fabric, alone on it as nccl-tests
+// runs it; *algorithm gets NCCL's choice (the analytic model's).
+models::Result<double> collective_time_s(const models::Scenario& scenario,
+                                         const models::PublishedCollective& c, bool des,
+                                         std::string* algorithm) {
+  auto params = step_params_for(scenario, "");
+  if (!params) return models::Error{params.message()};
+  const int gpus = c.gpus > 0 ? c.gpus : scenario.cluster.total_gpus();
+  const models::CollectiveRequest request{c.op, c.size_bytes};
+  if (!des) {
+    auto topo = models::collective_topology(scenario.cluster, gpus);
+    if (!topo) return models::Error{topo.message()};
+    auto e = models::estimate_collective(*topo, request, params->collective);
+    if (!e) return models::Error{e.message()};
+    if (algorithm) {
+      *algorithm = std::string(models::to_string(e->algorithm)) + "/" +
+                   std::string(models::to_string(e->protocol));
+    }
+    return e->time_s;
+  }
+  auto graph = topology::ClusterGraph::build(scenario.cluster, &scenario);
+  if (!graph) return models::Error{graph.message()};
+  sim::SimParams sp;
+  sp.collective = params->collective;
+  auto r = sim::simulate_collective(*graph, request, gpus, sp);
+  if (!r) return models::Error{r.message()};
+  return r->time_s;
+}
+
+// Predicts a contention measurement with one engine: the collective's time, or for a ratio its
+// time over the `versus` configuration's (loaded from the same file with those edits).
+EnginePrediction predict_collective_run(CollectiveRun& r, bool des) {
+  const models::PublishedRun& p = *r.scenario.published;
+  auto here = collective_time_s(r.scenario, p.collective, des, des ? nullptr : &r.algorithm);
+  if (!here) return {false, 0, here.message()};
+  if (p.metric != models::PublishedMetric::kBusbwRatio) return {true, *here, ""};
+  auto versus = models::load_scenario_file(r.scenario.path, p.versus);
+  if (!versus) return {false, 0, "versus: " + versus.message()};
+  auto there = collective_time_s(*versus, p.collective, des, nullptr);
+  if (!there) return {false, 0, "versus: " + there.message()};
+  return {true, *here / *there, ""};
+}
+
+std::string collective_text(const models::PublishedRun& p, const models::Scenario& sc) {
+  std::string out = std::string(models::to_string(p.collective.op)) + " " +
+                    models::format_size(p.collective.size_bytes);
+  if (p.metric == models::PublishedMetric::kBusbwRatio) {
+    std::string v;
+    for (const auto& o : p.versus) v += (v.empty() ? "" : ", ") + o.key_path + "=" + o.value;
+    out += " vs " + v;
+  }
+  (void)sc;
+  return out;
+}
+
+std::string collective_prediction_text(const models::PublishedRun& p, const EnginePrediction& e,
+                                       double published) {
+  if (!e.ran) return "-";
+  const std::string value = p.metric == models::PublishedMetric::kBusbwRatio
+                                ? format_significant(1 / e.step_s, 3) + "x"
+                                : models::format_bandwidth(published / e.step_s * p.value);
+  return value + " " + format_signed_percent(e.step_s / published - 1);
+}
+
+models::AccuracyScore score_collectives(const std::vector<CollectiveRun>& runs, bool des) {
+  std::vector<models::ScoredRun> scored;
+  for (const CollectiveRun& r : runs) {
+    const EnginePrediction& e = des ? r.des : r.analytic;
+    scored.push_back({r.scenario.name, r.scenario.published->source, r.published_s,
+                      e.ran ? e.step_s : 0, 0});
+  }
+  return models::score_runs(scored);
+}
+
+void print_training(const AccuracyArgs& a, const std::vector<CorpusRun>& runs,
+                    const std::vector<ConstantReport>& constants,
+                    const models::AccuracyScore& analytic, const models::AccuracyScore& des,
+                    const std::vector<std::string>& not_fitting);
+void print_collectives(const AccuracyArgs& a, const std::vector<CollectiveRun>& runs,
+                       const models::AccuracyScore& analytic, const models::AccuracyScore& des);
+
 int run_accuracy(const AccuracyArgs& a) {
   std::string error;
   const std::vector<std::string> files = corpus_files(a.dir, &error);
@@ -247,6 +345,7 @@ int run_accuracy(const AccuracyArgs& a) {
 
   // 1. Load every run; a file that does not load, or has no published: section, is bad input.
   std::vector<CorpusRun> runs;
+  std::vector<CollectiveRun> collectives;
   for (const std::string& f : files) {
     auto sc = models::load_scenario_file(f);
     if (!sc) return fail_bad_input("accuracy", sc.message());
@@ -254,12 +353,19 @@ int run_accuracy(const AccuracyArgs& a) {
       return fail_bad_input("accuracy", f + ": no published: section (docs/accuracy.md)");
     }
     if (!a.source.empty() && sc->published->source != a.source) continue;
+    if (models::is_collective_metric(sc->published->metric)) {
+      CollectiveRun c;
+      c.published_s = models::published_step_time_s(*sc->published, *sc);
+      c.scenario = std::move(*sc);
+      collectives.push_back(std::move(c));
+      continue;
+    }
     CorpusRun r;
     r.published_step_s = models::published_step_time_s(*sc->published, *sc);
     r.scenario = std::move(*sc);
     runs.push_back(std::move(r));
   }
-  if (runs.empty()) {
+  if (runs.empty() && collectives.empty()) {
     return fail_bad_input("accuracy", a.dir + ": no corpus run" +
                                           (a.source.empty() ? "" : " of source " + a.source));
   }
@@ -286,7 +392,16 @@ int run_accuracy(const AccuracyArgs& a) {
         r.des.failure = sim.message();
       }
     }
-    progress.update(i + 1, runs.size(), "runs");
+    progress.update(i + 1, runs.size() + collectives.size(), "runs");
+  }
+  for (std::size_t i = 0; i < collectives.size(); ++i) {
+    CollectiveRun& c = collectives[i];
+    c.analytic = predict_collective_run(c, false);
+    if (want_des) c.des = predict_collective_run(c, true);
+    if (!c.analytic.ran) {
+      return fail_bad_input("accuracy", c.scenario.path + ": " + c.analytic.failure);
+    }
+    progress.update(runs.size() + i + 1, runs.size() + collectives.size(), "runs");
   }
   progress.done();
 
@@ -298,9 +413,30 @@ int run_accuracy(const AccuracyArgs& a) {
 
   const models::AccuracyScore analytic = score(runs, false);
   const models::AccuracyScore des = score(runs, true);
+  const models::AccuracyScore collective_analytic = score_collectives(collectives, false);
+  const models::AccuracyScore collective_des = score_collectives(collectives, true);
   std::vector<std::string> missed;
-  if (want_analytic) check_gates(a, "analytic", analytic, &missed);
-  if (want_des) check_gates(a, "des", des, &missed);
+  if (!runs.empty()) {
+    if (want_analytic) check_gates(a, "analytic", analytic, &missed);
+    if (want_des) check_gates(a, "des", des, &missed);
+  }
+  // Contention needs the simulator: the gate holds its largest error (the analytic model has
+  // no contention and is printed for comparison only).
+  if (a.max_collective_error > 0 && !collectives.empty()) {
+    if (!want_des) {
+      missed.push_back("collectives: --max-collective-error needs the simulator (--engine des "
+                       "or both)");
+    } else if (collective_des.overall.runs < static_cast<int>(collectives.size())) {
+      missed.push_back("collectives: " +
+                       std::to_string(collectives.size() - collective_des.overall.runs) +
+                       " not simulated");
+    } else if (collective_des.overall.max_abs > a.max_collective_error) {
+      missed.push_back("collectives (des): max |error| " +
+                       format_percent(collective_des.overall.max_abs) + " above " +
+                       format_percent(a.max_collective_error) + " (" +
+                       collective_des.overall.worst + ")");
+    }
+  }
   std::vector<std::string> not_fitting;
   for (const CorpusRun& r : runs) {
     if (!r.fits) not_fitting.push_back(r.scenario.name);
@@ -352,14 +488,61 @@ int run_accuracy(const AccuracyArgs& a) {
                         {"mean_abs_error_at_best", rep.all.mean_abs},
                         {"without_source", without}});
     }
-    nlohmann::json out = {{"dir", a.dir}, {"runs", rows}, {"gates_missed", missed},
+    nlohmann::json crows = nlohmann::json::array();
+    for (const CollectiveRun& c : collectives) {
+      const models::PublishedRun& p = *c.scenario.published;
+      auto engine_json = [&](const EnginePrediction& e) -> nlohmann::json {
+        if (!e.ran) return {{"time_s", nullptr}, {"error", nullptr}, {"failure", e.failure}};
+        return {{"time_s", e.step_s}, {"error", e.step_s / c.published_s - 1}};
+      };
+      nlohmann::json j = {{"name", c.scenario.name},
+                          {"file", c.scenario.path},
+                          {"source", p.source},
+                          {"citation", p.citation},
+                          {"gpus", models::published_collective_gpus(p, c.scenario)},
+                          {"op", models::to_string(p.collective.op)},
+                          {"size_bytes", p.collective.size_bytes},
+                          {"metric", models::to_string(p.metric)},
+                          {"value", p.value},
+                          {"published_time_s", c.published_s},
+                          {"algorithm", c.algorithm}};
+      if (p.metric == models::PublishedMetric::kBusbwRatio) {
+        nlohmann::json v = nlohmann::json::object();
+        for (const auto& o : p.versus) v[o.key_path] = o.value;
+        j["versus"] = v;
+        j["published_time_s"] = nullptr;
+        j["published_time_ratio"] = c.published_s;
+      }
+      if (!p.not_modelled.empty()) j["not_modelled"] = p.not_modelled;
+      if (want_analytic) j["analytic"] = engine_json(c.analytic);
+      if (want_des) j["des"] = engine_json(c.des);
+      crows.push_back(std::move(j));
+    }
+    nlohmann::json out = {{"dir", a.dir},         {"runs", rows},
+                          {"collective_runs", crows}, {"gates_missed", missed},
                           {"fitted_constants", fitted}};
     if (want_analytic) out["analytic"] = score_json(analytic);
     if (want_des) out["des"] = score_json(des);
+    if (!collectives.empty()) {
+      if (want_analytic) out["collective_analytic"] = score_json(collective_analytic);
+      if (want_des) out["collective_des"] = score_json(collective_des);
+    }
     std::printf("%s\n", out.dump(2).c_str());
     return missed.empty() ? kExitOk : kExitCheckFailed;
   }
 
+  if (!runs.empty()) print_training(a, runs, constants, analytic, des, not_fitting);
+  if (!collectives.empty()) print_collectives(a, collectives, collective_analytic, collective_des);
+  for (const auto& m : missed) std::printf("GATE MISSED: %s\n", m.c_str());
+  return missed.empty() ? kExitOk : kExitCheckFailed;
+}
+
+void print_training(const AccuracyArgs& a, const std::vector<CorpusRun>& runs,
+                    const std::vector<ConstantReport>& constants,
+                    const models::AccuracyScore& analytic, const models::AccuracyScore& des,
+                    const std::vector<std::string>& not_fitting) {
+  const bool want_analytic = a.engine != "des";
+  const bool want_des = a.engine != "analytic";
   std::printf("Accuracy on %zu published runs (%s): error = predicted / published step time - 1 "
               "(negative: the model is too fast)\n\n",
               runs.size(), a.dir.c_str());
@@ -409,8 +592,42 @@ int run_accuracy(const AccuracyArgs& a) {
     for (const auto& n : not_fitting) std::printf(" %s", n.c_str());
     std::printf("\n");
   }
-  for (const auto& m : missed) std::printf("GATE MISSED: %s\n", m.c_str());
-  return missed.empty() ? kExitOk : kExitCheckFailed;
+}
+
+void print_collectives(const AccuracyArgs& a, const std::vector<CollectiveRun>& runs,
+                       const models::AccuracyScore& analytic, const models::AccuracyScore& des) {
+  const bool want_analytic = a.engine != "des";
+  const bool want_des = a.engine != "analytic";
+  std::printf("\nContention: %zu published collective measurements, each alone on its fabric as "
+              "nccl-tests runs it; error = predicted / published time - 1 (a ratio: of the two "
+              "times). The analytic model has no contention: only the simulator is gated.\n\n",
+              runs.size());
+  std::vector<std::string> header = {"run", "source", "GPUs", "collective", "published"};
+  if (want_analytic) header.push_back("analytic");
+  if (want_des) header.push_back("des");
+  std::vector<TextTable::Align> align(header.size(), TextTable::Align::kRight);
+  align[0] = align[1] = align[3] = TextTable::Align::kLeft;
+  TextTable t(header, align);
+  for (const CollectiveRun& c : runs) {
+    const models::PublishedRun& p = *c.scenario.published;
+    std::vector<std::string> row = {
+        c.scenario.name, p.source,
+        std::to_string(models::published_collective_gpus(p, c.scenario)),
+        collective_text(p, c.scenario), published_text(p)};
+    if (want_analytic) row.push_back(collective_prediction_text(p, c.analytic, c.published_s));
+    if (want_des) row.push_back(collective_prediction_text(p, c.des, c.published_s));
+    t.add_row(std::move(row));
+  }
+  std::printf("%s\n", t.render(2).c_str());
+  for (const CollectiveRun& c : runs) {
+    if (want_des && !c.des.ran) {
+      std::printf("  %s: not simulated: %s\n", c.scenario.name.c_str(), c.des.failure.c_str());
+    }
+    const std::string& why = c.scenario.published->not_modelled;
+    if (!why.empty()) std::printf("  %s: %s\n", c.scenario.name.c_str(), why.c_str());
+  }
+  if (want_analytic) print_score("collectives, analytic (no contention)", analytic);
+  if (want_des) print_score("collectives, des", des);
 }
 
 const bool kRegistered = register_command(
@@ -432,6 +649,10 @@ const bool kRegistered = register_command(
            ->check(CLI::Range(0.0, 10.0));
        sub.add_option("--max-loso-error", a->max_loso_error,
                       "exit 1 when the leave-one-source-out mean |error| is above this fraction")
+           ->check(CLI::Range(0.0, 10.0));
+       sub.add_option("--max-collective-error", a->max_collective_error,
+                      "exit 1 when the simulator's largest |error| on the contention "
+                      "measurements (busbw, busbw_ratio) is above this fraction")
            ->check(CLI::Range(0.0, 10.0));
        sub.add_flag("--all-fit", a->all_fit, "exit 1 when a run does not fit in GPU memory");
        return [a] { return run_accuracy(*a); };

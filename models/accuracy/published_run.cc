@@ -11,7 +11,9 @@ constexpr std::pair<std::string_view, PublishedMetric> kMetrics[] = {
     {"step_time", PublishedMetric::kStepTime},
     {"tokens_per_s_per_gpu", PublishedMetric::kTokensPerSPerGpu},
     {"tflops_per_gpu", PublishedMetric::kTflopsPerGpu},
-    {"mfu", PublishedMetric::kMfu}};
+    {"mfu", PublishedMetric::kMfu},
+    {"busbw", PublishedMetric::kBusbw},
+    {"busbw_ratio", PublishedMetric::kBusbwRatio}};
 
 constexpr std::pair<std::string_view, FlopsConvention> kConventions[] = {
     {"narayanan", FlopsConvention::kNarayanan},
@@ -44,7 +46,61 @@ bool read_name(YamlReader& in, const YAML::Node& map, std::string_view key,
                  "unknown value '" + s + "' (expected one of: " + names_of(names) + ")");
 }
 
+// published.collective: {op, size, gpus}.
+bool read_collective(YamlReader& in, const YAML::Node& map, PublishedCollective* out) {
+  const std::string path = "published.collective";
+  const YAML::Node node = map["collective"];
+  std::string op;
+  if (!in.open_map(node, path, {"op", "size", "gpus"}) ||
+      !in.text(node, path, "op", &op, true) ||
+      !in.quantity(
+          node, path, "size", [](std::string_view s) { return parse_size_bytes(s); },
+          &out->size_bytes, true) ||
+      !in.integer(node, path, "gpus", &out->gpus)) {
+    return false;
+  }
+  if (!parse_collective_op(op, &out->op)) {
+    return in.fail(node["op"], path + ".op",
+                   "unknown collective '" + op +
+                       "' (all_reduce, all_gather, reduce_scatter, alltoall, broadcast, reduce, "
+                       "sendrecv)");
+  }
+  if (!(out->size_bytes > 0)) return in.fail(node["size"], path + ".size", "must be greater than zero");
+  if (out->gpus < 0) return in.fail(node["gpus"], path + ".gpus", "must be positive (or absent: all)");
+  return true;
+}
+
+// published.versus: a map of dotted scenario keys to YAML values, each a --set edit.
+bool read_versus(YamlReader& in, const YAML::Node& map, std::vector<ScenarioOverride>* out) {
+  const std::string path = "published.versus";
+  const YAML::Node node = map["versus"];
+  if (!node.IsMap() || node.size() == 0) {
+    return in.fail(node, path,
+                   "a map of scenario keys to the values the source compared with "
+                   "({cluster.fabric.routing: ecmp})");
+  }
+  for (const auto& kv : node) {
+    const std::string key = kv.first.as<std::string>();
+    if (auto s = check_scenario_key(key); !s) {
+      return in.fail(kv.first, path + "." + key, s.message());
+    }
+    if (key.rfind("workload", 0) == 0 && key != "workload") {
+      // Allowed but unused by a collective: say so rather than compare nothing.
+      return in.fail(kv.first, path + "." + key,
+                     "a collective ratio compares fabrics; workload keys change nothing");
+    }
+    YAML::Emitter e;
+    e << YAML::Flow << kv.second;
+    out->push_back({key, e.c_str()});
+  }
+  return true;
+}
+
 }  // namespace
+
+bool is_collective_metric(PublishedMetric m) {
+  return m == PublishedMetric::kBusbw || m == PublishedMetric::kBusbwRatio;
+}
 
 std::string_view to_string(PublishedMetric m) {
   for (const auto& [n, e] : kMetrics) {
@@ -68,7 +124,7 @@ Result<PublishedRun> read_published_run(std::string_view yaml_text, const Scenar
   PublishedRun run;
   if (!in.open_map(node, "published",
                    {"source", "citation", "url", "metric", "value", "flops", "memory_per_gpu",
-                    "not_modelled"}) ||
+                    "not_modelled", "collective", "versus"}) ||
       !in.text(node, "published", "source", &run.source, true) ||
       !in.text(node, "published", "citation", &run.citation, true) ||
       !in.text(node, "published", "url", &run.url) ||
@@ -92,9 +148,35 @@ Result<PublishedRun> read_published_run(std::string_view yaml_text, const Scenar
             "only for metric tflops_per_gpu or mfu, not " + std::string(to_string(run.metric)));
     return in.error();
   }
-  const bool ok = run.metric == PublishedMetric::kStepTime
-                      ? in.quantity(node, "published", "value", parse_time_s, &run.value, true)
-                      : in.number(node, "published", "value", &run.value, true);
+  const bool collective = is_collective_metric(run.metric);
+  if (collective && !node["collective"].IsDefined()) {
+    in.fail(node, "published.collective",
+            "missing: the collective measured ({op: all_reduce, size: 8GiB, gpus: 64})");
+    return in.error();
+  }
+  if (!collective && node["collective"].IsDefined()) {
+    in.fail(node["collective"], "published.collective",
+            "only for metric busbw or busbw_ratio, not " + std::string(to_string(run.metric)));
+    return in.error();
+  }
+  if (collective && !read_collective(in, node, &run.collective)) return in.error();
+  const bool ratio = run.metric == PublishedMetric::kBusbwRatio;
+  if (ratio != node["versus"].IsDefined()) {
+    in.fail(ratio ? node : node["versus"], "published.versus",
+            ratio ? "missing: the configuration the ratio is against ({cluster.fabric.routing: "
+                    "ecmp})"
+                  : "only for metric busbw_ratio");
+    return in.error();
+  }
+  if (ratio && !read_versus(in, node, &run.versus)) return in.error();
+  bool ok = false;
+  if (run.metric == PublishedMetric::kStepTime) {
+    ok = in.quantity(node, "published", "value", parse_time_s, &run.value, true);
+  } else if (run.metric == PublishedMetric::kBusbw) {
+    ok = in.quantity(node, "published", "value", parse_bandwidth_Bps, &run.value, true);
+  } else {
+    ok = in.number(node, "published", "value", &run.value, true);
+  }
   if (!ok) return in.error();
   if (!(run.value > 0)) {
     in.fail(node["value"], "published.value", "must be greater than zero");
@@ -131,6 +213,10 @@ double convention_flops_per_step(FlopsConvention convention, const WorkloadConfi
   return 0;
 }
 
+int published_collective_gpus(const PublishedRun& run, const Scenario& scenario) {
+  return run.collective.gpus > 0 ? run.collective.gpus : scenario.cluster.total_gpus();
+}
+
 double published_step_time_s(const PublishedRun& run, const Scenario& scenario) {
   const WorkloadConfig& w = scenario.workload;
   const double gpus = w.parallelism.gpus();
@@ -144,6 +230,12 @@ double published_step_time_s(const PublishedRun& run, const Scenario& scenario) 
     case PublishedMetric::kMfu:
       return convention_flops_per_step(run.flops, w) /
              (run.value * scenario.cluster.node.gpu.peak_flops(w.precision) * gpus);
+    case PublishedMetric::kBusbw:
+      return run.collective.size_bytes *
+             bus_bandwidth_factor(run.collective.op, published_collective_gpus(run, scenario)) /
+             run.value;
+    case PublishedMetric::kBusbwRatio:
+      return 1 / run.value;
   }
   return 0;
 }

@@ -5,7 +5,9 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "models/collective_model.h"
 #include "models/result.h"
 #include "models/scenario.h"
 
@@ -17,8 +19,13 @@ enum class PublishedMetric {
   kTokensPerSPerGpu,  // global batch x sequence per second, over the GPUs
   kTflopsPerGpu,      // FLOPs per step (counted by a FlopsConvention) per second per GPU, 1e12
   kMfu,               // the same over the GPU's dense peak in the workload precision
+  // One collective on the scenario's fabric (PublishedRun::collective), not a training step:
+  kBusbw,       // nccl-tests' bus bandwidth, bytes/s
+  kBusbwRatio,  // its bus bandwidth over the same collective's with `versus` applied
 };
 std::string_view to_string(PublishedMetric m);
+// Whether the metric measures one collective (the fabric alone) rather than a training step.
+bool is_collective_metric(PublishedMetric m);
 
 // How a source counted the FLOPs of a step (B global batch, s sequence, l layers, h hidden, V
 // vocabulary).
@@ -38,6 +45,14 @@ enum class FlopsConvention {
 };
 std::string_view to_string(FlopsConvention f);
 
+// The collective a contention measurement ran, as nccl-tests runs it: one communicator over the
+// first `gpus` GPUs (0: all of them), filling nodes in order, alone on the fabric.
+struct PublishedCollective {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  double size_bytes = 0;  // nccl-tests' size column (the whole buffer; all_gather's output)
+  int gpus = 0;
+};
+
 struct PublishedRun {
   std::string source;    // short id; runs with the same id form one source
   std::string citation;  // title, table or figure, row
@@ -49,6 +64,10 @@ struct PublishedRun {
   // What the run relied on that clustersim does not model (a schedule, a memory technique), as
   // the corpus file states it: shown beside the run's error and memory verdict. "" = nothing.
   std::string not_modelled;
+  // kBusbw and kBusbwRatio only: the collective measured; for kBusbwRatio the configuration the
+  // source compares it with, as --set edits of this scenario (e.g. cluster.fabric.routing=ecmp).
+  PublishedCollective collective;
+  std::vector<ScenarioOverride> versus;
 };
 
 // Reads the `published:` section of a scenario's YAML text (the scenario already loaded from
@@ -61,7 +80,12 @@ Result<PublishedRun> read_published_run(std::string_view yaml_text, const Scenar
 // REQUIRES: convention != kNone.
 double convention_flops_per_step(FlopsConvention convention, const WorkloadConfig& workload);
 
-// The step time the published figure implies on the scenario's GPUs.
+// The step time the published figure implies on the scenario's GPUs. For a collective metric:
+// kBusbw, the collective's time (size x nccl-tests' bus factor / busbw); kBusbwRatio, the ratio
+// of its time to the `versus` configuration's (1 / value).
 double published_step_time_s(const PublishedRun& run, const Scenario& scenario);
+
+// The GPUs a collective metric's communicator spans (collective.gpus, or every GPU).
+int published_collective_gpus(const PublishedRun& run, const Scenario& scenario);
 
 }  // namespace clustersim::models

@@ -13,10 +13,13 @@ source "$(dirname "$0")/cli_test_lib.bash"
 corpus="$src/scenarios/published"
 
 # The gates of this commit, both engines: mean |error| and the H200 steps we measured ourselves.
-"$bin" accuracy "$corpus" --json --max-mean-error 0.07 --max-loso-error 0.12 >"$tmp/acc.json" \
-  2>"$tmp/err.txt"
+# The contention measurements (scenarios/published/contention/) are scored apart, the simulator
+# gated at its current largest error plus a margin (55%: it overstates ECMP collisions,
+# docs/collectives.md; a regression gate, not the 15% target).
+"$bin" accuracy "$corpus" --json --max-mean-error 0.07 --max-loso-error 0.12 \
+  --max-collective-error 0.60 >"$tmp/acc.json" 2>"$tmp/err.txt"
 rc=$?
-[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.07 --max-loso-error 0.12 exited $rc ($(tail -3 "$tmp/err.txt"))"
+[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.07 --max-loso-error 0.12 --max-collective-error 0.60 exited $rc ($(tail -3 "$tmp/err.txt"))"
 python3 - "$tmp/acc.json" <<'PY' || fail "accuracy --json content"
 import json, statistics, sys
 d = json.load(open(sys.argv[1]))
@@ -58,11 +61,38 @@ for engine in ("analytic", "des"):
             err = r["allocator_memory_per_gpu_bytes"] / r["published_memory_per_gpu_bytes"] - 1
             assert abs(err) < 0.25, (r["name"], err)
 assert d["gates_missed"] == []
+# Contention measurements: their own rows and scores, never among the training runs.
+coll = d["collective_runs"]
+assert len(coll) >= 5 and len({c["source"] for c in coll}) >= 2, coll
+assert not ({c["source"] for c in coll} & sources), "a contention source among the training runs"
+for c in coll:
+    assert c["metric"] in ("busbw", "busbw_ratio"), c
+    for engine in ("analytic", "des"):
+        e = c[engine]
+        assert e["time_s"] is not None, (c["name"], engine, e.get("failure"))
+        ref = c["published_time_ratio"] if c["metric"] == "busbw_ratio" else c["published_time_s"]
+        assert abs(e["error"] - (e["time_s"] / ref - 1)) < 1e-12
+    if c["metric"] == "busbw_ratio" and list(c["versus"]) == ["cluster.fabric.routing"]:
+        # No contention in the analytic model: routing alone changes nothing there.
+        assert abs(c["analytic"]["time_s"] - 1) < 1e-12, c
+errs = [abs(c["des"]["error"]) for c in coll]
+assert abs(d["collective_des"]["overall"]["max_abs_error"] - max(errs)) < 1e-12
+assert max(errs) <= 0.60, errs
 # The corpus-fitted constants: the shipped value is the corpus's best, refitted per source.
 for c in d["fitted_constants"]:
     assert abs(c["shipped"] - c["corpus_best"]) < 1e-9, c
     assert len(c["without_source"]) >= 2 and c["runs"] >= 10, c
 PY
+
+# The contention table in the text report, and its gate when missed.
+"$bin" accuracy "$corpus/contention" --engine des --max-collective-error 0.05 >"$tmp/coll.txt" 2>/dev/null
+rc=$?
+[ "$rc" -eq 1 ] || fail "a missed --max-collective-error exited $rc, want 1"
+for want in "Contention: " "tolly-225112-h3c-64xh20-ecmp-16gib" "vs cluster.fabric.routing=adaptive" \
+            "collectives, des:" "GATE MISSED: collectives (des): max |error|"; do
+  grep -qF -- "$want" "$tmp/coll.txt" || fail "accuracy contention text lacks '$want'"
+done
+grep -qF "Accuracy on" "$tmp/coll.txt" && fail "a contention-only folder printed a training table"
 
 # A gate missed: exit 1, and the text names it.
 "$bin" accuracy "$corpus" --source clustersim-h200 --engine analytic --max-error 0.001 \

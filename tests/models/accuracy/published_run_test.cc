@@ -137,6 +137,81 @@ TEST_SUITE("accuracy") {
                    "p.yaml:13:18: workload.normalization: unknown value 'batchnorm'");
   }
 
+  // A contention measurement: one collective on the fabric, or its ratio to another fabric.
+  std::string collective_run(const std::string& metric_lines) {
+    std::string text = kRun;
+    text.erase(text.find("  metric: tflops_per_gpu"));
+    return text + metric_lines;
+  }
+
+  TEST_CASE("a collective's bus bandwidth implies its time; a ratio the ratio of the times") {
+    auto sc = load_scenario_text(collective_run("  metric: busbw\n"
+                                                "  collective: {op: all_reduce, size: 1GiB, gpus: 16}\n"
+                                                "  value: 40GB/s\n"),
+                                 "p.yaml");
+    REQUIRE_MESSAGE(sc.ok(), sc.message());
+    const PublishedRun& p = *sc->published;
+    CHECK(is_collective_metric(p.metric));
+    CHECK(p.collective.op == CollectiveOp::kAllReduce);
+    CHECK(p.collective.size_bytes == doctest::Approx(1073741824.0));
+    CHECK(published_collective_gpus(p, *sc) == 16);
+    // nccl-tests: busbw = algbw x 2 (n-1)/n, so time = 1 GiB x 2 x 15/16 / 40 GB/s = 50.3 ms.
+    CHECK(published_step_time_s(p, *sc) == doctest::Approx(1073741824.0 * 2 * 15 / 16 / 40e9));
+
+    auto ratio = load_scenario_text(
+        collective_run("  metric: busbw_ratio\n"
+                       "  collective: {op: all_gather, size: 8GiB}\n"
+                       "  versus: {cluster.fabric.routing: ecmp, cluster.fabric.qps_per_connection: 1}\n"
+                       "  value: 1.4\n"),
+        "p.yaml");
+    REQUIRE_MESSAGE(ratio.ok(), ratio.message());
+    const PublishedRun& r = *ratio->published;
+    CHECK(published_collective_gpus(r, *ratio) == 32);  // every GPU of the 4 x 8
+    REQUIRE(r.versus.size() == 2);
+    CHECK(r.versus[0].key_path == "cluster.fabric.routing");
+    CHECK(r.versus[0].value == "ecmp");
+    CHECK(r.versus[1].key_path == "cluster.fabric.qps_per_connection");
+    CHECK(r.versus[1].value == "1");
+    CHECK(published_step_time_s(r, *ratio) == doctest::Approx(1 / 1.4));
+    // The training metrics are not collective ones.
+    CHECK_FALSE(is_collective_metric(PublishedMetric::kMfu));
+  }
+
+  TEST_CASE("bad collective measurements name the key, the line and the column") {
+    CHECK_CONTAINS(error_of(collective_run("  metric: busbw\n  value: 40GB/s\n")),
+                   "published.collective: missing");
+    CHECK_CONTAINS(error_of(collective_run("  metric: busbw\n"
+                                           "  collective: {op: all_reduce, size: 1GiB}\n"
+                                           "  value: 40\n")),
+                   "published.value");
+    CHECK_CONTAINS(error_of(collective_run("  metric: busbw\n"
+                                           "  collective: {op: allgatherv, size: 1GiB}\n"
+                                           "  value: 40GB/s\n")),
+                   "p.yaml:24:20: published.collective.op: unknown collective 'allgatherv'");
+    CHECK_CONTAINS(error_of(collective_run("  metric: busbw\n"
+                                           "  collective: {op: all_reduce, size: 1GiB, ranks: 8}\n"
+                                           "  value: 40GB/s\n")),
+                   "published.collective.ranks: unknown key");
+    CHECK_CONTAINS(error_of(collective_run("  metric: busbw_ratio\n"
+                                           "  collective: {op: all_reduce, size: 1GiB}\n"
+                                           "  value: 1.4\n")),
+                   "published.versus: missing");
+    CHECK_CONTAINS(error_of(collective_run("  metric: busbw\n"
+                                           "  collective: {op: all_reduce, size: 1GiB}\n"
+                                           "  versus: {cluster.fabric.routing: ecmp}\n"
+                                           "  value: 40GB/s\n")),
+                   "published.versus: only for metric busbw_ratio");
+    CHECK_CONTAINS(error_of(collective_run("  metric: busbw_ratio\n"
+                                           "  collective: {op: all_reduce, size: 1GiB}\n"
+                                           "  versus: {cluster.fabric.routeing: ecmp}\n"
+                                           "  value: 1.4\n")),
+                   "published.versus.cluster.fabric.routeing");
+    CHECK_CONTAINS(error_of(collective_run("  metric: step_time\n"
+                                           "  collective: {op: all_reduce, size: 1GiB}\n"
+                                           "  value: 3s\n")),
+                   "published.collective: only for metric busbw or busbw_ratio");
+  }
+
   TEST_CASE("published is not a --set key") {
     CHECK_FALSE(check_scenario_key("published.value").ok());
     CHECK(check_scenario_key("workload.framework.tp_comm_overlap").ok());
