@@ -336,22 +336,36 @@ class Model {
     if (t_.gpu_arch == "sm_100") return two ? 96.0e9 : 80.0e9;
     return 0;
   }
-  // NCCL's NVLS chunk for an all_reduce of `bytes` (enqueue.cc: halved while the size is under
-  // 64, 8 and 2 x channels x chunk, down to 16 KiB).
+  // NVLS heads per channel: every GPU of the node on one node, one GPU per NIC across nodes
+  // (every GPU where the NIC count is not known).
+  int nvls_heads() const {
+    if (!multi_node() || t_.nics_per_node <= 0) return g();
+    return std::min(t_.nics_per_node, g());
+  }
+  // NCCL's chunk for an NVLS or NVLS-Tree all_reduce of `bytes` (enqueue.cc calcCollChunking),
+  // shrunk while the size is under a few loops of channels x heads x chunk.
   double nvls_chunk_bytes(double bytes) const {
+    const double loop = double(nvls_channels()) * nvls_heads();
     double chunk = p_.nvls_max_chunk_bytes;
-    const double ops = nvls_channels();
-    if (bytes < 64 * ops * chunk && chunk > 65536) chunk = 65536;
-    if (bytes < 8 * ops * chunk && chunk > 32768) chunk = 32768;
-    if (bytes < 2 * ops * chunk && chunk > 16384) chunk = 16384;
+    if (!multi_node()) {
+      if (bytes < 64 * loop * chunk && chunk > 65536) chunk = 65536;
+      if (bytes < 8 * loop * chunk && chunk > 32768) chunk = 32768;
+      if (bytes < 2 * loop * chunk && chunk > 16384) chunk = 16384;
+      return chunk;
+    }
+    if (nodes() >= 4) chunk = std::min(chunk, 65536.0);  // NVLS-Tree's treeMaxChunkSize
+    if (bytes < 32 * loop * chunk && chunk > 262144) chunk = 262144;
+    if (bytes < 16 * loop * chunk && chunk > 131072) chunk = 131072;
+    if (bytes < 4 * loop * chunk && chunk > 65536) chunk = 65536;
+    if (bytes < 1 * loop * chunk && chunk > 32768) chunk = 32768;
     return chunk;
   }
-  // The all_reduce pipeline's fill: nvls_pipeline_chunks chunks, each at one channel's share of
-  // the rate that paces the call (`seconds` for `bytes`).
+  // The all_reduce pipeline's fill: nvls_pipeline_loops loops (a chunk for every channel and
+  // head) at the rate that paces the call (`seconds` for `bytes`).
   double nvls_fill_seconds(double bytes, double seconds) const {
     if (bytes <= 0 || seconds <= 0) return 0;
-    const double channel_Bps = bytes / seconds / nvls_channels();
-    return p_.nvls_pipeline_chunks * nvls_chunk_bytes(bytes) / channel_Bps;
+    const double loop_bytes = double(nvls_channels()) * nvls_heads() * nvls_chunk_bytes(bytes);
+    return p_.nvls_pipeline_loops * loop_bytes / (bytes / seconds);
   }
   Status nvls_capable(Op op) const {
     if (!t_.switch_reduction || t_.scale_up_technology != LinkTechnology::kNvlink) {

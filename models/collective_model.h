@@ -184,14 +184,22 @@ struct CollectiveParams {
   // with B = 18 x 20.6 = 370.8 GB/s gives eff = 480 / (370.8 * 14/9) = 0.832 (NCCL's own Hopper
   // nvlsEfficiency is 0.85, applied to the same bandwidth).
   double nvls_efficiency = 0.832;
-  // NVLS all_reduce is a pipeline: each chunk is reduced by the switch (multimem.ld_reduce)
-  // before it is multicast back (multimem.st), with NCCL_STEPS = 8 chunks of buffer between
-  // the two halves on each of the NVLS channels; a call costs that many chunks' time beyond its
-  // bytes. NCCL (src/enqueue.cc) shrinks the chunk from 128 KiB to 64, 32, 16 KiB for sizes
-  // under 64, 8, 2 x channels x chunk, so the cost grows with the size in steps. Channels: 16 on
-  // Hopper, 32 on Blackwell (NCCL's nvlsChannels). Against 8 x H100 (together-nccl-tests) the
-  // fill takes the all_reduce's median |error| from 64 KiB to 8 GiB from 9.3% to 4.7%.
-  int nvls_pipeline_chunks = 8;
+  // NVLS all_reduce, on one node and as NVLS-Tree across nodes, is a pipeline that NCCL's tuner
+  // does not count. Each of the NVLS channels (16 on Hopper, 32 on Blackwell: nvls.cc
+  // nvlsChannels) handles one chunk for every head per loop, the heads being the node's GPUs on
+  // one node and one GPU per NIC across nodes (graph/search.cc, connect.cc connectNvls): a loop
+  // is channels x heads x chunk. The reduce and the broadcast stage each hand a whole chunk on
+  // (a Simple step is one chunk outside rings: chunkSteps = sliceSteps = 1), so a call ends
+  // nvls_pipeline_loops loops after its bytes' time at its rate. NCCL's chunk (enqueue.cc
+  // calcCollChunking, concurrentOps = channels x heads): NVLS 128 KiB, 64, 32, 16 KiB under 64,
+  // 8, 2 loops of the larger one; NVLS-Tree 128 KiB (64 KiB from 4 nodes, nvls.cc
+  // treeMaxChunkSize), 64 and 32 KiB under 4 and 1 loops of the larger one. Measured: two nodes
+  // of 8 x H100 over InfiniBand (Nebius, public/h100-2node-ib-all_reduce.txt) run 2.0-2.2 loops
+  // beyond NCCL's latency and their bytes at 246 GB/s from 16 to 256 MiB (70 us, doubling to
+  // 137 us where NCCL doubles the chunk at 64 MiB), 1.6 loops at 4 and 8 MiB (one loop in all).
+  // On one node the same two loops take 8 x H100's all_reduce (together-nccl-tests) from 4.6 to
+  // 3.3% median |error| (the 8 chunks at one channel's share it replaces had been fitted there).
+  double nvls_pipeline_loops = 2;
   // NVLS-Tree (NVLS inside the node, a tree across nodes) runs one channel per head, a head per
   // NIC, each carrying at most NCCL's perChMaxNVLSTreeBws of bus bandwidth: Hopper 57.7 GB/s
   // on two nodes, 45.5 on more; Blackwell 96 and 80 (tuning.cc). Two nodes of 8 x H100 with 8

@@ -149,6 +149,23 @@ TEST_SUITE("models") {
           500e9);
   }
 
+  // NVLS-Tree's fill on two nodes of 8 x H100: 16 channels x 8 heads (one per NIC) a loop, 2
+  // loops at the call's rate, 8 x 57.7 GB/s busbw = 246.2 GB/s algbw. NCCL's chunk is 64 KiB from
+  // 8 MiB (1 x 128 x 64 KiB) and 128 KiB from 64 MiB (4 x 128 x 128 KiB): 2 x 8 MiB / 246.2 GB/s
+  // = 68.1 us at 32 MiB, twice that at 64 MiB; 2 x 4 MiB (32 KiB chunks) at 4 MiB.
+  TEST_CASE("collective: NVLS-Tree's fill doubles with NCCL's chunk at 64 MiB on 2 H100 nodes") {
+    const auto t = topology_of(hgx_h100(2), 16);
+    const auto nvls = CollectiveAlgorithm::kNvls;
+    const auto at = [&](double bytes) {
+      return estimate(t, CollectiveOp::kAllReduce, bytes, nvls);
+    };
+    const double algbw = 8 * 57.7e9 * 16 / 30;
+    CHECK(at(32 * kMiB).fill_s == doctest::Approx(2 * 8 * kMiB / algbw).epsilon(0.001));
+    CHECK(at(32 * kMiB).fill_s == doctest::Approx(68.1 * kUs).epsilon(0.002));
+    CHECK(at(64 * kMiB).fill_s == doctest::Approx(2 * 16 * kMiB / algbw).epsilon(0.001));
+    CHECK(at(4 * kMiB).fill_s == doctest::Approx(2 * 4 * kMiB / algbw).epsilon(0.001));
+  }
+
   TEST_CASE("collective: multi-node ring all_reduce is bound by the node's 8 NDR NICs") {
     for (int nodes : {2, 4, 16}) {
       CAPTURE(nodes);
@@ -292,18 +309,18 @@ TEST_SUITE("models") {
     p.nvls_efficiency = 0.8;
     const auto one = hand_topology(1, 4);
     // all_reduce: S (1 + 1/g) each way per GPU over B x eff; NVLS latency 25 us, plus the
-    // pipeline's 8 chunks of 128 KiB (1 GiB is over 64 x 16 channels x 128 KiB) at one of 16
-    // channels' share of the call's rate, 80 / 1.25 / 16 = 4 GB/s.
+    // pipeline's 2 loops, a loop being a chunk for each of 16 channels x 4 heads (the node's
+    // GPUs): 128 KiB chunks (1 GiB is over 64 x 64 x 128 KiB), at the call's rate 80 / 1.25.
     auto ar = estimate(one, CollectiveOp::kAllReduce, kS, CollectiveAlgorithm::kNvls,
                        CollectiveProtocol::kAuto, p);
     CHECK(ar.protocol == CollectiveProtocol::kSimple);
     CHECK(ar.bandwidth_s == doctest::Approx(1.25 * kS / 80e9));
-    CHECK(ar.fill_s == doctest::Approx(8 * 128 * kKiB / 4e9));
+    CHECK(ar.fill_s == doctest::Approx(2 * 64 * 128 * kKiB / 64e9));
     CHECK(ar.latency_s == doctest::Approx(25 * kUs + ar.fill_s));
-    // 16 MiB: under 64 x 16 x 128 KiB, over 8 x 16 x 64 KiB: 64 KiB chunks.
+    // 16 MiB: under 8 x 64 x 64 KiB, over 2 x 64 x 32 KiB: 32 KiB chunks.
     auto mid = estimate(one, CollectiveOp::kAllReduce, 16 * kMiB, CollectiveAlgorithm::kNvls,
                         CollectiveProtocol::kAuto, p);
-    CHECK(mid.fill_s == doctest::Approx(8 * 64 * kKiB / 4e9));
+    CHECK(mid.fill_s == doctest::Approx(2 * 64 * 32 * kKiB / 64e9));
     // all_gather / reduce_scatter: S per GPU.
     for (auto op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
       auto e = estimate(one, op, kS, CollectiveAlgorithm::kNvls, CollectiveProtocol::kAuto, p);
@@ -314,8 +331,10 @@ TEST_SUITE("models") {
                          CollectiveAlgorithm::kNvls, CollectiveProtocol::kAuto, p);
     CHECK(tree.bottleneck == CollectiveBottleneck::kNetwork);
     CHECK(tree.bandwidth_s == doctest::Approx(2 * kS / 80e9));
-    // The fill at the network's pace: S / (2S / 80) / 16 channels = 2.5 GB/s a channel.
-    CHECK(tree.latency_s == doctest::Approx((25 + 4 * 20.9) * kUs + 8 * 128 * kKiB / 2.5e9));
+    // The fill: 2 loops of 16 channels x 4 heads (no NIC count: every GPU) x 64 KiB (NVLS-Tree's
+    // chunk from 4 nodes) at the network's pace, S / (2S / 80) = 40 GB/s.
+    CHECK(tree.fill_s == doctest::Approx(2 * 64 * 64 * kKiB / 40e9));
+    CHECK(tree.latency_s == doctest::Approx((25 + 4 * 20.9) * kUs + tree.fill_s));
     // Two nodes: the tree is one exchange, S per node.
     auto two = estimate(hand_topology(2, 4), CollectiveOp::kAllReduce, kS,
                         CollectiveAlgorithm::kNvls, CollectiveProtocol::kAuto, p);

@@ -124,8 +124,8 @@ PY
 # far below their hardware (their README): the model must say so, i.e. predict every row at least 40% faster.
 pub="$src/scenarios/measurements/public"
 for entry in a100-2node-roce-all_reduce:0.08 a100-8gpu-all_reduce:0.05 \
-  b200-2node-roce-all_reduce:0.06 h100-2node-ib-all_reduce:0.18 h100-2node-roce-all_reduce:0.03 \
-  h100-8gpu-nvls-all_gather:0.06 h100-8gpu-nvls-all_reduce:0.07 \
+  b200-2node-roce-all_reduce:0.04 h100-2node-ib-all_reduce:0.03 h100-2node-roce-all_reduce:0.03 \
+  h100-8gpu-nvls-all_gather:0.06 h100-8gpu-nvls-all_reduce:0.045 \
   h100-8gpu-nvls-reduce_scatter:0.04 h100-8gpu-ring-all_reduce:0.045 \
   b200-2node-ib-all_reduce:-0.5 b200-2node-ib-alltoall:-0.4 \
   b200-2node-ib-sharp-off-all_reduce:-0.5 b200-2node-ib-sharp-on-all_reduce:-0.4; do
