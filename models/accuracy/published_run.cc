@@ -160,6 +160,17 @@ Result<PublishedRun> read_published_run(std::string_view yaml_text, const Scenar
     return in.error();
   }
   if (collective && !read_collective(in, node, &run.collective)) return in.error();
+  if (collective && published_collective_gpus(run, scenario) < 2) {
+    in.fail(node["collective"], "published.collective",
+            "a collective needs at least 2 GPUs (gpus, or the cluster's)");
+    return in.error();
+  }
+  if (collective && run.collective.gpus > scenario.cluster.total_gpus()) {
+    in.fail(node["collective"]["gpus"], "published.collective.gpus",
+            std::to_string(run.collective.gpus) + " GPUs, but the cluster has " +
+                std::to_string(scenario.cluster.total_gpus()));
+    return in.error();
+  }
   const bool ratio = run.metric == PublishedMetric::kBusbwRatio;
   if (ratio != node["versus"].IsDefined()) {
     in.fail(ratio ? node : node["versus"], "published.versus",

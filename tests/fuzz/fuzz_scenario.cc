@@ -2,10 +2,12 @@
 // (as `clustersim sweep --set`), the rest is the YAML document. A scenario that loads is then
 // predicted by the analytic model (memory, compute, collectives, step) when it is small enough
 // to answer in well under a second.
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "fuzz_common.h"
+#include "models/accuracy/published_run.h"
 #include "models/step_model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -25,6 +27,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const models::Scenario& sc = s.value();
+  // A published figure that loads implies a positive, finite time (or ratio).
+  if (sc.published) {
+    const double t = models::published_step_time_s(*sc.published, sc);
+    if (!(t > 0) || t == HUGE_VAL) __builtin_trap();
+  }
   if (sc.cluster.total_gpus() <= 65536 && sc.workload.model.layers <= 1024) {
     (void)models::predict_step(sc, models::default_step_params(sc.cluster));
   }

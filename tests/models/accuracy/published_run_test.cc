@@ -197,6 +197,14 @@ TEST_SUITE("accuracy") {
                                            "  value: 1.4\n")),
                    "published.versus: missing");
     CHECK_CONTAINS(error_of(collective_run("  metric: busbw\n"
+                                           "  collective: {op: all_reduce, size: 1GiB, gpus: 64}\n"
+                                           "  value: 40GB/s\n")),
+                   "published.collective.gpus: 64 GPUs, but the cluster has 32");
+    CHECK_CONTAINS(error_of(collective_run("  metric: busbw\n"
+                                           "  collective: {op: all_reduce, size: 1GiB, gpus: 1}\n"
+                                           "  value: 40GB/s\n")),
+                   "published.collective: a collective needs at least 2 GPUs");
+    CHECK_CONTAINS(error_of(collective_run("  metric: busbw\n"
                                            "  collective: {op: all_reduce, size: 1GiB}\n"
                                            "  versus: {cluster.fabric.routing: ecmp}\n"
                                            "  value: 40GB/s\n")),
