@@ -365,6 +365,11 @@ void contention_lines(const Design& d, const std::string& prefix, std::vector<st
                    std::to_string(d.scenario.cluster.fabric.qps_per_connection) +
                    " queue pair(s) each) onto one path; on the same fabric:");
     for (auto& line : what_if_lines(d)) out->push_back("  " + line);
+    out->push_back(prefix +
+                   "how sure: one ECMP hash of the flows; other hashes of the same fabric "
+                   "collide more or less, and published measurements of ECMP against "
+                   "collision-free paths show smaller losses than this simulator gives, about "
+                   "half (docs/collectives.md, contention)");
   }
 }
 

@@ -79,6 +79,8 @@ grep -qF "behind the collisions: ECMP hashes each of NCCL's connections" "$tmp/e
   fail "compare does not name the QP and routing settings: $(cat "$tmp/ecmp.txt")"
 grep -qE "^      adaptive routing \(routing: adaptive\): step .* \(-[0-9.]+%\)" "$tmp/ecmp.txt" ||
   fail "compare does not say what adaptive routing would give"
+tr -s ' \n' ' ' <"$tmp/ecmp.txt" | grep -qF "how sure: one ECMP hash of the flows" ||
+  fail "compare does not say how sure its ECMP collisions are"
 # The colliding fabric first (the baseline): its collisions and settings are named all the same.
 "$bin" compare "$roce_ecmp" "$ib" >"$tmp/ecmp-first.txt" 2>/dev/null || fail "compare RoCE first"
 grep -qE "^  - in [a-z0-9-]+: dp [a-z_]+ .* ran [0-9.]+x its uncontended time: ECMP collisions" \
