@@ -191,6 +191,16 @@ class Model {
     return nch;
   }
 
+  // The p2p pipeline's fill inside a node (CollectiveParams::p2p_chunk_bytes): a send ends one
+  // step (NCCL's p2p chunk, or the channel's whole part when smaller) after its bytes' time, at
+  // one channel's share of `peer_Bps`, the peer's rate.
+  double p2p_fill_seconds(double per_peer_bytes, double peer_Bps) const {
+    if (per_peer_bytes <= 0 || peer_Bps <= 0) return 0;
+    const int nch = p2p_channels(per_peer_bytes);
+    const double step = std::min(p_.p2p_chunk_bytes, per_peer_bytes / nch);
+    return step / (peer_Bps / nch);
+  }
+
   // The LL bus-bandwidth cap of a communicator on one node, or across this many nodes.
   double ll_max_Bps() const { return ll_max_Bps(multi_node()); }
   double ll_max_Bps(bool across_nodes) const {
@@ -522,7 +532,12 @@ class Model {
         multi_node() ? inter_latency(NcclAlgo::kRing, p) : hw(intra_hw(), NcclAlgo::kRing, p);
     const Leg leg = slower(intra, net);
     Terms out;
-    out.latency_s = base(NcclAlgo::kRing, p) + hop +
+    if (p == Proto::kSimple && !multi_node()) {
+      const double per_peer = op == Op::kSendRecv ? bytes : bytes / n();
+      const int peers = op == Op::kSendRecv ? 1 : g() - 1;
+      out.fill_s = p2p_fill_seconds(per_peer, intra_Bps(per_peer, peers) / peers);
+    }
+    out.latency_s = base(NcclAlgo::kRing, p) + hop + out.fill_s +
                     (op == Op::kAllToAll ? (n() - 1) * p_.p2p_per_peer_latency_s : 0);
     out.bandwidth_s = leg.seconds;
     out.bottleneck = leg.neck;

@@ -253,6 +253,17 @@ struct CollectiveParams {
   // nodes chunk/2 and 1 chunk). Defaults: 32 channels and 32 per peer on NVSwitch systems, a
   // 512 KiB chunk (NCCL_DEBUG=INFO of our 2 x H200: "32 p2p channels, 32 p2p channels per peer",
   // "P2P Chunksize set to 524288"; scenarios/measurements/nccl-debug-info-2xh200.log).
+  // Inside a node a send is a two-stage pipeline per channel that NCCL's tuner does not count:
+  // the sender's warps write a step (one chunk, or the channel's whole part when smaller) into
+  // the receiver's FIFO and post it, and only then do the receiver's warps copy it out
+  // (sendrecv.h runSend/runRecv, ProtoSimple<1,1>: one slice a step; without registered buffers
+  // nccl-tests' sends go through the FIFO even in one process, where "P2P/direct pointer" only
+  // maps the FIFO: prims_simple.h takes DirectWrite only with ipcReg). A send thus ends one step
+  // after its bytes' time, here at one channel's share of the peer's rate (fill_s; 25.5 us for
+  // a 512 KiB step at 20.6 GB/s). Our 2 x H200 (nccl-tests-2gpu.txt) runs sendrecv 17-60 us
+  // over NCCL's latency and its bytes' time at 16 channels from 16 to 256 MiB; the median
+  // |error| from 64 KiB to 8 GiB goes 9.5 -> 4.2% (alltoall 12.6 -> 9.2%). Across nodes NCCL's
+  // network chunks differ (enqueue.cc halves or quarters them) and no table measures it: none.
   int p2p_channels = 32;
   int p2p_channels_per_peer = 32;
   double p2p_chunk_bytes = 512.0 * 1024;

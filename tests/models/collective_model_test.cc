@@ -399,12 +399,16 @@ TEST_SUITE("models") {
                         CollectiveAlgorithm::kAuto, CollectiveProtocol::kSimple, p);
     CHECK(one.algorithm == CollectiveAlgorithm::kP2p);
     CHECK(one.bandwidth_s == doctest::Approx(kS / 100e9));
-    CHECK(one.latency_s == doctest::Approx((8.4 + 3.4) * kUs));
+    // Plus the pipeline's fill: one 512 KiB step at one channel's share of the peer's 100 GB/s;
+    // 4 ranks start at 8 channels a peer, doubled to 32 while a part exceeds 16 MiB.
+    CHECK(one.fill_s == doctest::Approx(512 * kKiB / (100e9 / 32)));
+    CHECK(one.latency_s == doctest::Approx((8.4 + 3.4) * kUs + one.fill_s));
     CHECK(one.busbw_Bps == doctest::Approx(one.algbw_Bps));
     // Across nodes the boundary pair has one NIC (40 GB/s).
     auto two = estimate(hand_topology(2, 4), CollectiveOp::kSendRecv, kS, CollectiveAlgorithm::kP2p,
                         CollectiveProtocol::kSimple, p);
     CHECK(two.bandwidth_s == doctest::Approx(kS / 40e9));
+    CHECK(two.fill_s == 0);  // across nodes NCCL's network chunks differ: no fill modelled
     CHECK(two.latency_s == doctest::Approx((8.4 + 14) * kUs));
     // alltoall on 2 x 4: NVLink (g-1)/n S / 100, network g(n-g)/n S / 80 per node.
     auto a2a = estimate(hand_topology(2, 4), CollectiveOp::kAllToAll, kS, CollectiveAlgorithm::kP2p,
@@ -446,6 +450,36 @@ TEST_SUITE("models") {
     auto a2a8 = estimate(t8, CollectiveOp::kAllToAll, 32 * kMiB, CollectiveAlgorithm::kP2p,
                          CollectiveProtocol::kSimple, p);
     CHECK(a2a8.bandwidth_s == doctest::Approx(7.0 / 8 * 32 * kMiB / (450e9 * 20.6 / 25)));
+  }
+
+  // The receiver copies a step out of its FIFO only once the sender has written and posted all
+  // of it (sendrecv.h: one slice a step), so a send ends one step after its bytes' time. 2 x
+  // sm_90, 512 KiB p2p chunk, 20.6 GB/s a channel: 64 MiB runs 16 channels of 4 MiB parts, one
+  // 512 KiB step at 20.6 GB/s = 25.45 us; at 4 MiB a channel's whole part (256 KiB) is its step,
+  // 12.7 us; at 512 MiB 32 channels share the links' 370.8 GB/s, 11.59 GB/s each: 45.2 us.
+  TEST_CASE("collective: a p2p send inside a node ends one step after its bytes") {
+    auto t = hand_topology(1, 2);
+    t.scale_up_Bps = 450e9;
+    const auto p2p = [&](CollectiveOp op, double bytes, CollectiveProtocol proto) {
+      return estimate(t, op, bytes, CollectiveAlgorithm::kP2p, proto);
+    };
+    const auto simple = CollectiveProtocol::kSimple;
+    CHECK(p2p(CollectiveOp::kSendRecv, 64 * kMiB, simple).fill_s ==
+          doctest::Approx(512 * kKiB / 20.6e9));
+    CHECK(p2p(CollectiveOp::kSendRecv, 64 * kMiB, simple).fill_s ==
+          doctest::Approx(25.45 * kUs).epsilon(0.001));
+    CHECK(p2p(CollectiveOp::kSendRecv, 4 * kMiB, simple).fill_s ==
+          doctest::Approx(256 * kKiB / 20.6e9));
+    CHECK(p2p(CollectiveOp::kSendRecv, 512 * kMiB, simple).fill_s ==
+          doctest::Approx(512 * kKiB / (450e9 * 20.6 / 25 / 32)));
+    CHECK(p2p(CollectiveOp::kSendRecv, 512 * kMiB, simple).fill_s ==
+          doctest::Approx(45.25 * kUs).epsilon(0.001));
+    // alltoall of 512 MiB on 2 ranks: 256 MiB to the one peer, 16 channels, as sendrecv's 64 MiB.
+    const auto a2a = p2p(CollectiveOp::kAllToAll, 512 * kMiB, simple);
+    CHECK(a2a.fill_s == doctest::Approx(512 * kKiB / 20.6e9));
+    CHECK(a2a.latency_s == doctest::Approx((8.4 + 3.4 + 0.4) * kUs + a2a.fill_s));
+    // LL writes its flags with the data: no step to wait for.
+    CHECK(p2p(CollectiveOp::kSendRecv, 64 * kKiB, CollectiveProtocol::kLL).fill_s == 0);
   }
 
   TEST_CASE("collective: auto picks the cheapest candidate") {
