@@ -219,7 +219,8 @@ nlohmann::json score_json(const models::AccuracyScore& s) {
           {"leave_one_source_out_mean_abs_error", s.leave_one_source_out_mean_abs}};
 }
 
-void print_score(const char* engine, const models::AccuracyScore& s) {
+// `loso`: print the leave-one-source-out line (training runs: corpus-fitted constants apply).
+void print_score(const char* engine, const models::AccuracyScore& s, bool loso = true) {
   std::printf("%s: %d runs, mean |error| %s, median %s, max %s (%s), mean error %s\n", engine,
               s.overall.runs, format_percent(s.overall.mean_abs).c_str(),
               format_percent(s.overall.median_abs).c_str(),
@@ -236,9 +237,12 @@ void print_score(const char* engine, const models::AccuracyScore& s) {
                format_percent(src.left_out_mean_abs)});
   }
   std::printf("%s", t.render(2).c_str());
-  std::printf("  leave one source out: mean |error| %s (each source predicted with the corpus's "
-              "constants refitted without it)\n\n",
-              format_percent(s.leave_one_source_out_mean_abs).c_str());
+  if (loso) {
+    std::printf("  leave one source out: mean |error| %s (each source predicted with the corpus's "
+                "constants refitted without it)\n",
+                format_percent(s.leave_one_source_out_mean_abs).c_str());
+  }
+  std::printf("\n");
 }
 
 // The gates on one engine's score; appends what was missed.
@@ -626,8 +630,9 @@ void print_collectives(const AccuracyArgs& a, const std::vector<CollectiveRun>& 
     const std::string& why = c.scenario.published->not_modelled;
     if (!why.empty()) std::printf("  %s: %s\n", c.scenario.name.c_str(), why.c_str());
   }
-  if (want_analytic) print_score("collectives, analytic (no contention)", analytic);
-  if (want_des) print_score("collectives, des", des);
+  // No corpus-fitted constant applies to a collective: no leave-one-source-out line.
+  if (want_analytic) print_score("collectives, analytic (no contention)", analytic, false);
+  if (want_des) print_score("collectives, des", des, false);
 }
 
 const bool kRegistered = register_command(
