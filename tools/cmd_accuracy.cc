@@ -302,7 +302,7 @@ EnginePrediction predict_collective_run(CollectiveRun& r, bool des) {
   return {true, *here / *there, ""};
 }
 
-std::string collective_text(const models::PublishedRun& p, const models::Scenario& sc) {
+std::string collective_text(const models::PublishedRun& p) {
   std::string out = std::string(models::to_string(p.collective.op)) + " " +
                     models::format_size(p.collective.size_bytes);
   if (p.metric == models::PublishedMetric::kBusbwRatio) {
@@ -310,7 +310,6 @@ std::string collective_text(const models::PublishedRun& p, const models::Scenari
     for (const auto& o : p.versus) v += (v.empty() ? "" : ", ") + o.key_path + "=" + o.value;
     out += " vs " + v;
   }
-  (void)sc;
   return out;
 }
 
@@ -617,7 +616,7 @@ void print_collectives(const AccuracyArgs& a, const std::vector<CollectiveRun>& 
     std::vector<std::string> row = {
         c.scenario.name, p.source,
         std::to_string(models::published_collective_gpus(p, c.scenario)),
-        collective_text(p, c.scenario), published_text(p)};
+        collective_text(p), published_text(p)};
     if (want_analytic) row.push_back(collective_prediction_text(p, c.analytic, c.published_s));
     if (want_des) row.push_back(collective_prediction_text(p, c.des, c.published_s));
     t.add_row(std::move(row));
