@@ -961,6 +961,7 @@ models::Result<DesStepResult> simulate_step(const models::Scenario& scenario,
   opt.sim.lowering.qps_per_connection = scenario.cluster.fabric.qps_per_connection;
   FabricModel fabric(*graph, opt.sim.transport, scale_up_efficiency(scenario.cluster, params.collective),
                      flows_per_nic(opt.sim.lowering));
+  fabric.set_ecmp_seed(opt.sim.lowering.ecmp_seed);
   const auto& par = scenario.workload.parallelism;
   Layout layout;
   layout.tp = par.tp;

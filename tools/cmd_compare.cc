@@ -80,6 +80,9 @@ struct Design {
   std::optional<Ownership> ownership;  // with a cost: section: owning vs renting, fabric priced
   std::vector<std::pair<int, double>> scaling;  // (GPUs, tokens/s)
   std::vector<WhatIf> what_ifs;  // fabric settings that would change the step (ECMP collisions)
+  // The same design under other draws of ECMP's hash (seeds 1, 2, ...): how much of the
+  // collisions' cost is the luck of one hash.
+  std::vector<double> other_hash_steps_s;
 };
 
 
@@ -207,6 +210,12 @@ void compute_what_ifs(Design& d) {
   models::Scenario s = d.scenario;
   s.cluster.fabric.routing = models::Routing::kAdaptive;
   add("adaptive routing (routing: adaptive)", s);
+  for (std::uint64_t seed : {1u, 2u}) {
+    sim::StepSimOptions o;
+    o.sim.lowering.ecmp_seed = seed;
+    auto r = sim::simulate_step(d.scenario, d.params, o);
+    if (r) d.other_hash_steps_s.push_back(r->step.step_time_s);
+  }
 }
 
 // One line per what-if: the setting, the step it gives and its change.
@@ -365,11 +374,18 @@ void contention_lines(const Design& d, const std::string& prefix, std::vector<st
                    std::to_string(d.scenario.cluster.fabric.qps_per_connection) +
                    " queue pair(s) each) onto one path; on the same fabric:");
     for (auto& line : what_if_lines(d)) out->push_back("  " + line);
-    out->push_back(prefix +
-                   "how sure: one ECMP hash of the flows; other hashes of the same fabric "
-                   "collide more or less, and published measurements of ECMP against "
-                   "collision-free paths show smaller losses than this simulator gives, about "
-                   "half (docs/collectives.md, contention)");
+    std::string others;
+    for (double t : d.other_hash_steps_s) {
+      others += std::string(others.empty() ? "" : " and ") + format_time(t) + " (" +
+                models::format_signed_percent(t / d.step.step_time_s - 1) + ")";
+    }
+    out->push_back(prefix + "how sure: one ECMP hash of the flows" +
+                   (others.empty() ? std::string("; other hashes collide more or less")
+                                   : "; two other hashes of the same fabric give steps of " +
+                                         others) +
+                   "; published measurements of ECMP against collision-free paths show smaller "
+                   "losses than this simulator gives, about half (docs/collectives.md, "
+                   "contention)");
   }
 }
 
@@ -729,6 +745,7 @@ nlohmann::json design_json(const Design& d) {
                          {"worst_slowdown", w.worst_slowdown}});
     }
     j["fabric"]["what_if"] = what_if;
+    j["fabric"]["other_ecmp_hash_step_time_s"] = d.other_hash_steps_s;
     j["analytic_step_time_s"] = d.des->analytic.step_time_s;
   }
   if (!d.scaling.empty()) {

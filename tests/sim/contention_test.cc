@@ -115,6 +115,32 @@ TEST_SUITE("sim") {
           doctest::Approx(strided_all_reduce_s(g, params)).epsilon(1e-12));
   }
 
+  TEST_CASE("another ECMP seed is another draw of the hash: other collisions, same bounds") {
+    SimParams params;
+    const auto g = hosts(1.0, Routing::kEcmp);
+    const double adaptive = strided_all_reduce_s(hosts(1.0, Routing::kAdaptive), params);
+    auto with_seed = [&](std::uint64_t seed) {
+      FabricModel f(g, params.transport, scale_up_efficiency(g.cluster(), params.collective),
+                    flows_per_nic(params.lowering));
+      f.set_ecmp_seed(seed);
+      return strided_all_reduce_s(g, params, {}, &f);
+    };
+    // Seed 0 is the draw every prediction uses.
+    CHECK(with_seed(0) == doctest::Approx(strided_all_reduce_s(g, params)).epsilon(1e-12));
+    double lo = 1e300, hi = 0;
+    for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+      const double t = with_seed(seed);
+      CHECK(t == doctest::Approx(with_seed(seed)).epsilon(1e-12));  // each draw deterministic
+      CHECK(t >= adaptive * (1 - 1e-9));
+      CHECK(t < 12 * adaptive);
+      lo = std::min(lo, t);
+      hi = std::max(hi, t);
+    }
+    CAPTURE(lo);
+    CAPTURE(hi);
+    CHECK(hi > lo * 1.05);  // the draws differ: collisions are the hash's luck
+  }
+
   TEST_CASE("RoCE loses its congestion efficiency where ECMP collides; InfiniBand does not") {
     SimParams params;
     const double ib = strided_all_reduce_s(hosts(1.0, Routing::kEcmp, "ib-ndr"), params);

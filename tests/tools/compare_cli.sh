@@ -74,6 +74,9 @@ q4, q16, ar = w["NCCL_IB_QPS_PER_CONNECTION=4"], w["NCCL_IB_QPS_PER_CONNECTION=1
 assert q16["step_time_ratio"] <= q4["step_time_ratio"] < 1, w
 assert q4["worst_slowdown"] < worst and ar["worst_slowdown"] < 1.01, w
 assert any("NCCL_IB_QPS_PER_CONNECTION=4" in r for r in d["differences"][0]["reasons"])
+# Two other draws of ECMP's hash, each a whole step between adaptive routing's and the worst.
+other = roce["fabric"]["other_ecmp_hash_step_time_s"]
+assert len(other) == 2 and all(ar["step_time_s"] * (1 - 1e-9) <= t for t in other), (other, ar)
 PY
 grep -qF "behind the collisions: ECMP hashes each of NCCL's connections" "$tmp/ecmp.txt" ||
   fail "compare does not name the QP and routing settings: $(cat "$tmp/ecmp.txt")"
