@@ -703,6 +703,14 @@ std::string_view to_string(CollectiveBottleneck b) { return name_of(b, kBottlene
 bool parse_collective_op(std::string_view name, CollectiveOp* out) {
   return parse_name(name, kOpNames, out);
 }
+std::string collective_op_names() {
+  std::string out;
+  for (const auto& [n, op] : kOpNames) {
+    if (to_string(op) != n) continue;  // an alias
+    out += (out.empty() ? "" : ", ") + std::string(n);
+  }
+  return out;
+}
 bool parse_collective_algorithm(std::string_view name, CollectiveAlgorithm* out) {
   return parse_name(name, kAlgorithmNames, out);
 }

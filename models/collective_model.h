@@ -50,6 +50,8 @@ std::string_view to_string(CollectiveBottleneck b);
 // Parse the names above (case-insensitive; "allreduce", "all_to_all", "sharp" also accepted).
 // Return false for an unknown name and leave *out unchanged.
 bool parse_collective_op(std::string_view name, CollectiveOp* out);
+// The collectives' own names, comma-separated, for error messages ("all_reduce, ..., sendrecv").
+std::string collective_op_names();
 bool parse_collective_algorithm(std::string_view name, CollectiveAlgorithm* out);
 bool parse_collective_protocol(std::string_view name, CollectiveProtocol* out);
 

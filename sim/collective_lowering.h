@@ -57,9 +57,6 @@ struct LoweringOptions {
   bool sample_intra_node = false;
   // Above this many flows, alltoall samples its shift pattern (see above).
   int max_alltoall_flows = 65536;
-  // Which draw of ECMP's hash the fabric uses (FabricModel::set_ecmp_seed): 0 for every
-  // prediction; compare draws others to show how much the collisions depend on the hash.
-  std::uint64_t ecmp_seed = 0;
 };
 
 // The flows one NIC's traffic to one peer forms on the fabric: channels x queue pairs. A link

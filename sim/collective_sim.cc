@@ -124,7 +124,6 @@ models::Result<DesCollective> simulate_collective(const topology::ClusterGraph& 
   own.lowering.qps_per_connection = graph.cluster().fabric.qps_per_connection;
   FabricModel fabric(graph, own.transport, scale_up_efficiency(graph.cluster(), own.collective),
                      flows_per_nic(own.lowering));
-  fabric.set_ecmp_seed(own.lowering.ecmp_seed);
   Communicator comm(static_cast<size_t>(ranks));
   std::iota(comm.begin(), comm.end(), 0);
   return simulate_collective(fabric, request, {comm}, *topo, own);

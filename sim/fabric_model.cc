@@ -118,13 +118,6 @@ int FabricModel::bundle_resource(const Link& link, bool forward) {
 }
 
 FabricRoute FabricModel::route(int src_gpu, int dst_gpu, std::uint64_t flow_id) {
-  if (ecmp_seed_ != 0) {
-    // splitmix64 of the id and the seed: an independent draw per seed.
-    std::uint64_t z = flow_id + ecmp_seed_ * 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    flow_id = z ^ (z >> 31);
-  }
   const models::Routing routing = graph_.routing();
   const bool adaptive = routing == models::Routing::kAdaptive;
   // Adaptive: the D-mod-k path's host parts and NIC cables, bundles for the switch tiers.

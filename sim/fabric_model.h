@@ -55,9 +55,6 @@ class FabricModel {
   // A flow from one GPU to another (src != dst) under the fabric's routing. flow_id stands for
   // the flow's 5-tuple (one NCCL connection): ECMP hashes it.
   FabricRoute route(int src_gpu, int dst_gpu, std::uint64_t flow_id);
-  // Another draw of ECMP's hash: the same flows (other source ports, another switch seed) land
-  // on other paths. 0, the default, is the draw every prediction uses.
-  void set_ecmp_seed(std::uint64_t seed) { ecmp_seed_ = seed; }
   // The per-flow rate TCP's window allows on this route (0: no cap; RDMA never caps).
   double window_cap_Bps(const FabricRoute& route) const;
 
@@ -87,7 +84,6 @@ class FabricModel {
   TransportParams transport_;
   double scale_up_efficiency_ = 1;
   int channels_per_nic_ = 2;
-  std::uint64_t ecmp_seed_ = 0;
   ResourceTable table_;
   std::vector<int> forward_;   // per graph link: resource id or -1
   std::vector<int> backward_;

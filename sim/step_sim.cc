@@ -954,14 +954,13 @@ models::Result<DesStepResult> simulate_step(const models::Scenario& scenario,
   if (!placement) return models::Error{placement.message()};
   models::ClusterConfig cluster = scenario.cluster;
   cluster.nodes = placement->total_nodes;
-  auto graph = topology::ClusterGraph::build(cluster, &scenario);
+  auto graph = topology::ClusterGraph::build(cluster, &scenario, options.graph);
   if (!graph) return models::Error{graph.message()};
   StepSimOptions opt = options;
   opt.sim.collective = params.collective;  // one set of constants for both engines
   opt.sim.lowering.qps_per_connection = scenario.cluster.fabric.qps_per_connection;
   FabricModel fabric(*graph, opt.sim.transport, scale_up_efficiency(scenario.cluster, params.collective),
                      flows_per_nic(opt.sim.lowering));
-  fabric.set_ecmp_seed(opt.sim.lowering.ecmp_seed);
   const auto& par = scenario.workload.parallelism;
   Layout layout;
   layout.tp = par.tp;

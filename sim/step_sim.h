@@ -43,6 +43,9 @@ struct StepSimOptions {
   // beside the neighbour's) but nothing of it sends: the job alone on the shared cluster, the
   // baseline against which the interference's slowdown is measured (plan reports it).
   bool interference_traffic = true;
+  // How the fabric's graph is built: another ECMP hash seed (BuildOptions::ecmp_seed) draws other
+  // collisions for the same flows (compare shows how much a step owes to one draw).
+  topology::BuildOptions graph;
   bool trace = false;      // keep every op's timing for a Chrome trace (chrome_trace.h)
   int max_tasks = 20000;   // bound on the op graph; layers are grouped above it
   // Told each simulated collective pattern and the step graph as they finish (their

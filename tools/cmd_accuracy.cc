@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "models/accuracy/accuracy_score.h"
@@ -43,6 +44,8 @@ struct AccuracyArgs {
   double max_loso_error = 0;
   double max_collective_error = 0;
   bool all_fit = false;
+  bool want_analytic() const { return engine != "des"; }
+  bool want_des() const { return engine != "analytic"; }
 };
 
 // One engine's answer for a run.
@@ -73,6 +76,7 @@ struct CorpusRun {
 // collective's time, or the ratio of the two times.
 struct CollectiveRun {
   models::Scenario scenario;
+  std::optional<models::Scenario> versus;  // busbw_ratio: the same file with the versus edits
   double published_s = 0;
   EnginePrediction analytic, des;
   std::string algorithm;  // NCCL's choice, as the analytic model makes it
@@ -262,12 +266,12 @@ void check_gates(const AccuracyArgs& a, const char* engine, const models::Accura
 // One engine's time for the run's collective on `scenario`'s fabric, alone on it as nccl-tests
 // runs it; *algorithm gets NCCL's choice (the analytic model's).
 models::Result<double> collective_time_s(const models::Scenario& scenario,
-                                         const models::PublishedCollective& c, bool des,
+                                         const models::PublishedRun& run, bool des,
                                          std::string* algorithm) {
   auto params = step_params_for(scenario, "");
   if (!params) return models::Error{params.message()};
-  const int gpus = c.gpus > 0 ? c.gpus : scenario.cluster.total_gpus();
-  const models::CollectiveRequest request{c.op, c.size_bytes};
+  const int gpus = models::published_collective_gpus(run, scenario);
+  const models::CollectiveRequest request{run.collective.op, run.collective.size_bytes};
   if (!des) {
     auto topo = models::collective_topology(scenario.cluster, gpus);
     if (!topo) return models::Error{topo.message()};
@@ -289,17 +293,22 @@ models::Result<double> collective_time_s(const models::Scenario& scenario,
 }
 
 // Predicts a contention measurement with one engine: the collective's time, or for a ratio its
-// time over the `versus` configuration's (loaded from the same file with those edits).
+// time over the `versus` configuration's.
 EnginePrediction predict_collective_run(CollectiveRun& r, bool des) {
   const models::PublishedRun& p = *r.scenario.published;
-  auto here = collective_time_s(r.scenario, p.collective, des, des ? nullptr : &r.algorithm);
+  auto here = collective_time_s(r.scenario, p, des, des ? nullptr : &r.algorithm);
   if (!here) return {false, 0, here.message()};
-  if (p.metric != models::PublishedMetric::kBusbwRatio) return {true, *here, ""};
-  auto versus = models::load_scenario_file(r.scenario.path, p.versus);
-  if (!versus) return {false, 0, "versus: " + versus.message()};
-  auto there = collective_time_s(*versus, p.collective, des, nullptr);
+  if (!r.versus) return {true, *here, ""};
+  auto there = collective_time_s(*r.versus, p, des, nullptr);
   if (!there) return {false, 0, "versus: " + there.message()};
   return {true, *here / *there, ""};
+}
+
+// One engine's prediction in the JSON rows: its time under `key` and its error, or why it did not
+// run.
+nlohmann::json engine_json(const EnginePrediction& e, double published_s, const char* key) {
+  if (!e.ran) return {{key, nullptr}, {"error", nullptr}, {"failure", e.failure}};
+  return {{key, e.step_s}, {"error", e.step_s / published_s - 1}};
 }
 
 std::string collective_text(const models::PublishedRun& p) {
@@ -343,8 +352,8 @@ int run_accuracy(const AccuracyArgs& a) {
   std::string error;
   const std::vector<std::string> files = corpus_files(a.dir, &error);
   if (!error.empty()) return fail_bad_input("accuracy", error);
-  const bool want_analytic = a.engine != "des";
-  const bool want_des = a.engine != "analytic";
+  const bool want_analytic = a.want_analytic();
+  const bool want_des = a.want_des();
 
   // 1. Load every run; a file that does not load, or has no published: section, is bad input.
   std::vector<CorpusRun> runs;
@@ -358,6 +367,11 @@ int run_accuracy(const AccuracyArgs& a) {
     if (!a.source.empty() && sc->published->source != a.source) continue;
     if (models::is_collective_metric(sc->published->metric)) {
       CollectiveRun c;
+      if (sc->published->metric == models::PublishedMetric::kBusbwRatio) {
+        auto versus = models::load_scenario_file(f, sc->published->versus);
+        if (!versus) return fail_bad_input("accuracy", "published.versus: " + versus.message());
+        c.versus = std::move(*versus);
+      }
       c.published_s = models::published_step_time_s(*sc->published, *sc);
       c.scenario = std::move(*sc);
       collectives.push_back(std::move(c));
@@ -452,10 +466,6 @@ int run_accuracy(const AccuracyArgs& a) {
     nlohmann::json rows = nlohmann::json::array();
     for (const CorpusRun& r : runs) {
       const models::PublishedRun& p = *r.scenario.published;
-      auto engine_json = [&](const EnginePrediction& e) -> nlohmann::json {
-        if (!e.ran) return {{"step_time_s", nullptr}, {"error", nullptr}, {"failure", e.failure}};
-        return {{"step_time_s", e.step_s}, {"error", e.step_s / r.published_step_s - 1}};
-      };
       nlohmann::json j = {
           {"name", r.scenario.name},
           {"file", r.scenario.path},
@@ -474,8 +484,8 @@ int run_accuracy(const AccuracyArgs& a) {
            p.memory_per_gpu_bytes > 0 ? nlohmann::json(p.memory_per_gpu_bytes) : nullptr}};
       if (p.flops != models::FlopsConvention::kNone) j["flops"] = models::to_string(p.flops);
       if (!p.not_modelled.empty()) j["not_modelled"] = p.not_modelled;
-      if (want_analytic) j["analytic"] = engine_json(r.analytic);
-      if (want_des) j["des"] = engine_json(r.des);
+      if (want_analytic) j["analytic"] = engine_json(r.analytic, r.published_step_s, "step_time_s");
+      if (want_des) j["des"] = engine_json(r.des, r.published_step_s, "step_time_s");
       rows.push_back(std::move(j));
     }
     nlohmann::json fitted = nlohmann::json::array();
@@ -494,10 +504,6 @@ int run_accuracy(const AccuracyArgs& a) {
     nlohmann::json crows = nlohmann::json::array();
     for (const CollectiveRun& c : collectives) {
       const models::PublishedRun& p = *c.scenario.published;
-      auto engine_json = [&](const EnginePrediction& e) -> nlohmann::json {
-        if (!e.ran) return {{"time_s", nullptr}, {"error", nullptr}, {"failure", e.failure}};
-        return {{"time_s", e.step_s}, {"error", e.step_s / c.published_s - 1}};
-      };
       nlohmann::json j = {{"name", c.scenario.name},
                           {"file", c.scenario.path},
                           {"source", p.source},
@@ -517,8 +523,8 @@ int run_accuracy(const AccuracyArgs& a) {
         j["published_time_ratio"] = c.published_s;
       }
       if (!p.not_modelled.empty()) j["not_modelled"] = p.not_modelled;
-      if (want_analytic) j["analytic"] = engine_json(c.analytic);
-      if (want_des) j["des"] = engine_json(c.des);
+      if (want_analytic) j["analytic"] = engine_json(c.analytic, c.published_s, "time_s");
+      if (want_des) j["des"] = engine_json(c.des, c.published_s, "time_s");
       crows.push_back(std::move(j));
     }
     nlohmann::json out = {{"dir", a.dir},         {"runs", rows},
@@ -544,8 +550,8 @@ void print_training(const AccuracyArgs& a, const std::vector<CorpusRun>& runs,
                     const std::vector<ConstantReport>& constants,
                     const models::AccuracyScore& analytic, const models::AccuracyScore& des,
                     const std::vector<std::string>& not_fitting) {
-  const bool want_analytic = a.engine != "des";
-  const bool want_des = a.engine != "analytic";
+  const bool want_analytic = a.want_analytic();
+  const bool want_des = a.want_des();
   std::printf("Accuracy on %zu published runs (%s): error = predicted / published step time - 1 "
               "(negative: the model is too fast)\n\n",
               runs.size(), a.dir.c_str());
@@ -599,8 +605,8 @@ void print_training(const AccuracyArgs& a, const std::vector<CorpusRun>& runs,
 
 void print_collectives(const AccuracyArgs& a, const std::vector<CollectiveRun>& runs,
                        const models::AccuracyScore& analytic, const models::AccuracyScore& des) {
-  const bool want_analytic = a.engine != "des";
-  const bool want_des = a.engine != "analytic";
+  const bool want_analytic = a.want_analytic();
+  const bool want_des = a.want_des();
   std::printf("\nContention: %zu published collective measurements, each alone on its fabric as "
               "nccl-tests runs it; error = predicted / published time - 1 (a ratio: of the two "
               "times). The analytic model has no contention: only the simulator is gated.\n\n",

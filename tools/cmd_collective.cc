@@ -57,9 +57,8 @@ int run_collective(const CollectiveArgs& a) {
   const std::string cmd = "collective";
   CollectiveOp op{};
   if (!models::parse_collective_op(a.op, &op)) {
-    return fail_bad_input(cmd, "--op: unknown collective '" + a.op +
-                                   "' (all_reduce, all_gather, reduce_scatter, alltoall, "
-                                   "broadcast, reduce, sendrecv)");
+    return fail_bad_input(cmd, "--op: unknown collective '" + a.op + "' (" +
+                                   models::collective_op_names() + ")");
   }
   CollectiveAlgorithm algo{};
   if (!models::parse_collective_algorithm(a.algo, &algo)) {

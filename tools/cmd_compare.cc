@@ -210,9 +210,9 @@ void compute_what_ifs(Design& d) {
   models::Scenario s = d.scenario;
   s.cluster.fabric.routing = models::Routing::kAdaptive;
   add("adaptive routing (routing: adaptive)", s);
-  for (std::uint64_t seed : {1u, 2u}) {
+  for (std::uint64_t draw : {1u, 2u}) {
     sim::StepSimOptions o;
-    o.sim.lowering.ecmp_seed = seed;
+    o.graph.ecmp_seed = topology::BuildOptions{}.ecmp_seed + draw;
     auto r = sim::simulate_step(d.scenario, d.params, o);
     if (r) d.other_hash_steps_s.push_back(r->step.step_time_s);
   }

@@ -61,12 +61,14 @@ bool read_collective(YamlReader& in, const YAML::Node& map, PublishedCollective*
   }
   if (!parse_collective_op(op, &out->op)) {
     return in.fail(node["op"], path + ".op",
-                   "unknown collective '" + op +
-                       "' (all_reduce, all_gather, reduce_scatter, alltoall, broadcast, reduce, "
-                       "sendrecv)");
+                   "unknown collective '" + op + "' (" + collective_op_names() + ")");
   }
-  if (!(out->size_bytes > 0)) return in.fail(node["size"], path + ".size", "must be greater than zero");
-  if (out->gpus < 0) return in.fail(node["gpus"], path + ".gpus", "must be positive (or absent: all)");
+  if (!(out->size_bytes > 0)) {
+    return in.fail(node["size"], path + ".size", "must be greater than zero");
+  }
+  if (out->gpus < 0) {
+    return in.fail(node["gpus"], path + ".gpus", "must be positive (or absent: all)");
+  }
   return true;
 }
 
@@ -84,8 +86,8 @@ bool read_versus(YamlReader& in, const YAML::Node& map, std::vector<ScenarioOver
     if (auto s = check_scenario_key(key); !s) {
       return in.fail(kv.first, path + "." + key, s.message());
     }
-    if (key.rfind("workload", 0) == 0 && key != "workload") {
-      // Allowed but unused by a collective: say so rather than compare nothing.
+    if (key == "workload" || key.rfind("workload.", 0) == 0) {
+      // A scenario key, but a collective never reads it: say so rather than compare nothing.
       return in.fail(kv.first, path + "." + key,
                      "a collective ratio compares fabrics; workload keys change nothing");
     }

@@ -29,12 +29,15 @@ using models::Routing;
 constexpr int kHosts = 24;
 
 topology::ClusterGraph hosts(double oversubscription, Routing routing,
-                             const std::string& nic = "ib-ndr") {
+                             const std::string& nic = "ib-ndr",
+                             std::uint64_t ecmp_seed = topology::BuildOptions{}.ecmp_seed) {
   auto s = topology::testing::single_nic_hosts(kHosts, 12);
   s.oversubscription = oversubscription;
   s.routing = routing;
   s.nic = nic;
-  return topology::testing::build_graph(s);
+  topology::BuildOptions o;
+  o.ecmp_seed = ecmp_seed;
+  return topology::testing::build_graph(s, o);
 }
 
 // Hosts ordered leaf by leaf across the leaves: 0, p, 2p, ..., 1, p+1, ... (p hosts per leaf),
@@ -117,16 +120,13 @@ TEST_SUITE("sim") {
 
   TEST_CASE("another ECMP seed is another draw of the hash: other collisions, same bounds") {
     SimParams params;
-    const auto g = hosts(1.0, Routing::kEcmp);
     const double adaptive = strided_all_reduce_s(hosts(1.0, Routing::kAdaptive), params);
     auto with_seed = [&](std::uint64_t seed) {
-      FabricModel f(g, params.transport, scale_up_efficiency(g.cluster(), params.collective),
-                    flows_per_nic(params.lowering));
-      f.set_ecmp_seed(seed);
-      return strided_all_reduce_s(g, params, {}, &f);
+      return strided_all_reduce_s(hosts(1.0, Routing::kEcmp, "ib-ndr", seed), params);
     };
-    // Seed 0 is the draw every prediction uses.
-    CHECK(with_seed(0) == doctest::Approx(strided_all_reduce_s(g, params)).epsilon(1e-12));
+    // The default seed is the draw every prediction uses.
+    CHECK(with_seed(topology::BuildOptions{}.ecmp_seed) ==
+          doctest::Approx(strided_all_reduce_s(hosts(1.0, Routing::kEcmp), params)).epsilon(1e-12));
     double lo = 1e300, hi = 0;
     for (std::uint64_t seed = 1; seed <= 8; ++seed) {
       const double t = with_seed(seed);
