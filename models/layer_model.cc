@@ -402,6 +402,17 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
     };
     add(c.layers - n_moe, dense_layer);
     add(n_moe, moe_layer);
+    const double host = w.framework.moe_layer_host_s;
+    if (n_moe > 0 && host > 0) {
+      const double host_fwd = kHostForwardShare * host;
+      const double host_bwd = host - host_fwd + (rc == Recompute::kFull ? host_fwd : 0);
+      const double wait_fwd = std::max(0.0, host_fwd - moe_layer.forward_s());
+      const double wait_bwd = std::max(
+          0.0, host_bwd - (moe_layer.backward_s() + moe_layer.recompute_s(rc, modules)));
+      c.forward_s += n_moe * wait_fwd;
+      c.backward_s += n_moe * wait_bwd;
+      c.host_wait_s += n_moe * (wait_fwd + wait_bwd);
+    }
     if (s == 0) {
       // Embedding: gather h per token forward; backward accumulates into the fp32 gradient.
       c.forward_s += elementwise_time(gpu, 2 * h * e * tokens, params).time_s;

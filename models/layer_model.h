@@ -100,6 +100,9 @@ struct StageCompute {
   // Of forward + backward, the time in tensor-core-bound kernels (weight and head GEMMs, flash
   // attention, with recomputation): what draws the power that sets the clock (power_clock).
   double tensor_s = 0;
+  // Of forward + backward, the time the GPU waits for the host to launch the MoE layers'
+  // kernels (FrameworkConfig::moe_layer_host_s): nothing runs on the GPU then.
+  double host_wait_s = 0;
   double total_s() const { return forward_s + backward_s; }
 };
 
@@ -111,10 +114,19 @@ struct StageCompute {
 // rest split evenly over the middle ones. REQUIRES: a workload the scenario loader accepted.
 std::vector<int> layers_of_stages(const WorkloadConfig& workload);
 
+// Of a MoE layer's host time, the share spent launching its forward (the rest launches the
+// backward, which runs two kernels for most forward ones: data and weight gradients, and the
+// backward of each permutation, as the FLOPs split 1 : 2).
+inline constexpr double kHostForwardShare = 1.0 / 3;
+
 // Every stage's compute per micro-batch: its layers, plus the embedding lookup on the first and
 // the output head GEMM with the fp32 softmax cross-entropy over the vocabulary (Megatron's
 // vocab-parallel loss: logits read and an fp32 copy written, max and sum passes, the gradient
-// written back) on the last.
+// written back) on the last. A MoE layer lasts, each way, at least the host's time to launch it
+// (FrameworkConfig::moe_layer_host_s, kHostForwardShare of it forward; full recomputation
+// launches the forward again in the backward): the host runs ahead of the GPU while the
+// kernels are longer than their launches and holds it back when they are shorter (small
+// experts, one sequence per micro-batch).
 std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig& workload,
                                         const ComputeParams& params);
 

@@ -140,7 +140,8 @@ constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "ep_dispatcher",
                                                "fp8_recipe",          "fp8_param_gather",
                                                "grad_reduce_overlap", "weights_in_fp32",
-                                               "fp32_gradients",      "zero1_grad_reduce"};
+                                               "fp32_gradients",      "zero1_grad_reduce",
+                                               "moe_layer_host_time"};
 constexpr std::string_view kParallelismKeys[] = {"tp",   "pp",        "dp",          "cp",
                                                  "sp",   "zero",      "recompute",   "pp_schedule",
                                                  "virtual_stages", "ep", "etp", "first_stage_layers",
@@ -1163,7 +1164,9 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_bool(fw, fp, "grad_reduce_overlap", &f.grad_reduce_overlap) ||
         !read_bool(fw, fp, "weights_in_fp32", &f.weights_in_fp32) ||
         !read_bool(fw, fp, "fp32_gradients", &f.fp32_gradients) ||
-        !read_enum(fw, fp, "zero1_grad_reduce", kZero1Reduce, &f.zero1_all_reduce)) {
+        !read_enum(fw, fp, "zero1_grad_reduce", kZero1Reduce, &f.zero1_all_reduce) ||
+        !read_quantity(fw, fp, "moe_layer_host_time", FieldKind::kTime, true,
+                       &f.moe_layer_host_s)) {
       return false;
     }
     for (const char* key : {"fp8_recipe", "fp8_param_gather"}) {
@@ -1173,7 +1176,7 @@ bool Loader::load_workload(const YAML::Node& node) {
                         std::string(to_string(w.precision)) + ")");
       }
     }
-    for (const char* key : {"ep_dispatcher", "ep_comm_overlap"}) {
+    for (const char* key : {"ep_dispatcher", "ep_comm_overlap", "moe_layer_host_time"}) {
       if (fw[key].IsDefined() && !w.model.moe.enabled()) {
         return fail(fw[key], child(fp, key),
                     "applies to a mixture-of-experts model (" + w.model.name + " is dense)");

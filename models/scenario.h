@@ -203,6 +203,22 @@ struct FrameworkConfig {
   // true: an all-reduce of the whole gradient, each rank then updating its shard (DeepSpeed's
   // pipeline engine with its BF16_Optimizer: _bf16_reduce_grads all-reduces the fp32 gradients).
   bool zero1_all_reduce = false;
+  // Host (CPU) time to launch one mixture-of-experts layer's kernels for one micro-batch,
+  // forward and backward: Python, PyTorch's dispatcher and the CUDA launches of the router,
+  // the token permutation, the dispatcher's preprocessing and the experts. When the layer's
+  // kernels take less GPU time than this, the GPU waits for the host (stage_compute). Default
+  // kMegatronMoeLayerHostS (Megatron-Core without CUDA graphs over the whole layer); 0 for a
+  // layer captured whole in a CUDA graph.
+  double moe_layer_host_s = kMegatronMoeLayerHostS;
+  // Megatron-Core's MoE layer launched from the host, forward + backward, one micro-batch:
+  // 8.2 ms. From NVIDIA's own table, not from the corpus: Megatron-Bridge's performance summary
+  // (container 25.11, DGX-B200) runs Qwen3-30B-A3B on 8 B200 (EP 8, MXFP8, seq 4096) at 9,299
+  // tokens/s/GPU with one sequence per micro-batch, 9.2 ms per layer and micro-batch, against
+  // the layer's 2.7 ms of GPU time (docs/accuracy.md); the same chips run four sequences per
+  // micro-batch in 12.8 ms (container 26.02.01), so the time is not the GPU's. The value is the
+  // host time that makes the model give the 25.11 row (its recipe: router and preprocessing in
+  // CUDA graphs, the rest launched from the host).
+  static constexpr double kMegatronMoeLayerHostS = 8.2e-3;
   bool operator==(const FrameworkConfig&) const = default;
 };
 

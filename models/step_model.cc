@@ -74,8 +74,9 @@ double optimizer_seconds(const GpuSpec& gpu, const WorkloadConfig& w, const Memo
 
 }  // namespace
 
-double overlap_interference_s(double hidden_comm_s, const StepParams& params) {
-  return std::max(0.0, hidden_comm_s) * params.overlap_compute_slowdown;
+double overlap_interference_s(double hidden_comm_s, const StepParams& params,
+                              double host_wait_s) {
+  return std::max(0.0, hidden_comm_s - host_wait_s) * params.overlap_compute_slowdown;
 }
 
 StepParams default_step_params(const ClusterConfig& cluster) {
@@ -184,11 +185,12 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
            std::max(0.0, n * cp_bwd_layer - st.attention_backward_s);
     // The dispatch and combine sit between the router and the experts and after them: exposed,
     // unless the framework overlaps them with another micro-batch's compute (DualPipe,
-    // workload.framework.ep_comm_overlap), where what outlasts that compute stays exposed.
+    // workload.framework.ep_comm_overlap): one micro-batch's forward runs beside another's
+    // backward, each one's all-to-alls hidden behind the pair's compute, and what outlasts
+    // that compute stays exposed.
     const double moe = moe_of(st);
     x.ep = w.framework.ep_comm_overlap
-               ? std::max(0.0, moe * ep_fwd_layer - st.backward_s) +
-                     std::max(0.0, moe * ep_bwd_layer - st.forward_s)
+               ? std::max(0.0, moe * (ep_fwd_layer + ep_bwd_layer) - st.total_s())
                : moe * (ep_fwd_layer + ep_bwd_layer);
     return x;
   };
@@ -255,12 +257,13 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
     b.bubble_s = (sum_mb - busiest_mb) / v;
   }
   b.compute_s = m * st.total_s();
+  b.host_wait_s = m * st.host_wait_s;
 
   // 5. The optimizer over the local shard.
   b.optimizer_s = optimizer_seconds(gpu, w, r.memory, params);
 
   // 6. What the hidden collectives take from the compute they overlap.
-  b.overlap_interference_s = overlap_interference_s(b.hidden_comm_s(), params);
+  b.overlap_interference_s = overlap_interference_s(b.hidden_comm_s(), params, b.host_wait_s);
   b.compute_s += b.overlap_interference_s;
 
   r.step_time_s = b.compute_s + b.tp.exposed_s + b.cp.exposed_s + b.ep.exposed_s +
@@ -390,6 +393,13 @@ std::vector<std::string> step_advice(const Scenario& scenario, const StepResult&
                       "MoE all-to-all is " + share(b.ep.exposed_s) +
                           ": keep ep inside a node, overlap it with compute "
                           "(framework.ep_comm_overlap, DualPipe-like), or more NIC bandwidth"});
+  }
+  if (b.host_wait_s > 0) {
+    losses.push_back({b.host_wait_s,
+                      "the GPU waits for the host to launch MoE layers for " +
+                          share(b.host_wait_s) +
+                          ": more sequences per micro-batch (micro_batch), or the layers "
+                          "captured in CUDA graphs (framework.moe_layer_host_time)"});
   }
   if (b.cp.exposed_s > 0) {
     losses.push_back({b.cp.exposed_s, "ring-attention K/V exchange is " + share(b.cp.exposed_s) +

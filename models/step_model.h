@@ -59,8 +59,10 @@ StepParams default_step_params(const ClusterConfig& cluster);
 inline double weight_gradient_s(double gemm_backward_s) { return 0.5 * gemm_backward_s; }
 
 // The compute time a step loses to the collectives it hides: `hidden_comm_s` of them running
-// beside compute, times params.overlap_compute_slowdown.
-double overlap_interference_s(double hidden_comm_s, const StepParams& params);
+// beside compute, times params.overlap_compute_slowdown. The first `host_wait_s` of them run
+// while the GPU waits for the host (StageCompute::host_wait_s), beside no kernel: free.
+double overlap_interference_s(double hidden_comm_s, const StepParams& params,
+                              double host_wait_s = 0);
 
 // One kind of collective of the step, timed.
 struct TimedComm {
@@ -83,6 +85,8 @@ struct StepBreakdown {
   // beside it (overlap_interference_s, part of it)
   double compute_s = 0;
   double overlap_interference_s = 0;
+  // m x the GPU's wait for the host to launch MoE layers (StageCompute::host_wait_s), part of it
+  double host_wait_s = 0;
   DimComm tp, pp, dp, cp, ep;  // exposed parts add to the step; hidden parts overlap compute
   double bubble_s = 0;     // pipeline fill and drain
   double optimizer_s = 0;  // the Adam update over the local shard

@@ -863,7 +863,11 @@ void StepBuilder::account(DesStepResult* out, const RunStats& run) {
       slot->total_s = std::max(total[dim], exposed[dim]);
       slot->exposed_s = exposed[dim];
     }
-    b.overlap_interference_s = models::overlap_interference_s(b.hidden_comm_s(), params_);
+    b.host_wait_s = static_cast<size_t>(stage) < an_.stages.size()
+                        ? an_.micro_batches * an_.stages[static_cast<size_t>(stage)].host_wait_s
+                        : 0;
+    b.overlap_interference_s =
+        models::overlap_interference_s(b.hidden_comm_s(), params_, b.host_wait_s);
     b.compute_s += b.overlap_interference_s;
     a.end_s = t + b.overlap_interference_s;
     return a;

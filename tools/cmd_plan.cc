@@ -225,6 +225,7 @@ void print_breakdown(const models::StepResult& r) {
   if (b.overlap_interference_s > 0) {
     row("  of it: slowed by hidden comm", b.overlap_interference_s);
   }
+  if (b.host_wait_s > 0) row("  of it: GPU waiting for the host (MoE layers)", b.host_wait_s);
   row("exposed TP communication", b.tp.exposed_s);
   row("exposed DP communication", b.dp.exposed_s);
   row("exposed PP communication", b.pp.exposed_s);

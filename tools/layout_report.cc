@@ -77,6 +77,7 @@ nlohmann::json breakdown_json(const models::StepBreakdown& b) {
                             {"cp", b.cp.exposed_s},
                             {"ep", b.ep.exposed_s}};
   return {{"compute", b.compute_s},
+          {"host_wait", b.host_wait_s},
           {"exposed_comm", exposed},
           {"hidden_comm", b.hidden_comm_s()},
           {"bubble", b.bubble_s},

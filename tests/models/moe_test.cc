@@ -2,6 +2,7 @@
 // the experts' memory and compute, each by hand.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "models/layer_model.h"
@@ -321,6 +322,55 @@ TEST_SUITE("models") {
     const auto f = flops_per_token(s.workload.model, 4096);
     CHECK(r->model_flops_per_step == doctest::Approx(64 * 4096 * f.training()));
     CHECK(f.dense_forward < 2 * 13.0e9);
+  }
+
+  TEST_CASE("moe: a MoE layer lasts at least the host's time to launch it") {
+    // Mixtral's MoE layers (tp 2, one sequence): GPU time per layer well above 1 ms each way.
+    Scenario s = load_ok(mixtral("    imbalance: 1\n"));
+    const GpuSpec& gpu = s.cluster.node.gpu;
+    const ComputeParams params = default_step_params(s.cluster).compute;
+    const LayerKernels moe = layer_kernels(gpu, s.workload, params, true);
+    REQUIRE(s.workload.framework.moe_layer_host_s == doctest::Approx(8.2e-3));
+    // By hand: the wait is what the host's share outlasts the layer's GPU time, each way.
+    for (double host : {0.0, 1e-3, 30e-3, 90e-3}) {
+      s.workload.framework.moe_layer_host_s = host;
+      const StageCompute st = stage_compute(gpu, s.workload, params).front();
+      const double wait_fwd = std::max(0.0, host / 3 - moe.forward_s());
+      const double wait_bwd = std::max(0.0, 2 * host / 3 - moe.backward_s());
+      CHECK(st.host_wait_s == doctest::Approx(32 * (wait_fwd + wait_bwd)));
+      s.workload.framework.moe_layer_host_s = 0;
+      const StageCompute gpu_only = stage_compute(gpu, s.workload, params).front();
+      CHECK(st.forward_s - gpu_only.forward_s == doctest::Approx(32 * wait_fwd));
+      CHECK(st.backward_s - gpu_only.backward_s == doctest::Approx(32 * wait_bwd));
+      CHECK(st.tensor_s == doctest::Approx(gpu_only.tensor_s));
+    }
+    // Full recomputation launches the forward again in the backward.
+    s.workload.parallelism.recompute = Recompute::kFull;
+    s.workload.framework.moe_layer_host_s = 0.3;
+    const StageCompute full = stage_compute(gpu, s.workload, params).front();
+    CHECK(full.host_wait_s ==
+          doctest::Approx(32 * (0.1 - moe.forward_s() + 0.3 - moe.backward_s() -
+                                moe.recompute_s(Recompute::kFull))));
+    // The step reports the wait, and collectives hidden while the GPU waits cost no compute.
+    s.workload.parallelism.recompute = Recompute::kNone;
+    s.workload.framework.ep_comm_overlap = true;
+    const StepParams sp = default_step_params(s.cluster);
+    auto r = predict_step(s, sp);
+    REQUIRE(r.ok());
+    CHECK(r->breakdown.host_wait_s ==
+          doctest::Approx(r->micro_batches * r->stages.front().host_wait_s));
+    CHECK(r->breakdown.overlap_interference_s ==
+          doctest::Approx(overlap_interference_s(r->breakdown.hidden_comm_s(), sp,
+                                                 r->breakdown.host_wait_s)));
+    CHECK(overlap_interference_s(2.0, sp, 0.5) == doctest::Approx(1.5 * 0.61));
+    CHECK(overlap_interference_s(2.0, sp, 3.0) == 0);
+    // Refused on a dense model, like the other MoE framework keys.
+    CHECK(load_error("cluster:\n  nodes: 1\n  node:\n    gpu: h100-sxm\n    gpus_per_node: 8\n"
+                     "    scale_up: nvlink4\nworkload:\n  model: llama3-8b\n  seq_len: 4096\n"
+                     "  global_batch: 8\n  framework:\n    moe_layer_host_time: 8ms\n"
+                     "  parallelism:\n    dp: 8\n")
+              .find("moe_layer_host_time: applies to a mixture-of-experts model") !=
+          std::string::npos);
   }
 
   TEST_CASE("moe: attention widths follow head_dim (Qwen3) in memory and ring-attention bytes") {
