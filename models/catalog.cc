@@ -688,11 +688,13 @@ std::vector<ModelSpec> make_models() {
                .expert_ffn_hidden = 2048,
                .shared_experts = 1,
                .dense_layers = 3},
+       .mtp_layers = 1,
        .source = "DeepSeek-AI 2024, 'DeepSeek-V3 Technical Report' sec. 4.2 (61 layers, hidden "
                  "7168, MLA with 128 heads, kv rank 512, q rank 1536, head dims 128 + 64 rotary; "
                  "first 3 layers dense, then 1 shared + 256 routed experts of 2048, 8 per token; "
-                 "671B total, 37B activated; the multi-token-prediction module not counted); "
-                 "Hugging Face deepseek-ai/DeepSeek-V3 config.json"},
+                 "671B total, 37B activated; sec. 2.2 and 4.2: one multi-token-prediction "
+                 "module, timed on the last stage, its 14B weights not counted); "
+                 "Hugging Face deepseek-ai/DeepSeek-V3 config.json (num_nextn_predict_layers 1)"},
       {.id = "qwen3-235b-a22b",
        .name = "Qwen3-235B-A22B",
        .layers = 94,

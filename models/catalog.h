@@ -153,6 +153,12 @@ struct ModelSpec {
   int head_dim_override = 0;  // 0: hidden / heads (Qwen3-235B-A22B: 128 with 64 heads of 4096)
   MlaSpec mla;
   MoeSpec moe;
+  // Multi-token-prediction modules (DeepSeek-V3 sec. 2.2: one, D = 1), trained beside the model
+  // on its last pipeline stage: each a transformer layer like the model's last (a MoE layer in
+  // DeepSeek-V3), a projection of 2 x hidden to hidden, and a second pass through the shared
+  // output head and the loss. Timed, and held, on the last stage; not in the model's parameter
+  // count (DeepSeek-V3's 671B excludes its 14B MTP module).
+  int mtp_layers = 0;
   std::string source;
 
   // Attention geometry: a query (and key) head's dimension, a value head's, the widths of all

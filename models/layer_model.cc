@@ -357,6 +357,7 @@ std::vector<int> layers_of_stages(const WorkloadConfig& w) {
     const int slots = (layers + 2) / pp;
     for (int s = 0; s < pp; ++s) out[static_cast<size_t>(s)] = slots - (s == 0 || s == pp - 1);
   }
+  out.back() += w.model.mtp_layers;  // the multi-token-prediction layers follow the output head
   return out;
 }
 
@@ -419,14 +420,28 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
       c.backward_s += elementwise_time(gpu, (h * e + 2 * h * 4) * tokens, params).time_s;
     }
     if (s == last) {
+      // The output head and loss, once for the model and once more for each MTP module, which
+      // also projects [norm(h), norm(embedding of the next token)] (2h) back to h, TP-split.
+      const double passes = 1 + w.model.mtp_layers;
       const WeightGemm head =
           weight_gemm(gpu, unquantized_precision(w.precision), tokens, vocab_local, h, params);
       const double logits = tokens * vocab_local;
-      c.forward_s += head.forward_s +
-                     elementwise_time(gpu, logits * (e + kLossForwardBytesPerLogit), params).time_s;
-      c.backward_s += head.backward_s +
-                      elementwise_time(gpu, logits * kLossBackwardBytesPerLogit, params).time_s;
-      c.tensor_s += head.forward_s + head.backward_s;
+      c.forward_s += passes * (head.forward_s +
+                               elementwise_time(gpu, logits * (e + kLossForwardBytesPerLogit),
+                                                params).time_s);
+      c.backward_s += passes * (head.backward_s +
+                                elementwise_time(gpu, logits * kLossBackwardBytesPerLogit,
+                                                 params).time_s);
+      c.tensor_s += passes * (head.forward_s + head.backward_s);
+      if (w.model.mtp_layers > 0) {
+        const WeightGemm proj = weight_gemm(gpu, w.precision, tokens, h / t, 2 * h, params);
+        const double mtp = w.model.mtp_layers;
+        c.forward_s += mtp * (proj.forward_s +
+                              elementwise_time(gpu, 2 * h * e * tokens, params).time_s);
+        c.backward_s += mtp * (proj.backward_s +
+                               elementwise_time(gpu, (h * e + 2 * h * 4) * tokens, params).time_s);
+        c.tensor_s += mtp * (proj.forward_s + proj.backward_s);
+      }
     }
     out.push_back(c);
   }

@@ -127,7 +127,7 @@ constexpr std::string_view kStorageKeys[] = {"write_bandwidth"};
 constexpr std::string_view kWorkloadKeys[] = {
     "model",   "layers",    "hidden",       "heads",       "kv_heads",  "ffn_hidden",
     "vocab",   "gated_ffn", "tied_embeddings", "normalization", "position_embedding",
-    "head_dim", "mla", "moe",
+    "head_dim", "mla", "moe", "mtp_layers",
     "seq_len", "global_batch", "micro_batch", "precision", "dropout", "framework",
     "parallelism", "train_tokens"};
 constexpr std::string_view kMlaKeys[] = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
@@ -978,6 +978,8 @@ bool Loader::load_model(const YAML::Node& node) {
   }
   if (!given && !kv_given) m.kv_heads = m.heads;  // no grouped-query attention
   if (!dim("head_dim", &m.head_dim_override)) return false;
+  if (node["mtp_layers"].IsDefined()) overridden.emplace_back("mtp_layers");
+  if (!read_int(node, path, "mtp_layers", 0, &m.mtp_layers)) return false;
   // Multi-head latent attention and the experts: maps of their own; each key given overrides
   // the preset's.
   const YAML::Node mla = node["mla"];

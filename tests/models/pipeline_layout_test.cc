@@ -45,12 +45,12 @@ TEST_SUITE("models") {
     const auto layers = layers_of_stages(s->workload);
     REQUIRE(layers.size() == 16);
     CHECK(layers.front() == 3);
-    CHECK(layers.back() == 2);
+    CHECK(layers.back() == 2 + 1);  // and the multi-token-prediction layer
     for (size_t i = 1; i + 1 < layers.size(); ++i) CHECK(layers[i] == 4);
     // DeepSeek-V3's first 3 layers are dense: stage 0 has no MoE layer, the others all MoE.
     CHECK(moe_layers_of_stage(s->workload, 0) == 0);
     CHECK(moe_layers_of_stage(s->workload, 1) == 4);
-    CHECK(moe_layers_of_stage(s->workload, 15) == 2);
+    CHECK(moe_layers_of_stage(s->workload, 15) == 2 + 1);
     // 61 layers over 16 even stages do not split; an uneven rest is refused with the key.
     auto even = load(deepseek("    {tp: 1, pp: 16, dp: 32, ep: 32, zero: 1}\n"));
     REQUIRE_FALSE(even.ok());
@@ -60,6 +60,46 @@ TEST_SUITE("models") {
     REQUIRE_FALSE(bad.ok());
     CHECK(bad.message().find("pp.yaml:") == 0);
     CHECK(bad.message().find("even share of the 61 layers") != std::string::npos);
+  }
+
+  TEST_CASE("pipeline: DeepSeek-V3's multi-token prediction runs on the last stage") {
+    auto s = load(deepseek_layout("pp_schedule: 1f1b"));
+    REQUIRE(s.ok());
+    REQUIRE(s->workload.model.mtp_layers == 1);
+    WorkloadConfig without = s->workload;
+    without.model.mtp_layers = 0;
+    const GpuSpec& gpu = s->cluster.node.gpu;
+    const ComputeParams params = default_step_params(s->cluster).compute;
+    const auto with_mtp = stage_compute(gpu, s->workload, params);
+    const auto plain = stage_compute(gpu, without, params);
+    // Every stage but the last is unchanged.
+    for (size_t i = 0; i + 1 < plain.size(); ++i) {
+      CHECK(with_mtp[i].forward_s == plain[i].forward_s);
+      CHECK(with_mtp[i].backward_s == plain[i].backward_s);
+    }
+    // The last: one more MoE layer, a second pass through the head and the loss, and the
+    // projection of 2h to h (7168 x 14336 on 4096 tokens, fp8, as the other weight GEMMs).
+    const LayerKernels moe = layer_kernels(gpu, s->workload, params, true);
+    const StageCompute& a = with_mtp.back();
+    const StageCompute& b = plain.back();
+    CHECK(a.layers == b.layers + 1);
+    const double head_fwd = b.forward_s - 2 * moe.forward_s();  // the head and the loss
+    const double extra_fwd = a.forward_s - b.forward_s - moe.forward_s();
+    CHECK(extra_fwd > head_fwd);  // the head again, and the projection
+    CHECK(extra_fwd < 1.2 * head_fwd);
+    CHECK(a.backward_s - b.backward_s > moe.backward_s());
+    // A scenario can turn it off (workload.mtp_layers), never below 0.
+    std::string text = deepseek_layout("pp_schedule: 1f1b");
+    text.insert(text.find("  seq_len:"), "  mtp_layers: 0\n");
+    auto zero = load(text);
+    INFO((zero.ok() ? std::string() : zero.message()));
+    REQUIRE(zero.ok());
+    CHECK(zero->workload.model.mtp_layers == 0);
+    CHECK(layers_of_stages(zero->workload).back() == 2);
+    text.replace(text.find("mtp_layers: 0"), 13, "mtp_layers: -1");
+    auto bad = load(text);
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.message().find("mtp_layers") != std::string::npos);
   }
 
   TEST_CASE("pipeline: DualPipe's bubble, two copies of the parameters, pp + 1 in flight") {
