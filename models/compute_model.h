@@ -97,6 +97,12 @@ struct ComputeParams {
   // sweep, scenarios/measurements/call9/kernel-shapes.json "to_fp32"); under autocast with
   // fp32 parameters most eager ops are of this kind.
   double eager_elementwise_efficiency = 0.44;
+  // torch.compile's elementwise kernels under autocast, as a share of the same step's eager
+  // elementwise GPU time: device call 14 profiled eager and compiled steps of three models on one
+  // H200 (scenarios/measurements/call14): 11.84 / 31.55 ms (134M), 46.99 / 161.59 (1.4B), 61.17 /
+  // 189.82 (4.3B): 0.375, 0.291, 0.322, mean 0.33. Inductor fuses the ops but keeps autocast's
+  // fp32 residual stream, and its fused SwiGLU and norm backward kernels run at 2.0-4.3 TB/s.
+  double compiled_elementwise_share = 0.33;
   // FP8 GEMMs (e4m3/e5m2 operands, per-tensor scales) reach this fraction of the in-tile
   // efficiency bf16 GEMMs reach (gemm_max_efficiency), each of its own peak (fp8_gemm_params;
   // a calibration with both precisions replaces it): call 8 on one H200, cuBLAS at the 700 W

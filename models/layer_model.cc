@@ -268,7 +268,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
 
   // 3. Memory-bound kernels, bytes per token (see the header).
   const double e = working_bytes(p);
-  if (w.framework.kernels == KernelFusion::kEager) {
+  if (w.framework.kernels != KernelFusion::kFused) {
     // PyTorch eager under autocast with fp32 parameters, op by op (bytes per token; fp32
     // residual stream x, 16-bit GEMM outputs): forward 132 h + 10 f, two fused rms_norms on
     // fp32 (8 h each), their casts to 16 bits (6 h each), rotary on Q and K in fp32 (x1 c, x2 s,
@@ -280,14 +280,27 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     // the forward (read 4, write 2) and its 16-bit gradient to fp32 in the backward (read 2,
     // write 4): 6 bytes per parameter each way.
     // Without rotary embedding the 64 h forward and 92 h backward of its ops go.
+    // With TP, the ops on the residual stream (the norms, their casts, the residual adds: 48 h
+    // of the forward's 68 h besides rotary, and the same share of the backward's 104 h) run on
+    // the sequence-parallel shard (all of it without SP), the rest on this GPU's heads and FFN
+    // columns: 1 / t of them.
     const double weights = 2 * h * h + 2 * h * kv_dim + (ffn_out + m.ffn_hidden) * h;
     const double cast_per_token = 6 * weights / t / tokens;
     const bool rope = m.position_embedding == PositionEmbedding::kRope;
-    const double fwd = (rope ? 132 : 68) * h + 10 * m.ffn_hidden + cast_per_token;
-    const double bwd = (rope ? 196 : 104) * h + 26 * m.ffn_hidden + cast_per_token;
+    const double stream_share = 48.0 / 68;
+    const double sp_shard = par.sp ? t : 1;
+    auto sharded = [&](double rotary, double other_h, double per_f) {
+      return (rotary * h + (1 - stream_share) * other_h * h + per_f * m.ffn_hidden) / t +
+             stream_share * other_h * h / sp_shard;
+    };
+    const double fwd = sharded(rope ? 64 : 0, 68, 10) + cast_per_token;
+    const double bwd = sharded(rope ? 92 : 0, 104, 26) + cast_per_token;
+    // torch.compile fuses those ops: a measured share of eager's time (call 14).
+    const double share =
+        w.framework.kernels == KernelFusion::kCompiled ? params.compiled_elementwise_share : 1.0;
     const double rate = gpu.hbm_Bps * params.eager_elementwise_efficiency;
-    out.memory_forward_s = fwd * tokens / rate;
-    out.memory_backward_s = bwd * tokens / rate;
+    out.memory_forward_s = share * fwd * tokens / rate;
+    out.memory_backward_s = share * bwd * tokens / rate;
     return out;
   }
   const double sp = par.sp ? t : 1;

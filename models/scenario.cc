@@ -65,6 +65,7 @@ std::string_view to_string(KernelFusion k) {
   switch (k) {
     case KernelFusion::kFused: return "fused";
     case KernelFusion::kEager: return "eager";
+    case KernelFusion::kCompiled: return "compiled";
   }
   return "?";
 }
@@ -1147,7 +1148,9 @@ bool Loader::load_workload(const YAML::Node& node) {
     static constexpr std::pair<std::string_view, AttentionKernel> kAttention[] = {
         {"flash", AttentionKernel::kFlash}, {"unfused", AttentionKernel::kUnfused}};
     static constexpr std::pair<std::string_view, KernelFusion> kKernels[] = {
-        {"fused", KernelFusion::kFused}, {"eager", KernelFusion::kEager}};
+        {"fused", KernelFusion::kFused},
+        {"eager", KernelFusion::kEager},
+        {"compiled", KernelFusion::kCompiled}};
     static constexpr std::pair<std::string_view, bool> kFp8Recipes[] = {{"tensorwise", false},
                                                                        {"blockwise", true}};
     static constexpr std::pair<std::string_view, bool> kDispatchers[] = {{"alltoall", false},

@@ -158,6 +158,8 @@ enum class KernelFusion {
   kFused,  // norms, activations, rotary, residual adds fused (Megatron-Core / Transformer
            // Engine, torch.compile): layer_model.h's memory-bound kernels
   kEager,  // PyTorch eager under autocast: one kernel per op, fp32 intermediates
+  kCompiled,  // torch.compile (Inductor) under autocast: eager's ops fused, at the share of
+              // eager's time measured on our H200 (ComputeParams::compiled_elementwise_share)
 };
 std::string_view to_string(KernelFusion k);
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <tuple>
 
+#include "models/layer_model.h"
 #include "models/units.h"
 
 using namespace clustersim::models;
@@ -47,6 +48,38 @@ const CommCall* find_call(const std::vector<CommCall>& calls, ParallelDim dim, C
 TEST_SUITE("models") {
   // Published sizes: Llama 2 70B (Touvron et al. 2023: "70B"; Hugging Face config: 68.98B),
   // GPT-3 175B (Brown et al. 2020), Llama 3 8B and 405B (Llama Team 2024).
+  TEST_CASE("transformer: eager and compiled PyTorch time the elementwise work by hand") {
+    // Llama 3 8B on one H200, one 8K sequence, no TP: eager's op-by-op bytes per token (132 h
+    // + 10 f forward, 196 h + 26 f backward, plus 6 bytes per weight each way for the casts) at
+    // the eager kernels' rate, and torch.compile's measured share of that time.
+    WorkloadConfig w;
+    w.model = preset("llama3-8b");
+    w.seq_len = 8192;
+    w.global_batch = 1;
+    w.micro_batch = 1;
+    w.framework.weights_in_fp32 = true;
+    const GpuSpec& gpu = *find_gpu("h200-sxm");
+    const ComputeParams params = default_compute_params(gpu);
+    const double h = 4096, f = 14336, kv = 1024, tokens = 8192;
+    const double weights = 2 * h * h + 2 * h * kv + 3 * f * h;
+    const double rate = gpu.hbm_Bps * params.eager_elementwise_efficiency;
+    w.framework.kernels = KernelFusion::kEager;
+    const LayerKernels eager = layer_kernels(gpu, w, params);
+    CHECK(eager.memory_forward_s ==
+          doctest::Approx((132 * h + 10 * f + 6 * weights / tokens) * tokens / rate));
+    CHECK(eager.memory_backward_s ==
+          doctest::Approx((196 * h + 26 * f + 6 * weights / tokens) * tokens / rate));
+    w.framework.kernels = KernelFusion::kCompiled;
+    const LayerKernels compiled = layer_kernels(gpu, w, params);
+    CHECK(params.compiled_elementwise_share == doctest::Approx(0.33));
+    CHECK(compiled.memory_forward_s == doctest::Approx(0.33 * eager.memory_forward_s));
+    CHECK(compiled.memory_backward_s == doctest::Approx(0.33 * eager.memory_backward_s));
+    CHECK(compiled.gemm_forward_s == eager.gemm_forward_s);
+    // Fused (Transformer Engine) runs below compiled PyTorch's time.
+    w.framework.kernels = KernelFusion::kFused;
+    CHECK(layer_kernels(gpu, w, params).memory_forward_s < compiled.memory_forward_s);
+  }
+
   TEST_CASE("transformer: parameter counts of the presets") {
     CHECK(count_parameters(preset("llama2-70b")).total() == doctest::Approx(69.0e9).epsilon(0.01));
     CHECK(count_parameters(preset("llama2-70b")).total() == doctest::Approx(70e9).epsilon(0.02));

@@ -50,18 +50,23 @@ else
 fi
 
 # Well under a second with the analytic engine (0.02 s on the 2-core development machine), and
-# under 0.8 s with the default, the simulator (0.27 s there). The budget is the whole process,
-# times CLUSTERSIM_TIME_SCALE (6 in the sanitizer build, where the simulator takes 1.0 s alone and
-# up to 2.9 s beside another test).
+# under 0.8 s with the default, the simulator (0.27-0.41 s there). The budget is the whole
+# process, the fastest of three runs (CTest runs two tests at a time on two cores: a neighbour's
+# burst is not this program's time), times CLUSTERSIM_TIME_SCALE (6 in the sanitizer build,
+# where the simulator takes 1.0 s alone and up to 2.9 s beside another test).
 python3 - "$bin" "${CLUSTERSIM_TIME_SCALE:-1}" <<'PY' || fail "plan took too long"
 import subprocess, sys, time
 scale = float(sys.argv[2])
 for engine, budget in (("analytic", 0.5 * scale), ("auto", 0.8 * scale)):
-    start = time.monotonic()
-    subprocess.run([sys.argv[1], "plan", "--engine", engine, "--json"], check=True,
-                   stdout=subprocess.DEVNULL)
-    elapsed = time.monotonic() - start
-    assert elapsed < budget, f"plan --engine {engine} took {elapsed:.3f} s (budget {budget} s)"
+    times = []
+    for _ in range(3):
+        start = time.monotonic()
+        subprocess.run([sys.argv[1], "plan", "--engine", engine, "--json"], check=True,
+                       stdout=subprocess.DEVNULL)
+        times.append(time.monotonic() - start)
+        if times[-1] < budget:
+            break
+    assert min(times) < budget, f"plan --engine {engine} took {min(times):.3f} s at best of {len(times)} (budget {budget} s)"
 PY
 
 # The default engine is the simulator; it agrees with the formulas within the overlap it adds.

@@ -60,6 +60,7 @@ workload:
   precision: bf16
   framework:
     attention: flash
+    kernels: {'compiled' if run['compiled'] else 'eager'}
     weights_in_fp32: true
     fp32_gradients: true
   parallelism:
