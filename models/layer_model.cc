@@ -427,11 +427,12 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
       c.backward_s += n_moe * wait_bwd;
       c.host_wait_s += n_moe * (wait_fwd + wait_bwd);
     }
-    if (s == 0) {
-      // Embedding: gather h per token forward; backward accumulates into the fp32 gradient.
-      c.forward_s += elementwise_time(gpu, 2 * h * e * tokens, params).time_s;
-      c.backward_s += elementwise_time(gpu, (h * e + 2 * h * 4) * tokens, params).time_s;
-    }
+    // Embedding: gather h per token forward; backward accumulates into the fp32 gradient.
+    auto add_embedding_lookup = [&](double n) {
+      c.forward_s += n * elementwise_time(gpu, 2 * h * e * tokens, params).time_s;
+      c.backward_s += n * elementwise_time(gpu, (h * e + 2 * h * 4) * tokens, params).time_s;
+    };
+    if (s == 0) add_embedding_lookup(1);
     if (s == last) {
       // The output head and loss, once for the model and once more for each MTP module, which
       // also projects [norm(h), norm(embedding of the next token)] (2h) back to h, TP-split.
@@ -447,12 +448,12 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
                                                  params).time_s);
       c.tensor_s += passes * (head.forward_s + head.backward_s);
       if (w.model.mtp_layers > 0) {
+        // Each MTP module looks up the next tokens' embeddings (the shared table) and projects.
         const WeightGemm proj = weight_gemm(gpu, w.precision, tokens, h / t, 2 * h, params);
         const double mtp = w.model.mtp_layers;
-        c.forward_s += mtp * (proj.forward_s +
-                              elementwise_time(gpu, 2 * h * e * tokens, params).time_s);
-        c.backward_s += mtp * (proj.backward_s +
-                               elementwise_time(gpu, (h * e + 2 * h * 4) * tokens, params).time_s);
+        add_embedding_lookup(mtp);
+        c.forward_s += mtp * proj.forward_s;
+        c.backward_s += mtp * proj.backward_s;
         c.tensor_s += mtp * (proj.forward_s + proj.backward_s);
       }
     }

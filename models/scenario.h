@@ -156,7 +156,7 @@ std::string_view to_string(AttentionKernel k);
 // How the elementwise work between the GEMMs runs (workload.framework.kernels).
 enum class KernelFusion {
   kFused,  // norms, activations, rotary, residual adds fused (Megatron-Core / Transformer
-           // Engine, torch.compile): layer_model.h's memory-bound kernels
+           // Engine): layer_model.h's memory-bound kernels at the copy rate
   kEager,  // PyTorch eager under autocast: one kernel per op, fp32 intermediates
   kCompiled,  // torch.compile (Inductor) under autocast: eager's ops fused, at the share of
               // eager's time measured on our H200 (ComputeParams::compiled_elementwise_share)
