@@ -63,9 +63,15 @@ double microbatches_in_flight(const WorkloadConfig& w, int stage) {
       return m;
     case PipelineSchedule::k1F1B:
       return std::min(par.pp - stage, m);
-    case PipelineSchedule::kInterleaved:
-      return std::min(par.pp - stage, m) *
-             (1.0 + (par.pp - 1.0) / (par.pp * std::max(1, par.virtual_stages)));
+    case PipelineSchedule::kInterleaved: {
+      // Megatron-LM's interleaved schedule (schedules.py): stage s runs 2 (pp - s - 1) +
+      // (v - 1) pp warm-up chunk forwards and one more in the steady state before its first
+      // backward frees one, in units of a whole stage's layers / v; and never more than the
+      // step's m micro-batches (m = pp: every forward runs before the first backward).
+      const double v = std::max(1, par.virtual_stages);
+      const double chunks = 2.0 * (par.pp - stage - 1) + (v - 1) * par.pp + 1;
+      return std::min<double>(chunks / v, m);
+    }
     case PipelineSchedule::kDualPipe:
       // DeepSeek-V3 report Table 2: pp + 1 micro-batches' activations on every device, in units
       // of one stage's layers (each micro-batch passes through one of its two stages).

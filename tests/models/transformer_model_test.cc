@@ -295,6 +295,13 @@ TEST_SUITE("models") {
     w.parallelism.pp_schedule = PipelineSchedule::kInterleaved;
     w.parallelism.virtual_stages = 2;
     CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(11 * 10 * per_layer));
+    // With only m = pp = 4 micro-batches in the step Megatron runs every forward first: the
+    // 4 micro-batches' 20 layers, not 5.5 (the cap a 2-chunk warm-up would pass).
+    const int global_batch = w.global_batch;
+    w.global_batch = 4;
+    CHECK(w.micro_batches_per_step() == 4);
+    CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(4 * 20 * per_layer));
+    w.global_batch = global_batch;
     // GPipe: all 1024 micro-batches.
     w.parallelism.pp_schedule = PipelineSchedule::kGpipe;
     CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(1024 * 20 * per_layer));
