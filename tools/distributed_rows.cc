@@ -1,5 +1,6 @@
 #include "tools/distributed_rows.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -45,9 +46,21 @@ std::string host_name() {
   return buf;
 }
 
-// Runs `row` in a forked child (RowStudy::isolate) and returns what it wrote to a pipe. Throws
-// where the child does not end well (a crash, the kernel's OOM killer).
-std::string evaluate_in_child(const RowStudy& study, std::size_t row) {
+// A row running in a forked child (RowStudy::isolate), which writes its result to a pipe.
+struct Child {
+  std::size_t row = 0;
+  pid_t pid = -1;
+  int fd = -1;  // the pipe's read end, non-blocking
+  std::string out;
+  Clock::time_point started;
+};
+
+// Forks a child that runs `row` and writes its result to a pipe. Called by the one thread that
+// forks (LocalRows' owner): a child forked while another thread of this process is inside
+// malloc inherits that thread's allocator lock held and deadlocks on its first allocation
+// (glibc's malloc guards against it; GCC 12's AddressSanitizer allocator does not: seen as a row
+// that never ended under the sanitizer build), so isolated rows start no threads of their own.
+Child start_child(const RowStudy& study, std::size_t row) {
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error("pipe: " + std::string(std::strerror(errno)));
   const pid_t pid = ::fork();
@@ -71,35 +84,49 @@ std::string evaluate_in_child(const RowStudy& study, std::size_t row) {
     ::_exit(code);
   }
   ::close(fds[1]);
-  std::string out;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFSIGNALED(status)) {
-    throw std::runtime_error("its process (pid " + std::to_string(pid) + ") was killed by signal " +
-                             std::to_string(WTERMSIG(status)));
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    throw std::runtime_error("its process (pid " + std::to_string(pid) + ") exited " +
-                             std::to_string(WEXITSTATUS(status)));
-  }
-  return out;
+  ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+  return {row, pid, fds[0], {}, Clock::now()};
 }
 
-// Rows run on this process's threads: they take rows from a queue and leave results in another;
-// the main thread feeds one and drains the other. An exception in a row is a bug: kept, and
-// reported by the main thread as an internal error.
+// Reads what `child` has written so far; true once it has ended (its pipe closed and the process
+// reaped). Throws where the child did not end well (a crash, the kernel's OOM killer).
+bool poll_child(Child& child) {
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(child.fd, buf, sizeof buf);
+    if (n > 0) {
+      child.out.append(buf, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    break;  // end of file (or an error: the child is reaped below either way)
+  }
+  ::close(child.fd);
+  child.fd = -1;
+  int status = 0;
+  while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    throw std::runtime_error("its process (pid " + std::to_string(child.pid) +
+                             ") was killed by signal " + std::to_string(WTERMSIG(status)));
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    throw std::runtime_error("its process (pid " + std::to_string(child.pid) + ") exited " +
+                             std::to_string(WEXITSTATUS(status)));
+  }
+  return true;
+}
+
+// Rows run here, where the caller (one thread: the main one) hands them in and collects them.
+// Rows in-process run on `threads` threads of their own, which take rows from a queue and leave
+// results in another; isolated rows run in forked children that the caller's thread starts and
+// reads (no threads: see start_child). An exception in a row is a bug: kept, and reported by the
+// caller as an internal error.
 class LocalRows {
  public:
   LocalRows(const RowStudy& study, int threads) : study_(study) {
+    if (study.isolate) return;
     for (int t = 0; t < threads; ++t) pool_.emplace_back([this] { work(); });
   }
   ~LocalRows() {
@@ -109,8 +136,21 @@ class LocalRows {
     }
     wake_.notify_all();
     for (auto& t : pool_) t.join();
+    for (Child& c : children_) {
+      ::kill(c.pid, SIGKILL);
+      if (c.fd >= 0) ::close(c.fd);
+      ::waitpid(c.pid, nullptr, 0);
+    }
   }
   void add(std::size_t row) {
+    if (study_.isolate) {
+      try {
+        children_.push_back(start_child(study_, row));
+      } catch (const std::exception& e) {
+        keep_error(row, e.what());
+      }
+      return;
+    }
     {
       std::lock_guard lock(mutex_);
       queued_.push_back(row);
@@ -119,6 +159,27 @@ class LocalRows {
   }
   // Results so far (row, result), and the first internal error ("" none).
   std::vector<std::pair<std::size_t, std::string>> take_results(std::string* error) {
+    for (auto c = children_.begin(); c != children_.end();) {
+      std::string why;
+      bool ended = false;
+      try {
+        ended = poll_child(*c);
+      } catch (const std::exception& e) {
+        ended = true;
+        why = e.what();
+      }
+      if (!ended) {
+        ++c;
+        continue;
+      }
+      if (why.empty()) {
+        std::lock_guard lock(mutex_);
+        results_.emplace_back(c->row, std::move(c->out));
+      } else {
+        keep_error(c->row, why);
+      }
+      c = children_.erase(c);
+    }
     std::lock_guard lock(mutex_);
     *error = error_;
     return std::exchange(results_, {});
@@ -126,14 +187,21 @@ class LocalRows {
   // Rows queued or running here, and when each running one started.
   std::map<std::size_t, Clock::time_point> running() {
     std::lock_guard lock(mutex_);
-    return running_;
+    auto out = running_;
+    for (const Child& c : children_) out[c.row] = c.started;
+    return out;
   }
   std::size_t busy() {
     std::lock_guard lock(mutex_);
-    return queued_.size() + running_.size();
+    return queued_.size() + running_.size() + children_.size();
   }
 
  private:
+  void keep_error(std::size_t row, const std::string& why) {
+    std::lock_guard lock(mutex_);
+    if (error_.empty()) error_ = study_.describe(row) + ": " + why;
+  }
+
   void work() {
     for (;;) {
       std::size_t row = 0;
@@ -148,13 +216,13 @@ class LocalRows {
       std::string result;
       std::string error;
       try {
-        result = study_.isolate ? evaluate_in_child(study_, row) : study_.evaluate(row);
+        result = study_.evaluate(row);
       } catch (const std::exception& e) {
         error = e.what();
       }
+      if (!error.empty()) keep_error(row, error);
       std::lock_guard lock(mutex_);
       running_.erase(row);
-      if (!error.empty() && error_.empty()) error_ = study_.describe(row) + ": " + error;
       if (error.empty()) results_.emplace_back(row, std::move(result));
     }
   }
@@ -168,6 +236,7 @@ class LocalRows {
   std::string error_;
   bool closed_ = false;
   std::vector<std::thread> pool_;
+  std::vector<Child> children_;  // isolated rows, touched by the owner's thread only
 };
 
 std::pair<std::size_t, std::string> split_row(const std::string& bytes) {
