@@ -220,8 +220,9 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   if (stage == 0) out.logits_bytes += in_flight * tokens * h * residual / sp;
   // Eager cross-entropy under autocast holds an fp32 copy's log-softmax, its gradient and the
   // input gradient (12 bytes per logit) where a fused loss keeps the fp32 softmax beside the
-  // 16-bit logits (4 + e).
-  const double per_logit = eager ? 12 : 4 + e;
+  // 16-bit logits (4 + e). torch.compile as TorchTitan (and our H200 steps) apply it compiles
+  // each transformer block: the head and the loss still run eager.
+  const double per_logit = fw.kernels != KernelFusion::kFused ? 12 : 4 + e;
   if (stage == par.pp - 1) out.logits_bytes += tokens * (h * residual / sp + per_logit * m.vocab / t);
   // 3. Outside the model: the CUDA context and NCCL's buffers, and the caching allocator's
   // slack over what it hands out (MemoryParams).

@@ -78,6 +78,18 @@ TEST_SUITE("models") {
     // Fused (Transformer Engine) runs below compiled PyTorch's time.
     w.framework.kernels = KernelFusion::kFused;
     CHECK(layer_kernels(gpu, w, params).memory_forward_s < compiled.memory_forward_s);
+    // Memory: torch.compile per block keeps the fused layers' tensors but runs the head and the
+    // loss eager: 12 bytes per logit (fp32 log-softmax, its gradient, the input gradient)
+    // instead of the fused loss's fp32 softmax beside the 16-bit logits (6).
+    const MemoryBreakdown fused_memory = memory_per_gpu(w);
+    w.framework.kernels = KernelFusion::kCompiled;
+    const MemoryBreakdown compiled_memory = memory_per_gpu(w);
+    CHECK(compiled_memory.activations_bytes == doctest::Approx(fused_memory.activations_bytes));
+    CHECK(compiled_memory.logits_bytes - fused_memory.logits_bytes ==
+          doctest::Approx(6.0 * 128256 * tokens));
+    w.framework.kernels = KernelFusion::kEager;
+    CHECK(memory_per_gpu(w).logits_bytes == doctest::Approx(compiled_memory.logits_bytes));
+    CHECK(memory_per_gpu(w).activations_bytes > compiled_memory.activations_bytes);
   }
 
   TEST_CASE("transformer: parameter counts of the presets") {
