@@ -52,7 +52,7 @@ fi
 # Well under a second with the analytic engine (0.02 s on the 2-core development machine), and
 # under 0.8 s with the default, the simulator (0.27-0.41 s there). The budget is the whole
 # process, the fastest of three runs (CTest runs two tests at a time on two cores: a neighbour's
-# burst is not this program's time), times CLUSTERSIM_TIME_SCALE (6 in the sanitizer build,
+# burst is not this program's time), times CLUSTERSIM_TIME_SCALE (12 in the sanitizer build,
 # where the simulator takes 1.0 s alone and up to 2.9 s beside another test).
 python3 - "$bin" "${CLUSTERSIM_TIME_SCALE:-1}" <<'PY' || fail "plan took too long"
 import subprocess, sys, time
