@@ -55,11 +55,15 @@ for engine in ("analytic", "des"):
     assert s["leave_one_source_out_mean_abs_error"] <= 0.08, s
     h200 = [x for x in s["sources"] if x["source"] == "clustersim-h200"][0]
     assert h200["runs"] >= 16 and h200["mean_abs_error"] <= 0.07, h200
-    # Published memory (PyTorch's reserved peak) within 25% on our own H200 steps.
+    # Published memory (PyTorch's reserved peak) within 20% on our own H200 steps (at most 15.1%
+    # now), and every run on the GPUs it ran on but Llama 3 405B on 8,192 H100 (Meta's own
+    # pipeline schedule: its file's not_modelled).
     for r in runs:
         if r["source"] == "clustersim-h200":
             err = r["allocator_memory_per_gpu_bytes"] / r["published_memory_per_gpu_bytes"] - 1
-            assert abs(err) < 0.25, (r["name"], err)
+            assert abs(err) < 0.20, (r["name"], err)
+    unfit = sorted(r["name"] for r in runs if not r["fits"])
+    assert unfit == ["llama3-t4-405b-8k-8192gpu"], unfit
 assert d["gates_missed"] == []
 # Contention measurements: their own rows and scores, never among the training runs.
 coll = d["collective_runs"]
