@@ -1,9 +1,10 @@
 // Runs the rows of a study (sweep combinations, simulated search layouts: independent jobs that
 // each turn a row index into one line of text) over the processes of a run, with dynamic load
 // balancing: rank 0 hands out one row at a time to whichever process has a free thread, so rows
-// whose cost differs 100x still keep every process busy. Rank 0 runs rows too, on its own
-// threads, while its main thread hands out rows, collects results, checks the time limits and
-// draws the progress line (with an estimate of the time left) on stderr.
+// whose cost differs 100x still keep every process busy. Rank 0 runs rows too (on threads of its
+// own, or in forked children for isolated rows), while its main thread hands out rows, collects
+// results, checks the time limits and draws the progress line (with an estimate of the time left)
+// on stderr.
 //
 // Faults end the run with a message that names the row or the rank and an exit code of its own,
 // never a hang: a row past its time limit (kExitRowTimeout), a rank that disappears or stops
@@ -40,12 +41,14 @@ struct RowStudy {
   // engine per process, whose clock carries over from one simulation to the next and moves the
   // last digits of later results. A fresh child per row makes every row's result independent of
   // what ran before it in that process, so any split over ranks, or a resumed run, prints the
-  // same bytes. A child that crashes ends the run as an internal error naming the row.
+  // same bytes. A child that crashes ends the run as an internal error naming the row. The
+  // process's main thread forks the children and starts no row threads (a child forked beside a
+  // thread inside malloc can inherit an allocator lock held: distributed_rows.cc).
   bool isolate = false;
   // "row 7 (cluster.nodes=16)": a row as the messages name it.
   std::function<std::string(std::size_t row)> describe;
   // Runs one row: its result as one line of text. Called on every rank, from `threads` threads
-  // at once.
+  // at once (isolated: in a forked child per row, `threads` of them at once).
   std::function<std::string(std::size_t row)> evaluate;
   // Rank 0, main thread, one call per row in `todo`, in completion order. An error (the journal
   // cannot be written) ends the run with kExitBadInput.
