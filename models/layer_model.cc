@@ -268,6 +268,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
 
   // 3. Memory-bound kernels, bytes per token (see the header).
   const double e = working_bytes(p);
+  const double sp = par.sp ? t : 1;  // the sequence-parallel shard of the residual stream
   if (w.framework.kernels != KernelFusion::kFused) {
     // PyTorch eager under autocast with fp32 parameters, op by op (bytes per token; fp32
     // residual stream x, 16-bit GEMM outputs): forward 132 h + 10 f, two fused rms_norms on
@@ -288,10 +289,9 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     const double cast_per_token = 6 * weights / t / tokens;
     const bool rope = m.position_embedding == PositionEmbedding::kRope;
     const double stream_share = 48.0 / 68;
-    const double sp_shard = par.sp ? t : 1;
     auto sharded = [&](double rotary, double other_h, double per_f) {
       return (rotary * h + (1 - stream_share) * other_h * h + per_f * m.ffn_hidden) / t +
-             stream_share * other_h * h / sp_shard;
+             stream_share * other_h * h / sp;
     };
     const double fwd = sharded(rope ? 64 : 0, 68, 10) + cast_per_token;
     const double bwd = sharded(rope ? 92 : 0, 104, 26) + cast_per_token;
@@ -303,7 +303,6 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     out.memory_backward_s = share * bwd * tokens / rate;
     return out;
   }
-  const double sp = par.sp ? t : 1;
   const double drop_mask = w.dropout > 0 ? kMaskBytes : 0;
   double bytes = 0;
   const double norm_bytes = 2 * (2 * h * e) / sp;  // two norms: read h, write h

@@ -160,23 +160,15 @@ class LocalRows {
   // Results so far (row, result), and the first internal error ("" none).
   std::vector<std::pair<std::size_t, std::string>> take_results(std::string* error) {
     for (auto c = children_.begin(); c != children_.end();) {
-      std::string why;
-      bool ended = false;
       try {
-        ended = poll_child(*c);
-      } catch (const std::exception& e) {
-        ended = true;
-        why = e.what();
-      }
-      if (!ended) {
-        ++c;
-        continue;
-      }
-      if (why.empty()) {
+        if (!poll_child(*c)) {
+          ++c;
+          continue;
+        }
         std::lock_guard lock(mutex_);
         results_.emplace_back(c->row, std::move(c->out));
-      } else {
-        keep_error(c->row, why);
+      } catch (const std::exception& e) {
+        keep_error(c->row, e.what());
       }
       c = children_.erase(c);
     }
