@@ -5,7 +5,6 @@
 // published memory; then the mean, median and largest |error| overall and per source, and
 // leaving each source out. Exit 2 on a file that does not load, 1 when a gate
 // (--max-mean-error, --max-error, --max-loso-error, --all-fit) is missed.
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -22,6 +21,7 @@
 #include "sim/step_sim.h"
 #include "topology/cluster_graph.h"
 #include "tools/calibration_option.h"
+#include "tools/command_line.h"
 #include "tools/command_registry.h"
 #include "tools/layout_report.h"
 #include "tools/scenario_input.h"
@@ -642,28 +642,28 @@ void print_collectives(const AccuracyArgs& a, const std::vector<CollectiveRun>& 
 
 const bool kRegistered = register_command(
     {"accuracy", "score the model on published runs: per-run error, per source, leave one out", 75,
-     [](CLI::App& sub) -> CommandAction {
+     [](CommandLine& sub) -> CommandAction {
        auto a = std::make_shared<AccuracyArgs>();
        sub.add_option("dir", a->dir,
                       "corpus folder, searched recursively for *.yaml (default "
                       "scenarios/published)");
        sub.add_option("--engine", a->engine, "both (default), analytic or des")
-           ->check(CLI::IsMember({"both", "analytic", "des"}));
+           .check_member({"both", "analytic", "des"});
        sub.add_option("--source", a->source, "only the runs of this source id");
        sub.add_flag("--json", a->json, "one JSON object: runs, per-engine scores, missed gates");
        sub.add_option("--max-mean-error", a->max_mean_error,
                       "exit 1 when an engine's mean |error| is above this fraction (0.05)")
-           ->check(CLI::Range(0.0, 10.0));
+           .check_range(0.0, 10.0);
        sub.add_option("--max-error", a->max_error,
                       "exit 1 when an engine's largest |error| is above this fraction")
-           ->check(CLI::Range(0.0, 10.0));
+           .check_range(0.0, 10.0);
        sub.add_option("--max-loso-error", a->max_loso_error,
                       "exit 1 when the leave-one-source-out mean |error| is above this fraction")
-           ->check(CLI::Range(0.0, 10.0));
+           .check_range(0.0, 10.0);
        sub.add_option("--max-collective-error", a->max_collective_error,
                       "exit 1 when the simulator's largest |error| on the contention "
                       "measurements (busbw, busbw_ratio) is above this fraction")
-           ->check(CLI::Range(0.0, 10.0));
+           .check_range(0.0, 10.0);
        sub.add_flag("--all-fit", a->all_fit, "exit 1 when a run does not fit in GPU memory");
        return [a] { return run_accuracy(*a); };
      },

@@ -2,7 +2,6 @@
 // to one or more measurement files of one GPU model (models/calibration_fit.h) and writes the
 // overlay that `plan`, `collective` and `check` apply (--calibration FILE or a scenario's
 // `calibration:` key). Prints every fit with its residuals; --json prints the same as JSON.
-#include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -11,6 +10,7 @@
 
 #include "models/calibration_fit.h"
 #include "models/units.h"
+#include "tools/command_line.h"
 #include "tools/command_registry.h"
 #include "tools/measurement_input.h"
 #include "tools/scenario_input.h"
@@ -211,23 +211,23 @@ int run_calibrate(const CalibrateArgs& a) {
 
 const bool kRegistered = register_command(
     {"calibrate", "fit the models to measurement files and write a calibration overlay", 70,
-     [](CLI::App& sub) -> CommandAction {
+     [](CommandLine& sub) -> CommandAction {
        auto a = std::make_shared<CalibrateArgs>();
        sub.add_option("measurements", a->files,
                       "measurement files (one GPU model), or nccl-tests output (*_perf logs: "
                       "give --scenario)")
-           ->required();
+           .required();
        sub.add_option("--scenario", a->scenario,
                       "the cluster nccl-tests logs ran on (their text does not say)");
-       sub.add_option("-o,--out", a->out, "the overlay to write (YAML)")->required();
+       sub.add_option("-o,--out", a->out, "the overlay to write (YAML)").required();
        sub.add_flag("--json", a->json, "print the fits as JSON");
        sub.add_option("--attention-reference", a->attention_references,
                       "PyTorch SDPA rates on the same GPU (validate/device/torch_reference.py "
                       "JSON): the production attention curve the planner applies");
        sub.add_option("--max-regimes", a->max_regimes,
                       "size regimes per collective at most (piecewise alpha-beta)")
-           ->capture_default_str()
-           ->check(CLI::Range(1, 64));
+           .capture_default_str()
+           .check_range(1, 64);
        return [a] { return run_calibrate(*a); };
      },
      {"clustersim calibrate scenarios/measurements/h200-2gpu.json -o overlay.yaml",

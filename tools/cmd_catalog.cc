@@ -1,7 +1,6 @@
 // `clustersim catalog`: lists the built-in GPUs, scale-up links, NICs, switches and model presets
 // with their units and the source of every entry. Human tables by default; --json prints one
 // object with an array per kind, numbers in SI units (field names carry the unit).
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -9,6 +8,7 @@
 
 #include "models/catalog.h"
 #include "models/units.h"
+#include "tools/command_line.h"
 #include "tools/command_registry.h"
 #include "tools/text_table.h"
 
@@ -248,11 +248,11 @@ int run_catalog(const CatalogArgs& a) {
 
 const bool kRegistered = register_command(
     {"catalog", "list the built-in GPUs, scale-up links, NICs, switches and models, with sources",
-     90, [](CLI::App& sub) -> CommandAction {
+     90, [](CommandLine& sub) -> CommandAction {
        auto a = std::make_shared<CatalogArgs>();
        sub.add_flag("--json", a->json, "one JSON object, an array per kind, SI units");
        sub.add_option("--kind", a->kind, "only one kind: gpus | scale-up | nics | switches | models")
-           ->check(CLI::IsMember({"gpus", "scale-up", "nics", "switches", "models"}));
+           .check_member({"gpus", "scale-up", "nics", "switches", "models"});
        return [a] { return run_catalog(*a); };
      },
      {"clustersim catalog",

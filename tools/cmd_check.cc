@@ -5,7 +5,6 @@
 // sizes and reports the fitted and the held-out rows apart. The cluster is the scenario's
 // (--scenario) or the measured one (its GPU model, GPU count, one node). Exit 1 when a row is
 // impossible or an error gate (--max-median-error / --max-error on held-out rows) is missed.
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +15,7 @@
 #include "models/calibration_fit.h"
 #include "models/units.h"
 #include "tools/calibration_option.h"
+#include "tools/command_line.h"
 #include "tools/command_registry.h"
 #include "tools/measurement_input.h"
 #include "tools/range_option.h"
@@ -222,12 +222,12 @@ int run_check(const CheckArgs& a) {
 
 const bool kRegistered = register_command(
     {"check", "predicted vs measured per row, error per group, impossible figures flagged", 71,
-     [](CLI::App& sub) -> CommandAction {
+     [](CommandLine& sub) -> CommandAction {
        auto a = std::make_shared<CheckArgs>();
        sub.add_option("measurements", a->files,
                       "a measurement file, or nccl-tests output (one or several *_perf logs: "
                       "give --scenario)")
-           ->required();
+           .required();
        sub.add_option("--scenario", a->scenario,
                       "the cluster (default: the measured one; required for nccl-tests logs)");
        sub.add_option("--calibration", a->calibration,
@@ -235,7 +235,7 @@ const bool kRegistered = register_command(
        sub.add_option("--holdout", a->holdout,
                       "cross-validate: fit on the other sizes, check these: every-other | "
                       "upper-half")
-           ->check(CLI::IsMember({"none", "every-other", "upper-half"}));
+           .check_member({"none", "every-other", "upper-half"});
        sub.add_option("--sizes", a->sizes, "collective sizes the statistics cover, MIN:MAX");
        sub.add_option("--max-median-error", a->max_median_error,
                       "exit 1 when a group's median |error| (held-out rows with --holdout) "

@@ -2,7 +2,6 @@
 // with nccl-tests' own columns (size, count, type, redop, root, time, algbw, busbw) plus the
 // algorithm, protocol and bottleneck chosen, so that a real nccl-tests log diffs line by line.
 // N GPUs fill the scenario's nodes in order, as `mpirun -np N` over whole nodes does.
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -11,6 +10,7 @@
 #include "models/collective_model.h"
 #include "models/units.h"
 #include "tools/calibration_option.h"
+#include "tools/command_line.h"
 #include "tools/command_registry.h"
 #include "tools/scenario_input.h"
 #include "validate/collective_math.h"
@@ -158,25 +158,25 @@ int run_collective(const CollectiveArgs& a) {
 
 const bool kRegistered = register_command(
     {"collective", "predict one collective over a size sweep, in nccl-tests' columns", 20,
-     [](CLI::App& sub) -> CommandAction {
+     [](CommandLine& sub) -> CommandAction {
        auto a = std::make_shared<CollectiveArgs>();
        sub.add_option("--scenario", a->scenario,
                       "scenario YAML (default: the embedded default scenario)");
        sub.add_option("--op", a->op,
                       "all_reduce | all_gather | reduce_scatter | alltoall | broadcast | reduce | "
                       "sendrecv")
-           ->capture_default_str();
+           .capture_default_str();
        sub.add_option("--gpus", a->gpus,
                       "GPUs in the communicator, filling nodes in order (default: all)")
-           ->check(CLI::PositiveNumber);
+           .check_positive();
        sub.add_option("-b,--min", a->min_size, "smallest size (8, 64K, 8G = 8 GiB, 2GB)")
-           ->capture_default_str();
-       sub.add_option("-e,--max", a->max_size, "largest size")->capture_default_str();
+           .capture_default_str();
+       sub.add_option("-e,--max", a->max_size, "largest size").capture_default_str();
        sub.add_option("-f,--step-factor", a->step_factor, "multiply the size by this each row")
-           ->capture_default_str();
+           .capture_default_str();
        sub.add_option("--algo", a->algo, "auto | ring | tree | nvls | collnet | hierarchical | p2p")
-           ->capture_default_str();
-       sub.add_option("--proto", a->proto, "auto | ll | ll128 | simple")->capture_default_str();
+           .capture_default_str();
+       sub.add_option("--proto", a->proto, "auto | ll | ll128 | simple").capture_default_str();
        sub.add_flag("--json", a->json, "one JSON object with a row per size");
        sub.add_option("--calibration", a->calibration,
                       "calibration overlay (clustersim calibrate); default: the scenario's");

@@ -7,7 +7,6 @@
 // pipeline batch) drawn by gnuplot into a PNG or SVG.
 #include <sys/wait.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -25,6 +24,7 @@
 #include "sim/step_sim.h"
 #include "sim/transport_model.h"
 #include "tools/calibration_option.h"
+#include "tools/command_line.h"
 #include "tools/command_registry.h"
 #include "tools/layout_report.h"
 #include "tools/scenario_input.h"
@@ -846,14 +846,14 @@ int run_compare(const CompareArgs& a) {
 
 const bool kRegistered = register_command(
     {"compare", "several designs side by side (e.g. RoCE vs InfiniBand): step, cost, why", 40,
-     [](CLI::App& sub) -> CommandAction {
+     [](CommandLine& sub) -> CommandAction {
        auto a = std::make_shared<CompareArgs>();
-       sub.add_option("scenarios", a->scenarios, "two or more scenario YAML files")->required();
+       sub.add_option("scenarios", a->scenarios, "two or more scenario YAML files").required();
        sub.add_option("--set", a->sets,
                       "KEY=VALUE: set a dotted scenario key in every design before loading (as "
                       "sweep --set, one value; repeatable), e.g. workload.seq_len=8192");
        sub.add_option("--engine", a->engine, "des (simulated, default) or analytic")
-           ->check(CLI::IsMember({"des", "analytic"}));
+           .check_member({"des", "analytic"});
        sub.add_option(
            "--plot", a->plot,
            "write a scaling plot (tokens/s vs GPUs) with gnuplot to FILE.png or FILE.svg");

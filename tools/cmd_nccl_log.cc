@@ -2,12 +2,12 @@
 // hosts, NCCL version, channels, algorithms, transport per peer, errors and timeouts — and what is
 // wrong, in plain words (validate/nccl_log_diagnosis.h). Exit 1 when the diagnosis finds an
 // error (socket fallback, IB disabled, timeouts, NCCL errors), 0 otherwise.
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "models/text_file.h"
+#include "tools/command_line.h"
 #include "tools/command_registry.h"
 #include "tools/scenario_input.h"
 #include "tools/text_table.h"
@@ -110,10 +110,10 @@ int run_nccl_log(const NcclLogArgs& a) {
 
 const bool kRegistered = register_command(
     {"nccl-log", "read an NCCL_DEBUG=INFO log: transports per peer, channels, errors, diagnosis",
-     73, [](CLI::App& sub) -> CommandAction {
+     73, [](CommandLine& sub) -> CommandAction {
        auto a = std::make_shared<NcclLogArgs>();
        sub.add_option("log", a->file, "NCCL_DEBUG=INFO output (a capture or NCCL_DEBUG_FILE)")
-           ->required();
+           .required();
        sub.add_flag("--json", a->json, "one JSON object");
        return [a] { return run_nccl_log(*a); };
      },

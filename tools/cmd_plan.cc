@@ -5,7 +5,6 @@
 // docs/scenario-format.md lists.
 // With an `interference:` section the simulator runs the step twice, with the neighbour and
 // background traffic and without, and reports the slowdown ("interference" in JSON).
-#include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -20,6 +19,7 @@
 #include "sim/chrome_trace.h"
 #include "sim/step_sim.h"
 #include "tools/calibration_option.h"
+#include "tools/command_line.h"
 #include "tools/command_registry.h"
 #include "tools/layout_report.h"
 #include "tools/scenario_input.h"
@@ -549,7 +549,7 @@ int run_plan(const PlanArgs& a) {
 
 const bool kRegistered = register_command(
     {"plan", "predict a training step and the whole run: time, MFU, memory, comm, cost", 10,
-     [](CLI::App& sub) -> CommandAction {
+     [](CommandLine& sub) -> CommandAction {
        auto a = std::make_shared<PlanArgs>();
        sub.add_option("scenario", a->scenario,
                       "scenario YAML (default: the embedded 4-node, 32 x H100 Llama 2 70B job)");
@@ -560,7 +560,7 @@ const bool kRegistered = register_command(
        sub.add_option("--engine", a->engine,
                       "auto (default: des, or analytic where the fabric cannot be simulated), des "
                       "(the SimGrid simulation: contention, overlap) or analytic (the formulas)")
-           ->check(CLI::IsMember({"auto", "des", "analytic"}));
+           .check_member({"auto", "des", "analytic"});
        sub.add_option("--trace", a->trace,
                       "write the simulated step's timeline as Chrome trace JSON to FILE (needs "
                       "the simulation: exit 2 where it cannot run)");

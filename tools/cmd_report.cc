@@ -4,7 +4,6 @@
 // scenarios, the comparison and the fabric ladder. Every chart is inline SVG (no network needed
 // to open the page) and every figure is also in a table. Text from the user's files is escaped.
 // The page is written atomically: on bad input nothing is written.
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -17,6 +16,7 @@
 #include "models/units.h"
 #include "sim/step_sim.h"
 #include "tools/calibration_option.h"
+#include "tools/command_line.h"
 #include "tools/command_registry.h"
 #include "tools/html_report.h"
 #include "tools/row_journal.h"
@@ -375,7 +375,7 @@ const bool kRegistered = register_command(
     {"report",
      "one self-contained HTML page: plan, step and memory charts, scaling, owning vs renting, "
      "fabric, comparison",
-     45, [](CLI::App& sub) -> CommandAction {
+     45, [](CommandLine& sub) -> CommandAction {
        auto a = std::make_shared<ReportArgs>();
        sub.add_option("scenarios", a->scenarios,
                       "scenario YAML files (default: the embedded 4-node H100 scenario)");
@@ -385,7 +385,7 @@ const bool kRegistered = register_command(
                       "sweep --set, one value; repeatable), e.g. cost.utilization=0.6");
        sub.add_option("--engine", a->engine,
                       "analytic (default: the formulas) or des (the SimGrid simulation)")
-           ->check(CLI::IsMember({"analytic", "des"}));
+           .check_member({"analytic", "des"});
        return [a] { return run_report(*a); };
      },
      {"clustersim report -o /tmp/clustersim-report.html",

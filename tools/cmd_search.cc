@@ -4,7 +4,6 @@
 // needs (the smallest whole-node count at which a layout fits) and the best layout per count.
 // Under mpirun or srun the --refine-des simulations spread over the ranks (tools/distributed_rows.h)
 // and rank 0 prints; --journal FILE keeps each finished simulation, which --resume does not redo.
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -24,6 +23,7 @@
 #include "models/units.h"
 #include "sim/step_sim.h"
 #include "tools/calibration_option.h"
+#include "tools/command_line.h"
 #include "tools/command_registry.h"
 #include "tools/distributed_rows.h"
 #include "tools/layout_report.h"
@@ -782,17 +782,17 @@ int run_search(const SearchArgs& a) {
 
 const bool kRegistered = register_command(
     {"search", "best parallel layout for a model on a cluster, and how many GPUs it needs", 40,
-     [](CLI::App& sub) -> CommandAction {
+     [](CommandLine& sub) -> CommandAction {
        auto a = std::make_shared<SearchArgs>();
        sub.add_option("scenario", a->scenario,
                       "scenario YAML: its model, sequence, batch and cluster (default: the "
                       "embedded one); its own layout is ranked too");
-       auto* gpus = sub.add_option("--gpus", a->gpus,
+       auto gpus = sub.add_option("--gpus", a->gpus,
                                    "search on N GPUs of the scenario's nodes (whole nodes)");
        sub.add_option("--gpus-range", a->gpus_range,
                       "MIN:MAX GPUs: the smallest whole-node count at which a layout fits, and "
                       "the best layout at MIN, doubling, MAX and that count")
-           ->excludes(gpus);
+           .excludes(gpus);
        sub.add_option("--top", a->top, "layouts listed (default 10)");
        sub.add_option("--objective", a->objective,
                       "tokens_per_s (default), cost (per million useful tokens) or mfu; they "
@@ -808,7 +808,7 @@ const bool kRegistered = register_command(
        sub.add_option("--micro-batches", a->micro_batches,
                       "micro-batch sizes to try, comma-separated (default 1,2,4,8; the "
                       "scenario's own is added)")
-           ->delimiter(',');
+           .delimiter(',');
        sub.add_option("--max-virtual-stages", a->max_virtual_stages,
                       "interleaved schedule: model chunks per stage to try, 2..N (default 8)");
        sub.add_option("--journal", a->journal,

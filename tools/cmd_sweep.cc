@@ -7,7 +7,6 @@
 // mpirun or srun the rows spread over the ranks (tools/distributed_rows.h) and rank 0 writes the
 // output, byte for byte as one process would; every finished row goes to a journal next to the
 // output (tools/row_journal.h), from which --resume reruns only the missing rows.
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <charconv>
@@ -30,6 +29,7 @@
 #include "models/units.h"
 #include "sim/step_sim.h"
 #include "tools/calibration_option.h"
+#include "tools/command_line.h"
 #include "tools/command_registry.h"
 #include "tools/distributed_rows.h"
 #include "tools/layout_report.h"
@@ -623,9 +623,9 @@ int run_sweep(SweepArgs a) {
 
 const bool kRegistered = register_command(
     {"sweep", "grid over scenario parameters (--set key=v1,v2): one planned row per combination",
-     35, [](CLI::App& sub) -> CommandAction {
+     35, [](CommandLine& sub) -> CommandAction {
        auto a = std::make_shared<SweepArgs>();
-       sub.add_option("scenario", a->scenario, "scenario YAML to vary")->required();
+       sub.add_option("scenario", a->scenario, "scenario YAML to vary").required();
        sub.add_option("--set", a->sets,
                       "KEY=V1,V2,...: a dotted scenario key (cluster.nodes, cluster.node.nic, "
                       "cluster.fabric.oversubscription, workload.seq_len, "
@@ -633,10 +633,10 @@ const bool kRegistered = register_command(
                       "repeat for a grid. Keys joined by + vary together: "
                       "cluster.node.nic+cluster.fabric.switch=ib-ndr+quantum-2-qm9700,"
                       "roce-400+spectrum-4-sn5600-2x400g")
-           ->required()
-           ->take_all();
+           .required()
+           .take_all();
        sub.add_option("--engine", a->engine, "analytic (default) or des (the simulator)")
-           ->check(CLI::IsMember({"analytic", "des"}));
+           .check_member({"analytic", "des"});
        sub.add_flag("--json", a->json, "one JSON object with a row per combination");
        sub.add_option("--csv", a->csv, "also write the rows to FILE as CSV");
        sub.add_option("--threads", a->threads,

@@ -6,7 +6,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +16,7 @@
 #include <string>
 
 #include "models/units.h"
+#include "tools/command_line.h"
 #include "tools/command_registry.h"
 #include "tools/scenario_input.h"
 #include "tools/text_table.h"
@@ -277,7 +277,7 @@ const bool kRegistered = register_command(
     {"topo",
      "fabric summary: switches, ports, cables, bisection (max-flow), oversubscription, diameter, "
      "latency, cost; DOT/SVG picture",
-     30, [](CLI::App& sub) -> CommandAction {
+     30, [](CommandLine& sub) -> CommandAction {
        auto a = std::make_shared<TopoArgs>();
        sub.add_option("scenario", a->scenario,
                       "scenario YAML file (default: the embedded 4-node H100 scenario)");

@@ -2,12 +2,12 @@
 // runs the real NCCL collectives, GEMM, copy and attention kernels on this node's GPUs — or on
 // every node under mpirun — and writes a measurement file (docs/measurement-schema.md),
 // checkpointed after every row so that an interrupted run leaves a valid "<out>.partial".
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
 
 #include "models/units.h"
+#include "tools/command_line.h"
 #include "tools/command_registry.h"
 #include "tools/text_table.h"
 #include "validate/bootstrap.h"
@@ -307,7 +307,7 @@ const bool kRegistered = register_command(
     {"validate",
      "run real NCCL collectives, GEMM, copy and attention kernels on this node's GPUs (or every "
      "node under mpirun) and write a measurement file",
-     60, [](CLI::App& sub) -> CommandAction {
+     60, [](CommandLine& sub) -> CommandAction {
        auto a = std::make_shared<ValidateArgs>();
        sub.add_option("-o,--out", a->out, "measurement file to write (default measurements.json)");
        sub.add_flag("--json", a->json, "print the measurement file's JSON to stdout at the end");

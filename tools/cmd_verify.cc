@@ -8,7 +8,6 @@
 //          (its own `claims:`): is a figure physically possible (models/claims.h)? exit 1 when
 //          one is IMPOSSIBLE.
 // A key file's bytes are the key (one trailing newline dropped).
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -17,6 +16,7 @@
 #include "models/claims.h"
 #include "models/text_file.h"
 #include "models/units.h"
+#include "tools/command_line.h"
 #include "tools/command_registry.h"
 #include "tools/scenario_input.h"
 #include "tools/text_table.h"
@@ -262,7 +262,7 @@ int run_verify(const VerifyArgs& a) {
 
 const bool kRegistered = register_command(
     {"verify", "acceptance verdict for a rented cluster; is a claimed figure physically possible",
-     72, [](CLI::App& sub) -> CommandAction {
+     72, [](CommandLine& sub) -> CommandAction {
        auto a = std::make_shared<VerifyArgs>();
        sub.add_option("measurements", a->file, "a measurement file (clustersim validate)");
        sub.add_option("--expect", a->expect.sku, "the promised GPU (catalog id, e.g. h200-sxm)");

@@ -1,18 +1,17 @@
 // The table of subcommands. Each tools/cmd_*.cc registers one command at static-initialisation
-// time; main() turns the table into CLI11 subcommands. A command's setup adds its options to
-// the CLI11 subcommand and returns the action that runs after parsing. Exit codes: 0 success,
-// 1 a failed check (verify), 2 bad input (with a message naming the file:line:col or the flag).
+// time; main() turns the table into subcommands (command_line.h). A command's setup declares its
+// options on its CommandLine and returns the action that runs after parsing. Exit codes: 0
+// success, 1 a failed check (verify), 2 bad input (with a message naming the file:line:col or the
+// flag).
 #pragma once
 
 #include <functional>
 #include <string>
 #include <vector>
 
-namespace CLI {
-class App;
-}
-
 namespace clustersim::tools {
+
+class CommandLine;
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitCheckFailed = 1;
@@ -27,7 +26,7 @@ struct CommandRegistration {
   std::string name;
   std::string summary;
   int order = 100;  // position in --help: lower first
-  std::function<CommandAction(CLI::App& sub)> setup;
+  std::function<CommandAction(CommandLine& sub)> setup;
   // Two or three real command lines, run from the repository's root, shown under --help
   // ("Examples:"); CTest runs each that writes no file and needs no GPU.
   std::vector<std::string> examples = {};

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "tools/command_line.h"
 #include "tools/command_registry.h"
 
 namespace clustersim::tools {
@@ -33,7 +34,8 @@ int main(int argc, char** argv) {
   }
   CLI::App app{"clustersim-probe: " + commands[0].summary};
   app.set_version_flag("--version", "clustersim-probe 0.1.0");
-  CommandAction action = commands[0].setup(app);
+  CommandLine options(app);
+  CommandAction action = commands[0].setup(options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
