@@ -34,6 +34,20 @@ expect_bad_set_keys() {
   expect_bad "$command" "cluster.node.nic overlaps cluster.node" "$@" "$scenario" \
     --set "cluster.node={gpu: h100-sxm}" --set cluster.node.nic=ib-ndr
 }
+# The study of the journal tests (study_journal_cli, distributed_cli): a grid of study_rows
+# simulated rows of 16K GPUs (0.2-0.8 s each), long enough to be killed half-way. The sanitizer
+# build (CLUSTERSIM_TIME_SCALE above 1) takes about 1.5 s a row, so there the grid has two
+# sequence lengths instead of four: 8 rows, still several per rank of three and several left when
+# a run is killed, so that the same splitting, killing, timeout and resume paths run.
+if [ "${CLUSTERSIM_TIME_SCALE:-1}" -gt 1 ]; then
+  study_rows=8
+  study_seq_lens=4096,32768
+else
+  study_rows=16
+  study_seq_lens=4096,8192,16384,32768
+fi
+study_grid=(--set cluster.fabric.oversubscription=1,2,4,8 --set "workload.seq_len=$study_seq_lens"
+  --engine des --threads 1)
 finish() {
   if [ "$fails" -ne 0 ]; then
     echo "$1: $fails failure(s)" >&2

@@ -17,8 +17,8 @@ mpi=(mpirun --allow-run-as-root --oversubscribe -np 3)
 # Every run is bounded, the launcher killed outright if it ignores the timeout's SIGTERM: a hang
 # fails this test in minutes, naming the step, instead of using up CTest's limit.
 limit=(timeout -k 10)
-# Sixteen simulated rows of 16K GPUs (0.2-0.5 s each): long enough to be killed half-way.
-grid=(--set cluster.fabric.oversubscription=1,2,4,8 --set workload.seq_len=4096,8192,16384,32768 --engine des --threads 1)
+# The study grid (cli_test_lib.bash): $study_rows simulated rows, long enough to be killed half-way.
+grid=("${study_grid[@]}")
 
 # A build without MPI says so when started as one of several ranks.
 "${limit[@]}" 120 "${mpi[@]}" "$bin" sweep "$s70b" --set cluster.nodes=4,8 --json >"$tmp/probe.json" 2>"$tmp/probe.err"

@@ -7,12 +7,12 @@
 source "$(dirname "$0")/cli_test_lib.bash"
 s70b="$src/scenarios/llama3-70b-64xh100-ndr-rail.yaml"
 s16k="$src/scenarios/llama3-405b-16k-h100.yaml"
-# Sixteen simulated rows of 16K GPUs (0.2-0.5 s each): long enough to be killed half-way.
-grid=(--set cluster.fabric.oversubscription=1,2,4,8 --set workload.seq_len=4096,8192,16384,32768 --engine des --threads 1)
+# The study grid (cli_test_lib.bash): $study_rows simulated rows, long enough to be killed half-way.
+grid=("${study_grid[@]}")
 
 "$bin" sweep "$s16k" "${grid[@]}" --csv "$tmp/ref.csv" >"$tmp/ref.txt" 2>"$tmp/err.txt" ||
   fail "the uninterrupted sweep exited $? ($(cat "$tmp/err.txt"))"
-[ "$(wc -l <"$tmp/ref.csv")" -eq 17 ] || fail "the CSV has not 16 rows and a header"
+[ "$(wc -l <"$tmp/ref.csv")" -eq $((study_rows + 1)) ] || fail "the CSV has not $study_rows rows and a header"
 [ -e "$tmp/ref.csv.journal" ] && fail "a finished run left its journal"
 ls "$tmp" | grep -q '\.tmp\.' && fail "a temporary file was left: $(ls "$tmp")"
 
@@ -34,11 +34,12 @@ kill_after() {
 kill_after "$tmp/k.csv" 2
 [ -e "$tmp/k.csv" ] && fail "a killed run wrote its CSV"
 done_rows=$(($(wc -l <"$tmp/k.csv.journal") - 1))
-[ "$done_rows" -ge 2 ] && [ "$done_rows" -lt 16 ] || fail "the killed run journaled $done_rows rows, want 2-15"
+[ "$done_rows" -ge 2 ] && [ "$done_rows" -lt "$study_rows" ] ||
+  fail "the killed run journaled $done_rows rows, want 2-$((study_rows - 1))"
 expect_bad sweep "--resume runs only the rows it lacks" "$s16k" "${grid[@]}" --csv "$tmp/k.csv"
 "$bin" sweep "$s16k" "${grid[@]}" --csv "$tmp/k.csv" --resume >/dev/null 2>"$tmp/resume.err" ||
   fail "--resume exited $? ($(cat "$tmp/resume.err"))"
-grep -qF "resuming from $tmp/k.csv.journal: $done_rows of 16 rows done" "$tmp/resume.err" ||
+grep -qF "resuming from $tmp/k.csv.journal: $done_rows of $study_rows rows done" "$tmp/resume.err" ||
   fail "--resume did not say what it kept: $(cat "$tmp/resume.err")"
 cmp -s "$tmp/ref.csv" "$tmp/k.csv" || fail "killed + resumed CSV differs from the uninterrupted one"
 [ -e "$tmp/k.csv.journal" ] && fail "the resumed run left its journal"
