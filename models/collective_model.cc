@@ -45,7 +45,8 @@ constexpr NameTable<Proto> kProtocolNames[] = {
 constexpr NameTable<Neck> kBottleneckNames[] = {{"none", Neck::kNone},
                                                 {"scale_up", Neck::kScaleUp},
                                                 {"network", Neck::kNetwork},
-                                                {"calibrated", Neck::kCalibrated}};
+                                                {"calibrated", Neck::kCalibrated},
+                                                {"channels", Neck::kChannels}};
 // clang-format on
 
 template <class E, std::size_t N>
@@ -103,6 +104,9 @@ class Model {
  public:
   Model(const CollectiveTopology& t, const CollectiveParams& p, AllToAllDispatch dispatch = {})
       : t_(t), p_(p), dispatch_(dispatch) {}
+
+  // A one-node ring's bus bandwidth as its channels' copy work bounds it.
+  double ring_channel_bus_Bps(Op op) const { return ring_channel_bus(op).Bps; }
 
   // NCCL's channels for one peer of a p2p send, at its per-channel rate.
   double p2p_peer_cap_Bps(double per_peer_bytes) const {
@@ -171,6 +175,36 @@ class Model {
     if (t_.gpu_arch == "sm_100") return 40.1e9;
     return 20.0e9;
   }
+  // What one ring channel loads and stores per second (CollectiveParams::ring_channel_copy_Bps).
+  double ring_channel_copy_Bps() const {
+    if (p_.ring_channel_copy_Bps > 0) return p_.ring_channel_copy_Bps;
+    return 48.6e9 * channel_Bps() / 20.6e9;
+  }
+  // A ring's bus bandwidth as its channels' copy work bounds it on one node: the bytes each rank
+  // loads and stores, per byte of the nccl-tests size, against what ring_channels copy.
+  Bus ring_channel_bus(Op op) const {
+    double copied = 0;
+    switch (op) {
+      case Op::kAllGather:
+      case Op::kReduceScatter:
+      case Op::kBroadcast:
+        copied = 2;
+        break;
+      case Op::kAllReduce:
+        copied = 4 - 2.0 / n();
+        break;
+      case Op::kReduce:
+        copied = 3;
+        break;
+      case Op::kAllToAll:
+      case Op::kSendRecv:
+        return {};
+    }
+    const double channels = std::max(1, p_.ring_channels);
+    return {channels * ring_channel_copy_Bps() * bus_bandwidth_factor(op, n()) / copied,
+            Neck::kChannels};
+  }
+
   // The channels NCCL gives a send of `bytes` to one peer (enqueue.cc addP2pToPlan).
   int p2p_channels(double bytes) const {
     const int max_per_peer = std::max(1, p_.p2p_channels_per_peer);
@@ -281,7 +315,11 @@ class Model {
       return unsupported(Algo::kRing, op, "NCCL runs it as point-to-point sends (use auto or p2p)");
     }
     if (auto s = need_network(); !s) return Error{s.message()};
-    const Bus bus = ring_protocol(ring_bus(), p);
+    const Bus link = ring_protocol(ring_bus(), p);
+    Bus bus = link;
+    if (!multi_node()) {
+      if (const Bus copy = ring_channel_bus(op); copy.Bps < bus.Bps) bus = copy;
+    }
     // Latency (tuning.cc): base + (steps - inter steps) x intra + inter steps x inter. A chain
     // (broadcast, reduce) has n-1 steps; NCCL charges n, a one-step difference.
     const int steps = op == Op::kAllReduce ? 2 * (n() - 1) : n() - 1;
@@ -297,7 +335,10 @@ class Model {
     out.latency_s = base(NcclAlgo::kRing, p) + (steps - inter_steps) * intra + inter_steps * inter;
     out.bandwidth_s = bytes * bus_bandwidth_factor(op, n()) / bus.Bps;
     if (p == Proto::kSimple && !multi_node() && op != Op::kBroadcast && op != Op::kReduce) {
-      out.fill_s = ring_fill_seconds(bytes, bus.Bps);
+      // The first slice crosses one step at the link's pace: a step's own copy work (a load
+      // and a store per byte) is lighter than the link's share; the copy bound comes from a
+      // rank doing its send and its receive steps in turn on the same channel.
+      out.fill_s = ring_fill_seconds(bytes, link.Bps);
       out.latency_s += out.fill_s;
     }
     out.bottleneck = bus.neck;
@@ -776,6 +817,12 @@ Result<CollectiveEstimate> estimate_collective(const CollectiveTopology& topolog
 double p2p_peer_channel_cap_Bps(const CollectiveTopology& topology, const CollectiveParams& params,
                                 double per_peer_bytes) {
   return Model(topology, params).p2p_peer_cap_Bps(per_peer_bytes);
+}
+
+double ring_channel_bus_Bps(const CollectiveTopology& topology, const CollectiveParams& params,
+                            CollectiveOp op) {
+  if (topology.ranks < 2 || topology.nodes > 1) return 0;
+  return Model(topology, params).ring_channel_bus_Bps(op);
 }
 
 void apply_correction(const CollectiveCorrection& c, CollectiveAlgorithm algorithm,

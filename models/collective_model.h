@@ -38,7 +38,9 @@ enum class CollectiveAlgorithm { kAuto, kRing, kTree, kNvls, kCollNet, kHierarch
 enum class CollectiveProtocol { kAuto, kLL, kLL128, kSimple };
 // Which resource bounds the bandwidth term: NVLink/PCIe inside the node, the NICs, or nothing
 // (zero bytes), or a calibration fit that replaced the model.
-enum class CollectiveBottleneck { kNone, kScaleUp, kNetwork, kCalibrated };
+// What sets a collective's bandwidth term: the scale-up links, the network, the copy work of
+// NCCL's channels on the GPU (its thread blocks' loads and stores), or a calibration fit.
+enum class CollectiveBottleneck { kNone, kScaleUp, kNetwork, kCalibrated, kChannels };
 
 // Names as nccl-tests spells its programs ("all_reduce", "all_gather", "reduce_scatter",
 // "alltoall", "broadcast", "reduce", "sendrecv"); algorithms "auto", "ring", "tree", "nvls",
@@ -220,6 +222,25 @@ struct CollectiveParams {
   // across nodes NCCL's network chunks and proxy differ and no table here measures the fill.
   double ring_chunk_bytes = 2.0 * 1024 * 1024;
   int ring_channels = 24;
+  // What one ring channel (one thread block) can load and store per second in the GPU's memory,
+  // loads and stores counted alike. A ring kernel moves each rank's data through its FIFO with
+  // the same threads that send it (Simple, LL128 and LL alike): per rank, in units of the
+  // nccl-tests size S, out-of-place all_gather loads and stores 2 S (copy its own chunk to the
+  // output while sending it, copy each received chunk out of the FIFO), reduce_scatter 2 S (one
+  // load per send, two loads per reduce, a store for its own shard), all_reduce 4 - 2/n S, a
+  // broadcast or reduce chain 2 and 3 S; over ring_channels channels that bounds the ring at
+  // ring_channels x this x bus factor / that count of bus bandwidth, below the links only for
+  // 2 ranks' all_gather and reduce_scatter (n = 2: 0.5 S over the link against 2 S of copy
+  // work; from 3 ranks the link's share grows to (n-1)/n and it binds again). Hopper: 48.6 GB/s,
+  // from our 2 x H200 (nccl-tests-2gpu.txt): all_gather out-of-place 8 GiB in 14.73 ms = 2 S over
+  // 24 channels, where the link alone would take 11.6 ms; reduce_scatter, the same 2 S with
+  // another mix of loads and stores, measures 14.62 ms, broadcast and sendrecv (link-bound)
+  // 367 and 366 GB/s. It sits between what a plain copy kernel of 512 threads with four 16-byte
+  // loads in flight each reaches (call10/ramp_probe_h200.txt: 32.7-37 GB/s per block, latency-
+  // bound) and twice that (NCCL unrolls deeper). Other architectures: this scaled by NCCL's own
+  // per-channel figures (topo.h: SM80 20.0, SM100 40.1 against SM90 20.6 GB/s), an assumption
+  // no table here measures. 0 = that.
+  double ring_channel_copy_Bps = 0;
   double nvls_max_chunk_bytes = 128 * 1024;
   // Protocol bandwidth factors (tuning.cc "model refinements"): ring LL moves 8 of 16 bytes
   // per line (x0.5) and is capped; LL128 moves 120 of 128 (NCCL uses 0.92).
@@ -326,6 +347,13 @@ struct CollectiveEstimate {
 // simulator caps each intra-node p2p flow at it, as the analytic p2p term does.
 double p2p_peer_channel_cap_Bps(const CollectiveTopology& topology, const CollectiveParams& params,
                                 double per_peer_bytes);
+
+// The bus bandwidth a one-node ring of `op` gets from its channels' copy work
+// (CollectiveParams::ring_channel_copy_Bps), whatever the links allow; 0 across nodes, for one
+// rank and for the point-to-point ops. The simulator caps each ring edge at it, as the analytic
+// ring term does.
+double ring_channel_bus_Bps(const CollectiveTopology& topology, const CollectiveParams& params,
+                            CollectiveOp op);
 
 // Whether NCCL's tuner picks `a` over `b`: the shorter time without the fill it does not count.
 bool nccl_prefers(const CollectiveEstimate& a, const CollectiveEstimate& b);

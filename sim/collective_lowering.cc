@@ -90,7 +90,10 @@ class Lowering {
         if (shape_.op == CollectiveOp::kAllToAll || shape_.op == CollectiveOp::kSendRecv) {
           return models::Error{"ring cannot run " + std::string(to_string(shape_.op))};
         }
-        ring(comm, nodes, 0, ring_bytes(comm.size()));
+        // On one node each edge also runs no faster than its channels copy (the analytic
+        // ring's channel bound, in wire bytes).
+        ring(comm, nodes, 0, ring_bytes(comm.size()),
+             models::ring_channel_bus_Bps(topo_, params_, shape_.op) * wire_);
         return models::Status::Ok();
       case CollectiveAlgorithm::kTree:
         return tree(nodes);
@@ -149,9 +152,10 @@ class Lowering {
   }
 
   // Ring over the communicator (also a chain for broadcast/reduce, without the edge into the
-  // root). `bytes_per_edge` is the whole collective's volume on each edge.
+  // root). `bytes_per_edge` is the whole collective's volume on each edge; `one_node_cap` (> 0)
+  // bounds each edge's rate when the ring stays on one node.
   void ring(const Communicator& comm, const std::vector<std::vector<int>>& nodes, size_t ph,
-            double bytes_per_edge) {
+            double bytes_per_edge, double one_node_cap = 0) {
     const int root = comm.front();
     const bool chain = chain_op();
     if (nodes.size() == 1) {
@@ -159,7 +163,7 @@ class Lowering {
       for (size_t i = 0; i < m.size(); ++i) {
         const int dst = m[(i + 1) % m.size()];
         if (chain && dst == root) continue;
-        flow(ph, m[i], dst, bytes_per_edge, i);
+        flow(ph, m[i], dst, bytes_per_edge, i, one_node_cap);
       }
       return;
     }

@@ -179,14 +179,26 @@ class StepBuilder {
   }
   // A transfer of several kinds' calls at once: calls[i] full-size calls of kinds[i] (a
   // fraction of a call when below 1: a gradient bucket).
+  // Kinds that share a transfer (a layer's TP gathers and reduce-scatters) run one after
+  // another on the GPU's channels, as the formula adds them: each flow runs no faster than its
+  // bytes over the sum of the kinds' pattern times (the kinds' link shares alone would let a
+  // channel-bound pair overlap).
   int transfer(int stage, const std::vector<std::pair<CommKind*, double>>& calls, TaskInfo info) {
     std::vector<SimFlow> flows;
-    double latency = 0;
+    double latency = 0, patterns_s = 0;
+    for (const auto& [kind, n] : calls) {
+      if (n > 0) patterns_s += kind->pattern_s * n;
+    }
     for (const auto& [kind, n] : calls) {
       if (n <= 0) continue;
       latency += kind->latency_s * std::max(1.0, std::floor(n));
       for (const SimFlow& f : footprint(*kind, stage)) {
-        flows.push_back({f.route, f.bytes * n, f.max_rate_Bps});
+        double cap = f.max_rate_Bps;
+        if (calls.size() > 1 && patterns_s > 0) {
+          const double in_turn = f.bytes * n / patterns_s;
+          cap = cap > 0 ? std::min(cap, in_turn) : in_turn;
+        }
+        flows.push_back({f.route, f.bytes * n, cap});
       }
     }
     info.comm = true;

@@ -80,7 +80,7 @@ TEST_SUITE("sim") {
     for (const Case& c : cases) check_agreement(graph, c, models::kGiB);
   }
 
-  TEST_CASE("two GPUs: p2p limited by NCCL's channels agrees with the formula within 1%") {
+  TEST_CASE("two GPUs: p2p and rings limited by NCCL's channels agree with the formula within 1%") {
     // 64 MiB to one peer rides 16 channels (below the links); 1 GiB, 32 (link-bound); alltoall
     // of 64 MiB sends 32 MiB per peer, LL in the small case.
     const auto graph = h100_cluster(1);
@@ -88,6 +88,10 @@ TEST_SUITE("sim") {
         {"p2p sendrecv x2", CollectiveOp::kSendRecv, CollectiveAlgorithm::kP2p, CollectiveProtocol::kSimple, 2},
         {"p2p alltoall x2", CollectiveOp::kAllToAll, CollectiveAlgorithm::kP2p, CollectiveProtocol::kSimple, 2},
         {"p2p sendrecv x2 LL", CollectiveOp::kSendRecv, CollectiveAlgorithm::kP2p, CollectiveProtocol::kLL, 2},
+        // Rings bound by their channels' copy work (all_gather, reduce_scatter) and by the link.
+        {"ring all_gather x2", CollectiveOp::kAllGather, CollectiveAlgorithm::kRing, CollectiveProtocol::kSimple, 2},
+        {"ring reduce_scatter x2", CollectiveOp::kReduceScatter, CollectiveAlgorithm::kRing, CollectiveProtocol::kSimple, 2},
+        {"ring all_reduce x2", CollectiveOp::kAllReduce, CollectiveAlgorithm::kRing, CollectiveProtocol::kSimple, 2},
     };
     for (const Case& c : cases) {
       check_agreement(graph, c, 64 * models::kMiB);
