@@ -178,7 +178,7 @@ class Model {
   // What one ring channel loads and stores per second (CollectiveParams::ring_channel_copy_Bps).
   double ring_channel_copy_Bps() const {
     if (p_.ring_channel_copy_Bps > 0) return p_.ring_channel_copy_Bps;
-    return 48.6e9 * channel_Bps() / 20.6e9;
+    return 60.7e9 * channel_Bps() / 20.6e9;
   }
   // A ring's bus bandwidth as its channels' copy work bounds it on one node: the bytes each rank
   // loads and stores, per byte of the nccl-tests size, against what ring_channels copy.
@@ -187,12 +187,12 @@ class Model {
     switch (op) {
       case Op::kAllGather:
       case Op::kReduceScatter:
-      case Op::kBroadcast:
-        copied = 2;
+        copied = 3 - 1.0 / n();
         break;
       case Op::kAllReduce:
-        copied = 4 - 2.0 / n();
+        copied = 6 - 4.0 / n();
         break;
+      case Op::kBroadcast:
       case Op::kReduce:
         copied = 3;
         break;

@@ -222,22 +222,21 @@ struct CollectiveParams {
   // across nodes NCCL's network chunks and proxy differ and no table here measures the fill.
   double ring_chunk_bytes = 2.0 * 1024 * 1024;
   int ring_channels = 24;
-  // What one ring channel (one thread block) can load and store per second in the GPU's memory,
-  // loads and stores counted alike. A ring kernel moves each rank's data through its FIFO with
-  // the same threads that send it (Simple, LL128 and LL alike): per rank, in units of the
-  // nccl-tests size S, out-of-place all_gather loads and stores 2 S (copy its own chunk to the
-  // output while sending it, copy each received chunk out of the FIFO), reduce_scatter 2 S (one
-  // load per send, two loads per reduce, a store for its own shard), all_reduce 4 - 2/n S, a
-  // broadcast or reduce chain 2 and 3 S; over ring_channels channels that bounds the ring at
-  // ring_channels x this x bus factor / that count of bus bandwidth, below the links only for
-  // 2 ranks' all_gather and reduce_scatter (n = 2: 0.5 S over the link against 2 S of copy
-  // work; from 3 ranks the link's share grows to (n-1)/n and it binds again). Hopper: 48.6 GB/s,
-  // from our 2 x H200 (nccl-tests-2gpu.txt): all_gather out-of-place 8 GiB in 14.73 ms = 2 S over
-  // 24 channels, where the link alone would take 11.6 ms; reduce_scatter, the same 2 S with
-  // another mix of loads and stores, measures 14.62 ms, broadcast and sendrecv (link-bound)
-  // 367 and 366 GB/s. It sits between what a plain copy kernel of 512 threads with four 16-byte
-  // loads in flight each reaches (call10/ramp_probe_h200.txt: 32.7-37 GB/s per block, latency-
-  // bound) and twice that (NCCL unrolls deeper). Other architectures: this scaled by NCCL's own
+  // What one ring channel (one thread block) can load and store per second, every load and
+  // store it issues counted (to its own memory or the peer's). A ring kernel moves each rank's
+  // data through its FIFO with the same threads that send it (Simple, LL128 and LL alike): per
+  // rank, in units of the nccl-tests size S, out-of-place all_gather and reduce_scatter issue
+  // 3 - 1/n S, all_reduce 6 - 4/n S, a broadcast or reduce chain 3 S; over ring_channels
+  // channels that bounds the ring at ring_channels x this x bus factor / that count of bus
+  // bandwidth, below the links only on 2 ranks (all_gather and reduce_scatter move 0.5 S over
+  // the link against 2.5 S of loads and stores; from 3 ranks the link's share grows to (n-1)/n).
+  // Hopper: 60.7 GB/s, from our 2 x H200 (nccl-tests-2gpu.txt): all_gather out-of-place 8 GiB in
+  // 14.73 ms = 2.5 S over 24 channels, where the link alone would take 11.6 ms; then with no
+  // other constant reduce_scatter 14.81 ms (measured 14.62), all_reduce 23.6 (24.9; the link
+  // 23.2), broadcast and sendrecv link-bound (367 and 366 GB/s measured). About twice what a
+  // plain copy kernel of 512 threads with four 16-byte loads in flight each reaches on one GPU
+  // (call10/ramp_probe_h200.txt: 32.7-37 GB/s per block, latency-bound; NCCL unrolls deeper and
+  // its stores to the peer are posted writes). Other architectures: this scaled by NCCL's own
   // per-channel figures (topo.h: SM80 20.0, SM100 40.1 against SM90 20.6 GB/s), an assumption
   // no table here measures. 0 = that.
   double ring_channel_copy_Bps = 0;

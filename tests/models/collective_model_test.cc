@@ -180,9 +180,10 @@ TEST_SUITE("models") {
   }
 
   TEST_CASE("collective: a one-node ring runs no faster than its channels copy") {
-    // 2 GPUs: all_gather moves 0.5 S over the link but loads and stores 2 S per rank; 24
-    // channels x 48.6 GB/s (Hopper) give a bus of 24 x 48.6 x 0.5 / 2 = 291.6 GB/s, under the
-    // 370.8 GB/s of 18 NVLink 4 links. The fill stays at the link's pace.
+    // 2 GPUs: all_gather moves 0.5 S over the link, but each rank's blocks load and store
+    // 3 - 1/2 = 2.5 S (load, store locally and to the peer while sending; load and store while
+    // receiving); 24 channels x 60.7 GB/s (Hopper) give a bus of 24 x 60.7 x 0.5 / 2.5 =
+    // 291.36 GB/s, under the 370.8 GB/s of 18 NVLink 4 links. The fill stays at the link's pace.
     auto t = hand_topology(1, 2);
     t.scale_up_Bps = 450e9;  // 18 x 25 GB/s; x 0.824 = 370.8 achievable
     const CollectiveParams p;
@@ -190,31 +191,34 @@ TEST_SUITE("models") {
     const auto simple = CollectiveProtocol::kSimple;
     for (auto op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
       auto e = estimate(t, op, kS, ring, simple, p);
-      CHECK(e.bandwidth_s == doctest::Approx(0.5 * kS / 291.6e9));
+      CHECK(e.bandwidth_s == doctest::Approx(0.5 * kS / 291.36e9));
       CHECK(e.bottleneck == CollectiveBottleneck::kChannels);
       CHECK(e.fill_s == doctest::Approx(1 * kMiB / (370.8e9 / 24)).epsilon(0.001));
-      CHECK(ring_channel_bus_Bps(t, p, op) == doctest::Approx(291.6e9));
+      CHECK(ring_channel_bus_Bps(t, p, op) == doctest::Approx(291.36e9));
     }
-    // all_reduce copies 4 - 2/2 = 3 S against S over the link: 24 x 48.6 / 3 = 388.8 GB/s, the
-    // link's 370.8 binds; broadcast (2 S against S) likewise.
-    for (auto op : {CollectiveOp::kAllReduce, CollectiveOp::kBroadcast}) {
-      auto e = estimate(t, op, kS, ring, simple, p);
-      CHECK(e.bottleneck == CollectiveBottleneck::kScaleUp);
-    }
-    CHECK(ring_channel_bus_Bps(t, p, CollectiveOp::kAllReduce) == doctest::Approx(388.8e9));
-    // 8 GPUs: all_gather's link share grows to 7/8 S: 24 x 48.6 x 0.875 / 2 = 510 GB/s, the
-    // link binds.
+    // all_reduce: 6 - 4/2 = 4 S of loads and stores against S over the link: 24 x 60.7 / 4 =
+    // 364.2 GB/s, just under the link's 370.8. broadcast: 3 S against S, 485.6: the link binds.
+    auto ar = estimate(t, CollectiveOp::kAllReduce, kS, ring, simple, p);
+    CHECK(ar.bottleneck == CollectiveBottleneck::kChannels);
+    CHECK(ar.bandwidth_s == doctest::Approx(kS / 364.2e9));
+    auto bc = estimate(t, CollectiveOp::kBroadcast, kS, ring, simple, p);
+    CHECK(bc.bottleneck == CollectiveBottleneck::kScaleUp);
+    CHECK(ring_channel_bus_Bps(t, p, CollectiveOp::kBroadcast) == doctest::Approx(485.6e9));
+    // 8 GPUs: all_gather's link share grows to 7/8 S against 3 - 1/8 S of copy work:
+    // 24 x 60.7 x 0.875 / 2.875 = 443.4 GB/s, the link binds; all_reduce likewise (6 - 1/2).
     auto t8 = hand_topology(1, 8);
     t8.scale_up_Bps = 450e9;
     auto ag8 = estimate(t8, CollectiveOp::kAllGather, kS, ring, simple, p);
     CHECK(ag8.bottleneck == CollectiveBottleneck::kScaleUp);
-    CHECK(ring_channel_bus_Bps(t8, p, CollectiveOp::kAllGather) == doctest::Approx(510.3e9));
-    // Across nodes the network binds and no channel bound is charged; A100 and B200 scale
-    // Hopper's figure by NCCL's per-channel NVLink figures.
+    CHECK(ring_channel_bus_Bps(t8, p, CollectiveOp::kAllGather) == doctest::Approx(443.37e9));
+    CHECK(estimate(t8, CollectiveOp::kAllReduce, kS, ring, simple, p).bottleneck ==
+          CollectiveBottleneck::kScaleUp);
+    // Across nodes the network binds and no channel bound is charged; Blackwell scales Hopper's
+    // figure by NCCL's per-channel NVLink figures.
     CHECK(ring_channel_bus_Bps(hand_topology(2, 8), p, CollectiveOp::kAllGather) == 0);
     t.gpu_arch = "sm_100";
     CHECK(ring_channel_bus_Bps(t, p, CollectiveOp::kAllGather) ==
-          doctest::Approx(291.6e9 * 40.1 / 20.6));
+          doctest::Approx(291.36e9 * 40.1 / 20.6));
   }
 
   TEST_CASE("collective: ring by hand (all_gather, reduce_scatter, all_reduce, broadcast)") {

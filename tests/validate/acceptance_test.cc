@@ -123,12 +123,13 @@ TEST_SUITE("validate") {
     const Measurement m = load(kData + "synthetic-h200-2gpu.json");
     const AcceptanceResult r = run_acceptance(m, {});
     // NVLS off (NCCL_NVLS_ENABLE=0): the ring's 350 GB/s (acceptance check 8) times the model's
-    // busbw of 2 GPUs over 8 at 8 GiB; a ring's busbw hardly depends on the GPU count there.
+    // busbw of 2 GPUs over 8 at 8 GiB: 8 GPUs ride the links (370.8 GB/s), 2 GPUs their
+    // channels' copy work (24 x 60.7 / 4 = 364.2 GB/s), so 350 x 364.2 / 370.8 = 343.8.
     CHECK(r.all_reduce_ranks == 2);
-    CHECK(r.all_reduce_threshold_Bps == doctest::Approx(350e9).epsilon(0.01));
+    CHECK(r.all_reduce_threshold_Bps == doctest::Approx(343.8e9).epsilon(0.005));
     CHECK(find(r, "all_reduce_one_node").threshold.find("NVLS off") != std::string::npos);
     REQUIRE(r.all_reduce_curve.size() == 31);
-    CHECK(r.all_reduce_curve.back().expected_Bps == doctest::Approx(370.8e9).epsilon(0.01));
+    CHECK(r.all_reduce_curve.back().expected_Bps == doctest::Approx(364.2e9).epsilon(0.01));
     // With NVLS allowed the reference is 460 GB/s (8 GPUs), scaled by the model's NVLS ratio.
     Measurement nvls = m;
     nvls.run.environment.erase("NCCL_NVLS_ENABLE");
