@@ -137,7 +137,8 @@ constexpr std::string_view kMoeKeys[] = {"experts",       "top_k",           "ex
                                          "shared_experts", "dense_layers",   "capacity_factor",
                                          "imbalance",     "max_nodes_per_token"};
 constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
-                                               "tp_comm_overlap",     "ep_comm_overlap",
+                                               "tp_comm_overlap",     "tp_wgrad_overlap",
+                                               "ep_comm_overlap",
                                                "ep_dispatcher",
                                                "fp8_recipe",          "fp8_param_gather",
                                                "grad_reduce_overlap", "weights_in_fp32",
@@ -1162,6 +1163,7 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_enum(fw, fp, "attention", kAttention, &f.attention) ||
         !read_enum(fw, fp, "kernels", kKernels, &f.kernels) ||
         !read_bool(fw, fp, "tp_comm_overlap", &f.tp_comm_overlap) ||
+        !read_bool(fw, fp, "tp_wgrad_overlap", &f.tp_wgrad_overlap) ||
         !read_bool(fw, fp, "ep_comm_overlap", &f.ep_comm_overlap) ||
         !read_enum(fw, fp, "ep_dispatcher", kDispatchers, &f.ep_hierarchical) ||
         !read_enum(fw, fp, "fp8_recipe", kFp8Recipes, &f.fp8_blockwise) ||

@@ -171,6 +171,13 @@ struct FrameworkConfig {
   // TP/SP collectives hidden behind the GEMMs they feed (Transformer Engine userbuffers,
   // NeMo's tp_comm_overlap). false: they sit between the GEMMs (Megatron-LM's default).
   bool tp_comm_overlap = false;
+  // Without tp_comm_overlap: each column-parallel linear's input-gradient reduction in the
+  // backward (a reduce-scatter with SP, an all-reduce without) runs while that linear's
+  // weight-gradient GEMM computes. Megatron-LM and Megatron-Core do it by default since 2022
+  // (tensor_parallel/layers.py, LinearWithGradAccumulationAndAsyncCommunication: the collective
+  // is launched asynchronously before the weight-gradient GEMM; Korthikanti et al. 2022, sec.
+  // 6.2); PyTorch's DTensor TP does not. The other TP collectives stay exposed.
+  bool tp_wgrad_overlap = false;
   // How fp8 training scales its tensors: per tensor (Transformer Engine's delayed or current
   // scaling, the default) or blockwise (DeepSeek-V3's 1 x 128 / 128 x 128 scales, DeepGEMM,
   // TE's Float8BlockScaling), whose GEMMs pay more per tile (blockwise_fp8_k_overhead).

@@ -74,6 +74,15 @@ double optimizer_seconds(const GpuSpec& gpu, const WorkloadConfig& w, const Memo
 
 }  // namespace
 
+double tp_wgrad_overlapped_share(const WorkloadConfig& w, const CommCall& call) {
+  if (!w.framework.tp_wgrad_overlap || w.framework.tp_comm_overlap) return 0;
+  if (call.dim != ParallelDim::kTp || call.phase != CommPhase::kBackward) return 0;
+  const CollectiveOp reduction = w.parallelism.sp ? CollectiveOp::kReduceScatter
+                                                  : CollectiveOp::kAllReduce;
+  if (call.op != reduction) return 0;
+  return w.parallelism.recompute == Recompute::kFull ? 0.5 : 1.0;
+}
+
 double overlap_interference_s(double hidden_comm_s, const StepParams& params,
                               double host_wait_s) {
   return std::max(0.0, hidden_comm_s - host_wait_s) * params.overlap_compute_slowdown;
@@ -146,6 +155,11 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   const double ref_layers = std::max(1, layers_per_stage(w));
   const double tp_fwd_layer = phase_seconds(r.comms, D::kTp, P::kForward) / ref_layers;
   const double tp_bwd_layer = phase_seconds(r.comms, D::kTp, P::kBackward) / ref_layers;
+  double tp_wgrad_layer = 0;  // of it, the reductions that run beside weight-gradient GEMMs
+  for (const auto& c : r.comms) {
+    tp_wgrad_layer += c.estimate.time_s * c.call.count * tp_wgrad_overlapped_share(w, c.call);
+  }
+  tp_wgrad_layer /= ref_layers;
   const double cp_fwd_layer = phase_seconds(r.comms, D::kCp, P::kForward) / ref_layers;
   const double cp_bwd_layer = phase_seconds(r.comms, D::kCp, P::kBackward) / ref_layers;
   // EP: per MoE layer (the list counts the stage with the most of them).
@@ -178,7 +192,8 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
     const double g = std::max(1, st.layers);
     x.tp = tp_overlap ? n * (std::max(0.0, tp_fwd_layer - st.gemm_forward_s / g) +
                              std::max(0.0, tp_bwd_layer - st.gemm_backward_s / g))
-                      : n * (tp_fwd_layer + tp_bwd_layer);
+                      : n * (tp_fwd_layer + tp_bwd_layer -
+                             std::min(tp_wgrad_layer, tp_wgrad_cover_s(st.gemm_backward_s / g)));
     x.tp *= 1 - params.tp_overlap_fraction;
     // Ring attention overlaps each K/V step with the attention of the chunk in hand.
     x.cp = std::max(0.0, n * cp_fwd_layer - st.attention_forward_s) +

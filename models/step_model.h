@@ -58,6 +58,17 @@ StepParams default_step_params(const ClusterConfig& cluster);
 // half its GEMMs (each weight GEMM has a data- and a weight-gradient GEMM of its forward's size).
 inline double weight_gradient_s(double gemm_backward_s) { return 0.5 * gemm_backward_s; }
 
+// framework.tp_wgrad_overlap: the share of `call`'s calls that are a column-parallel linear's
+// input-gradient reduction in the backward (reduce-scatter with SP, all-reduce without; the
+// full-recompute forward's half of the backward's calls is not), which run beside that linear's
+// weight-gradient GEMM. 0 for any other call, or when the framework does not overlap them.
+double tp_wgrad_overlapped_share(const WorkloadConfig& w, const CommCall& call);
+// The weight-gradient GEMM time those reductions can hide behind: the column-parallel linears'
+// (QKV and the MLP's first, about half a layer's weights), given a backward's GEMM time.
+inline double tp_wgrad_cover_s(double gemm_backward_s) {
+  return 0.5 * weight_gradient_s(gemm_backward_s);
+}
+
 // The compute time a step loses to the collectives it hides: `hidden_comm_s` of them running
 // beside compute, times params.overlap_compute_slowdown. The first `host_wait_s` of them run
 // while the GPU waits for the host (StageCompute::host_wait_s), beside no kernel: free.

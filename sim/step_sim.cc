@@ -497,7 +497,14 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
     }
     return;
   }
-  const auto tp_calls = per_layer(ParallelDim::kTp, phase, gc.layers);
+  // framework.tp_wgrad_overlap: the backward's input-gradient reductions run beside the
+  // column-parallel linears' weight-gradient GEMMs (models::tp_wgrad_overlapped_share).
+  std::vector<std::pair<CommKind*, double>> tp_calls, tp_wgrad_calls;
+  for (const auto& [kind, n] : per_layer(ParallelDim::kTp, phase, gc.layers)) {
+    const double share = models::tp_wgrad_overlapped_share(sc_.workload, kind->timed->call);
+    if (share < 1) tp_calls.push_back({kind, n * (1 - share)});
+    if (share > 0) tp_wgrad_calls.push_back({kind, n * share});
+  }
   const auto cp_calls = per_layer(ParallelDim::kCp, phase, gc.layers);
   const bool tp_overlap = sc_.workload.framework.tp_comm_overlap && !tp_calls.empty();
   const int zero = sc_.workload.parallelism.zero;
@@ -539,6 +546,11 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
     const double overlapped = tp_overlap ? std::min(total - (cp_calls.empty() ? 0 : att),
                                                     fwd ? gc.gemm_fwd_s : gc.gemm_bwd_s - deferred)
                                          : 0;
+    const double wgrad_cover =
+        tp_wgrad_calls.empty()
+            ? 0
+            : std::min(total - (cp_calls.empty() ? 0 : att),
+                       models::tp_wgrad_cover_s(gc.gemm_bwd_s - deferred));
     const int stream_before = last_stream_[stage];
     int first = -1, last = -1;
     if (!cp_calls.empty() && att > 0) {
@@ -549,11 +561,11 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
       dep(last_stream_[stage], cp);
       dep(input, cp);
       if (gathers[static_cast<size_t>(i)] >= 0) dep(gathers[static_cast<size_t>(i)], cp);
-      last = compute(stage, total - att - overlapped, layer_tag);
+      last = compute(stage, total - att - overlapped - wgrad_cover, layer_tag);
       dep(first, last);
       dep(cp, last);
     } else {
-      first = last = compute(stage, total - overlapped, layer_tag);
+      first = last = compute(stage, total - overlapped - wgrad_cover, layer_tag);
     }
     dep(input, first);
     if (gathers[static_cast<size_t>(i)] >= 0) dep(gathers[static_cast<size_t>(i)], first);
@@ -567,20 +579,30 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
       last_stream_[stage] = first;
     }
     on_stream(stage, last);
+    // A transfer beside a GEMM task on the stream; a zero-length join waits for both (a late
+    // collective is exposed).
+    auto beside_gemms = [&](int transfer_task, double gemm_s, const std::string& what) {
+      const int gemm = compute(stage, gemm_s, layer_tag + " " + what);
+      dep(last_stream_[stage], transfer_task);
+      on_stream(stage, gemm);
+      const int join = compute(stage, 0, layer_tag + " join");
+      dep(transfer_task, join);
+      on_stream(stage, join);
+    };
     if (!tp_calls.empty()) {
       const int tp = transfer(stage, tp_calls,
                               comm_info("TP " + layer_tag, "tp", kLaneTp, ParallelDim::kTp));
       if (tp_overlap) {
-        // Beside the GEMMs; a zero-length join waits for both (a late collective is exposed).
-        const int gemm = compute(stage, overlapped, layer_tag + " GEMMs");
-        dep(last_stream_[stage], tp);
-        on_stream(stage, gemm);
-        const int join = compute(stage, 0, layer_tag + " join");
-        dep(tp, join);
-        on_stream(stage, join);
+        beside_gemms(tp, overlapped, "GEMMs");
       } else {
         on_stream(stage, tp);
       }
+    }
+    if (!tp_wgrad_calls.empty()) {  // beside the column-parallel linears' weight gradients
+      beside_gemms(transfer(stage, tp_wgrad_calls,
+                            comm_info("TP input gradients " + layer_tag, "tp", kLaneTp,
+                                      ParallelDim::kTp)),
+                   wgrad_cover, "weight-gradient GEMMs");
     }
     if (!ep_calls.empty() && gc.moe_layers > 0) {
       // The MoE dispatch and combine of the group's MoE layers: between its router and experts

@@ -344,7 +344,10 @@ void print_assumptions(const models::WorkloadConfig& w, const models::StepResult
   std::printf(
       "  - TP communication %s; DP %s (buckets of %s parameters); gradients in %s-byte "
       "floats\n",
-      fw.tp_comm_overlap ? "overlapped with the GEMMs" : "between the GEMMs",
+      fw.tp_comm_overlap    ? "overlapped with the GEMMs"
+      : fw.tp_wgrad_overlap ? "between the GEMMs, the backward's input-gradient reductions "
+                              "beside the weight-gradient GEMMs"
+                            : "between the GEMMs",
       fw.grad_reduce_overlap ? "overlaps the backward" : "after the backward",
       format_count(p.dp_bucket_params).c_str(),
       format_significant(models::gradient_bytes(w), 2).c_str());

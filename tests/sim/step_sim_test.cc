@@ -118,6 +118,45 @@ TEST_SUITE("sim") {
     CHECK(r.step.mfu == doctest::Approx(a.mfu).epsilon(0.01));
   }
 
+  TEST_CASE("tp_wgrad_overlap: the input-gradient reductions hide behind weight-gradient GEMMs") {
+    // TP 8 with SP on one node: the backward's reduce-scatters of the column-parallel linears'
+    // input gradients (all of them; with full recompute, the backward's half of the calls) run
+    // during the weight-gradient GEMMs; the rest of TP stays exposed. The formula subtracts
+    // them; the simulator runs them beside a GEMM task and agrees.
+    for (const char* recompute : {"none", "full"}) {
+      CAPTURE(recompute);
+      Knobs k;
+      k.recompute = recompute;
+      const models::Scenario off = scenario(k);
+      models::Scenario on = off;
+      on.workload.framework.tp_wgrad_overlap = true;
+      const auto r_off = simulate(off);
+      const auto r_on = simulate(on);
+      double tp_calls_s = 0, hidden_s = 0;
+      for (const auto& c : r_on.analytic.comms) {
+        if (c.call.dim != models::ParallelDim::kTp) continue;
+        tp_calls_s += c.estimate.time_s * c.call.count;
+        hidden_s += c.estimate.time_s * c.call.count *
+                    models::tp_wgrad_overlapped_share(on.workload, c.call);
+      }
+      REQUIRE(hidden_s > 0);
+      CHECK(models::tp_wgrad_overlapped_share(off.workload, r_on.analytic.comms.front().call) == 0);
+      const auto& a_off = r_off.analytic.breakdown.tp;
+      const auto& a_on = r_on.analytic.breakdown.tp;
+      CHECK(a_on.total_s == doctest::Approx(a_off.total_s));
+      // Hidden: the reductions, or the GEMMs' length where that is shorter (8 ranks' SP
+      // reduce-scatters of a small model outlast a quarter of its backward GEMMs).
+      const double hidden_share = (a_off.exposed_s - a_on.exposed_s) / a_off.total_s;
+      CHECK(hidden_share > 0.5 * hidden_s / tp_calls_s);
+      CHECK(hidden_share <= hidden_s / tp_calls_s + 1e-9);
+      CHECK(hidden_s / tp_calls_s == doctest::Approx(std::string(recompute) == "full" ? 1.0 / 6 : 0.25)
+                                         .epsilon(0.02));
+      CHECK(r_on.step.step_time_s == doctest::Approx(r_on.analytic.step_time_s).epsilon(0.01));
+      CHECK(r_on.step.breakdown.tp.exposed_s == doctest::Approx(a_on.exposed_s).epsilon(0.01));
+      CHECK(r_on.step.step_time_s < r_off.step.step_time_s);
+    }
+  }
+
   TEST_CASE("a PCIe-only node (no NVLink, no NIC): TP over PCIe agrees with the formula") {
     auto s = models::load_scenario_text(
         "name: pcie\n"

@@ -12,14 +12,15 @@
 source "$(dirname "$0")/cli_test_lib.bash"
 corpus="$src/scenarios/published"
 
-# The gates of this commit, both engines: mean |error| and the H200 steps we measured ourselves.
+# The gates of this commit, both engines: mean |error| at the issue's 5% (4.95 and 4.96% now),
+# leave-one-source-out at its 8%, and the H200 steps we measured ourselves.
 # The contention measurements (scenarios/published/contention/) are scored apart, the simulator
 # gated at its current largest error plus a margin (55%: it overstates ECMP collisions,
 # docs/collectives.md; a regression gate, not the 15% target).
-"$bin" accuracy "$corpus" --json --max-mean-error 0.055 --max-loso-error 0.08 \
+"$bin" accuracy "$corpus" --json --max-mean-error 0.05 --max-loso-error 0.08 \
   --max-collective-error 0.60 >"$tmp/acc.json" 2>"$tmp/err.txt"
 rc=$?
-[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.055 --max-loso-error 0.08 --max-collective-error 0.60 exited $rc ($(tail -3 "$tmp/err.txt"))"
+[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.05 --max-loso-error 0.08 --max-collective-error 0.60 exited $rc ($(tail -3 "$tmp/err.txt"))"
 python3 - "$tmp/acc.json" <<'PY' || fail "accuracy --json content"
 import json, statistics, sys
 d = json.load(open(sys.argv[1]))
@@ -51,7 +52,7 @@ for engine in ("analytic", "des"):
         assert abs(src["mean_abs_error"] - sum(own) / len(own)) < 1e-12
         means.append(src["left_out_mean_abs_error"])
     assert abs(s["leave_one_source_out_mean_abs_error"] - sum(means) / len(means)) < 1e-12
-    assert s["overall"]["mean_abs_error"] <= 0.055, s["overall"]
+    assert s["overall"]["mean_abs_error"] <= 0.05, s["overall"]
     assert s["leave_one_source_out_mean_abs_error"] <= 0.08, s
     h200 = [x for x in s["sources"] if x["source"] == "clustersim-h200"][0]
     assert h200["runs"] >= 16 and h200["mean_abs_error"] <= 0.07, h200
