@@ -79,6 +79,12 @@ int log2_floor(int n) {  // NCCL's log2i
   return l;
 }
 
+// NCCL's per-channel NVLink figure for Hopper (topo.h SM90_NVLINK_BW, GB/s as bytes/s), and what
+// one Hopper ring channel loads and stores per second, read from our 2 x H200 all_gather at
+// 8 GiB (CollectiveParams::ring_channel_copy_Bps has the derivation).
+constexpr double kHopperChannelBps = 20.6e9;
+constexpr double kHopperRingChannelCopyBps = 60.7e9;
+
 // The two terms of one candidate before calibration.
 struct Terms {
   double latency_s = 0;
@@ -105,8 +111,35 @@ class Model {
   Model(const CollectiveTopology& t, const CollectiveParams& p, AllToAllDispatch dispatch = {})
       : t_(t), p_(p), dispatch_(dispatch) {}
 
-  // A one-node ring's bus bandwidth as its channels' copy work bounds it.
-  double ring_channel_bus_Bps(Op op) const { return ring_channel_bus(op).Bps; }
+  // What one ring channel loads and stores per second (CollectiveParams::ring_channel_copy_Bps).
+  double ring_channel_copy_Bps() const {
+    if (p_.ring_channel_copy_Bps > 0) return p_.ring_channel_copy_Bps;
+    return kHopperRingChannelCopyBps * channel_Bps() / kHopperChannelBps;
+  }
+  // A ring's bus bandwidth as its channels' copy work bounds it on one node: the bytes each rank
+  // loads and stores, per byte of the nccl-tests size, against what ring_channels copy.
+  Bus ring_channel_bus(Op op) const {
+    double copied = 0;
+    switch (op) {
+      case Op::kAllGather:
+      case Op::kReduceScatter:
+        copied = 3 - 1.0 / n();
+        break;
+      case Op::kAllReduce:
+        copied = 6 - 4.0 / n();
+        break;
+      case Op::kBroadcast:
+      case Op::kReduce:
+        copied = 3;
+        break;
+      case Op::kAllToAll:
+      case Op::kSendRecv:
+        return {};
+    }
+    const double channels = std::max(1, p_.ring_channels);
+    return {channels * ring_channel_copy_Bps() * bus_bandwidth_factor(op, n()) / copied,
+            Neck::kChannels};
+  }
 
   // NCCL's channels for one peer of a p2p send, at its per-channel rate.
   double p2p_peer_cap_Bps(double per_peer_bytes) const {
@@ -171,40 +204,10 @@ class Model {
   double channel_Bps() const {
     if (t_.scale_up_technology != LinkTechnology::kNvlink) return 12.0e9;
     if (t_.gpu_arch == "sm_80") return 20.0e9;
-    if (t_.gpu_arch == "sm_90") return 20.6e9;
+    if (t_.gpu_arch == "sm_90") return kHopperChannelBps;
     if (t_.gpu_arch == "sm_100") return 40.1e9;
     return 20.0e9;
   }
-  // What one ring channel loads and stores per second (CollectiveParams::ring_channel_copy_Bps).
-  double ring_channel_copy_Bps() const {
-    if (p_.ring_channel_copy_Bps > 0) return p_.ring_channel_copy_Bps;
-    return 60.7e9 * channel_Bps() / 20.6e9;
-  }
-  // A ring's bus bandwidth as its channels' copy work bounds it on one node: the bytes each rank
-  // loads and stores, per byte of the nccl-tests size, against what ring_channels copy.
-  Bus ring_channel_bus(Op op) const {
-    double copied = 0;
-    switch (op) {
-      case Op::kAllGather:
-      case Op::kReduceScatter:
-        copied = 3 - 1.0 / n();
-        break;
-      case Op::kAllReduce:
-        copied = 6 - 4.0 / n();
-        break;
-      case Op::kBroadcast:
-      case Op::kReduce:
-        copied = 3;
-        break;
-      case Op::kAllToAll:
-      case Op::kSendRecv:
-        return {};
-    }
-    const double channels = std::max(1, p_.ring_channels);
-    return {channels * ring_channel_copy_Bps() * bus_bandwidth_factor(op, n()) / copied,
-            Neck::kChannels};
-  }
-
   // The channels NCCL gives a send of `bytes` to one peer (enqueue.cc addP2pToPlan).
   int p2p_channels(double bytes) const {
     const int max_per_peer = std::max(1, p_.p2p_channels_per_peer);
@@ -822,7 +825,7 @@ double p2p_peer_channel_cap_Bps(const CollectiveTopology& topology, const Collec
 double ring_channel_bus_Bps(const CollectiveTopology& topology, const CollectiveParams& params,
                             CollectiveOp op) {
   if (topology.ranks < 2 || topology.nodes > 1) return 0;
-  return Model(topology, params).ring_channel_bus_Bps(op);
+  return Model(topology, params).ring_channel_bus(op).Bps;
 }
 
 void apply_correction(const CollectiveCorrection& c, CollectiveAlgorithm algorithm,

@@ -36,10 +36,9 @@ enum class CollectiveOp {
 // send/recv that NCCL runs for alltoall and sendrecv (they have no algorithm choice).
 enum class CollectiveAlgorithm { kAuto, kRing, kTree, kNvls, kCollNet, kHierarchical, kP2p };
 enum class CollectiveProtocol { kAuto, kLL, kLL128, kSimple };
-// Which resource bounds the bandwidth term: NVLink/PCIe inside the node, the NICs, or nothing
-// (zero bytes), or a calibration fit that replaced the model.
-// What sets a collective's bandwidth term: the scale-up links, the network, the copy work of
-// NCCL's channels on the GPU (its thread blocks' loads and stores), or a calibration fit.
+// What sets a collective's bandwidth term: the scale-up links (NVLink/PCIe inside the node), the
+// NICs, the copy work of NCCL's channels on the GPU (its thread blocks' loads and stores), a
+// calibration fit that replaced the model, or nothing (zero bytes).
 enum class CollectiveBottleneck { kNone, kScaleUp, kNetwork, kCalibrated, kChannels };
 
 // Names as nccl-tests spells its programs ("all_reduce", "all_gather", "reduce_scatter",

@@ -178,11 +178,10 @@ class StepBuilder {
     preds.push_back(before);
   }
   // A transfer of several kinds' calls at once: calls[i] full-size calls of kinds[i] (a
-  // fraction of a call when below 1: a gradient bucket).
-  // Kinds that share a transfer (a layer's TP gathers and reduce-scatters) run one after
-  // another on the GPU's channels, as the formula adds them: each flow runs no faster than its
-  // bytes over the sum of the kinds' pattern times (the kinds' link shares alone would let a
-  // channel-bound pair overlap).
+  // fraction of a call when below 1: a gradient bucket). The kinds (a layer's TP gathers and
+  // reduce-scatters) run one after another on the GPU's channels, as the formula adds them: each
+  // flow runs no faster than its bytes over the sum of the kinds' pattern times (their link
+  // shares alone would let a channel-bound pair overlap).
   int transfer(int stage, const std::vector<std::pair<CommKind*, double>>& calls, TaskInfo info) {
     std::vector<SimFlow> flows;
     double latency = 0, patterns_s = 0;
@@ -543,14 +542,14 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
     const double total = fwd ? gc.fwd_s : gc.bwd_s - deferred;
     const double att = fwd ? gc.att_fwd_s : gc.att_bwd_s;
     // With TP overlap the group's weight GEMMs run last, their collectives beside them.
-    const double overlapped = tp_overlap ? std::min(total - (cp_calls.empty() ? 0 : att),
-                                                    fwd ? gc.gemm_fwd_s : gc.gemm_bwd_s - deferred)
-                                         : 0;
+    // What TP collectives can hide beside: the group's compute but the ring-attention part.
+    const double beside_att = total - (cp_calls.empty() ? 0 : att);
+    const double overlapped =
+        tp_overlap ? std::min(beside_att, fwd ? gc.gemm_fwd_s : gc.gemm_bwd_s - deferred) : 0;
     const double wgrad_cover =
         tp_wgrad_calls.empty()
             ? 0
-            : std::min(total - (cp_calls.empty() ? 0 : att),
-                       models::tp_wgrad_cover_s(gc.gemm_bwd_s - deferred));
+            : std::min(beside_att, models::tp_wgrad_cover_s(gc.gemm_bwd_s - deferred));
     const int stream_before = last_stream_[stage];
     int first = -1, last = -1;
     if (!cp_calls.empty() && att > 0) {
