@@ -138,6 +138,7 @@ constexpr std::string_view kMoeKeys[] = {"experts",       "top_k",           "ex
                                          "imbalance",     "max_nodes_per_token"};
 constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "tp_comm_overlap",     "tp_wgrad_overlap",
+                                               "loss_input",
                                                "ep_comm_overlap",
                                                "ep_dispatcher",
                                                "fp8_recipe",          "fp8_param_gather",
@@ -1156,6 +1157,8 @@ bool Loader::load_workload(const YAML::Node& node) {
                                                                        {"blockwise", true}};
     static constexpr std::pair<std::string_view, bool> kDispatchers[] = {{"alltoall", false},
                                                                         {"hierarchical", true}};
+    static constexpr std::pair<std::string_view, bool> kLossInputs[] = {{"fp32", false},
+                                                                       {"autocast", true}};
     static constexpr std::pair<std::string_view, bool> kZero1Reduce[] = {
         {"reduce_scatter", false}, {"all_reduce", true}};
     FrameworkConfig& f = w.framework;
@@ -1164,6 +1167,7 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_enum(fw, fp, "kernels", kKernels, &f.kernels) ||
         !read_bool(fw, fp, "tp_comm_overlap", &f.tp_comm_overlap) ||
         !read_bool(fw, fp, "tp_wgrad_overlap", &f.tp_wgrad_overlap) ||
+        !read_enum(fw, fp, "loss_input", kLossInputs, &f.loss_on_autocast_logits) ||
         !read_bool(fw, fp, "ep_comm_overlap", &f.ep_comm_overlap) ||
         !read_enum(fw, fp, "ep_dispatcher", kDispatchers, &f.ep_hierarchical) ||
         !read_enum(fw, fp, "fp8_recipe", kFp8Recipes, &f.fp8_blockwise) ||
@@ -1175,6 +1179,11 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_quantity(fw, fp, "moe_layer_host_time", FieldKind::kTime, true,
                        &f.moe_layer_host_s)) {
       return false;
+    }
+    if (fw["loss_input"].IsDefined() && f.kernels == KernelFusion::kFused) {
+      return fail(fw["loss_input"], child(fp, "loss_input"),
+                  "applies to kernels: eager or compiled (fused kernels have their own "
+                  "cross-entropy)");
     }
     for (const char* key : {"fp8_recipe", "fp8_param_gather"}) {
       if (fw[key].IsDefined() && w.precision != Precision::kFp8) {

@@ -178,6 +178,13 @@ struct FrameworkConfig {
   // is launched asynchronously before the weight-gradient GEMM; Korthikanti et al. 2022, sec.
   // 6.2); PyTorch's DTensor TP does not. The other TP collectives stay exposed.
   bool tp_wgrad_overlap = false;
+  // PyTorch kernels (eager, compiled): what the cross-entropy over the vocabulary is given.
+  // false: the logits cast to fp32 first (`logits.float()`: TorchTitan, Hugging Face), so its
+  // log-softmax runs in fp32. true: the 16-bit logits as autocast leaves them
+  // (F.cross_entropy(logits) inside autocast): log-softmax in 16 bits, and autocast runs
+  // nll_loss in fp32 on a copy it keeps for the backward. What it holds differs
+  // (transformer_model.h).
+  bool loss_on_autocast_logits = false;
   // How fp8 training scales its tensors: per tensor (Transformer Engine's delayed or current
   // scaling, the default) or blockwise (DeepSeek-V3's 1 x 128 / 128 x 128 scales, DeepGEMM,
   // TE's Float8BlockScaling), whose GEMMs pay more per tile (blockwise_fp8_k_overhead).

@@ -118,7 +118,8 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   // Autocast keeps a 16-bit copy of every fp32 weight it casts from the forward until the
   // backward has used it; FSDP instead gathers 16-bit layers (below).
   if (fp32_params && mixed && par.zero < 3) {
-    out.gathered_weights_bytes = (out.parameters + experts) * e;
+    out.gathered_weights_bytes = out.cast_weights_bytes = (out.parameters + experts) * e;
+    out.casts_freed_after_forward = par.recompute == Recompute::kFull;
   }
   // FP8 training keeps an FP8 copy of every weight for its GEMMs (Transformer Engine's cached
   // FP8 weights, cast on the first micro-batch of a step): 1 byte per parameter held.
@@ -204,33 +205,55 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   const double in_flight = microbatches_in_flight(w, stage);
   if (par.recompute == Recompute::kFull) {
     // Each layer's input, and one layer's activations while it is recomputed.
+    out.recompute_layer_bytes = layer;
     out.activations_bytes = in_flight * layers * h * residual / sp * tokens + layer;
   } else if (par.recompute == Recompute::kSelectiveOp) {
     // The layer's input, the attention output and every other matmul output (wq, wv, w1, w2),
     // and one layer's activations while its backward recomputes the rest.
     const double kept = h * residual / sp + (2 * h + kv + f) / t * e + h / sp * e;
+    out.recompute_layer_bytes = layer;
     out.activations_bytes = in_flight * layers * kept * tokens + layer;
   } else {
     out.activations_bytes =
         in_flight * ((layers - moe_layers) * layer_dense + moe_layers * layer_moe);
   }
-  // Embedding output on the first stage; on the last, the final norm's output and the fp32
-  // logits of the loss with their 16-bit source (Korthikanti et al. 2022 sec. 4.3 count 4 s b V
-  // / t for the fp32 logits).
+  // Embedding output on the first stage; on the last, the final norm's output and the loss's
+  // tensors over the vocabulary, bytes per logit at its backward (its peak) and its forward:
+  // - fused (Megatron's vocab-parallel cross-entropy): the fp32 softmax beside the 16-bit
+  //   logits, 4 + e in both (Korthikanti et al. 2022 sec. 4.3 count 4 s b V / t);
+  // - PyTorch's F.cross_entropy on logits cast to fp32 (framework.loss_input fp32): forward the
+  //   16-bit logits, their fp32 copy and its log-softmax (e + 8); backward the log-softmax
+  //   output, nll_loss's input gradient and log-softmax's (12);
+  // - on the 16-bit logits under autocast (loss_input autocast): log-softmax runs in 16 bits and
+  //   autocast runs nll_loss in fp32 on a copy, which nll_loss keeps for its backward: forward
+  //   the logits, the log-softmax and the copy (2e + 4); backward the log-softmax output, the
+  //   copy and its gradient (e + 8).
+  // torch.compile as TorchTitan (and our H200 steps) apply it compiles each transformer block:
+  // the head and the loss still run eager.
   if (stage == 0) out.logits_bytes += in_flight * tokens * h * residual / sp;
-  // Eager cross-entropy under autocast holds an fp32 copy's log-softmax, its gradient and the
-  // input gradient (12 bytes per logit) where a fused loss keeps the fp32 softmax beside the
-  // 16-bit logits (4 + e). torch.compile as TorchTitan (and our H200 steps) apply it compiles
-  // each transformer block: the head and the loss still run eager.
-  const double per_logit = fw.kernels != KernelFusion::kFused ? 12 : 4 + e;
-  if (stage == par.pp - 1) out.logits_bytes += tokens * (h * residual / sp + per_logit * m.vocab / t);
+  if (stage == par.pp - 1) {
+    // Reserved: each of those tensors in a segment of its own unless a freed one fits it (the
+    // backward's 16-bit gradient reuses the logits' segment): 2e + 8 and e + 12.
+    double backward = 4 + e, forward = 4 + e, reserved = 4 + e;
+    if (fw.kernels != KernelFusion::kFused) {
+      backward = fw.loss_on_autocast_logits ? e + 8 : 12;
+      forward = fw.loss_on_autocast_logits ? 2 * e + 4 : e + 8;
+      reserved = fw.loss_on_autocast_logits ? 2 * e + 8 : e + 12;
+    }
+    const double hidden = tokens * h * residual / sp;
+    const double logits = tokens * m.vocab / t;
+    out.loss_backward_bytes = hidden + logits * backward;
+    out.loss_forward_bytes = hidden + logits * forward;
+    out.loss_reserved_bytes = hidden + logits * reserved;
+    out.logits_bytes += out.loss_backward_bytes;
+  }
   // 3. Outside the model: the CUDA context and NCCL's buffers, and the caching allocator's
   // slack over what it hands out (MemoryParams).
   int communicators = 0;
   for (int size : {par.tp, par.cp, par.dp * par.cp, par.pp}) communicators += size > 1;
   out.outside_allocator_bytes =
       params.context_bytes + communicators * params.nccl_bytes_per_communicator;
-  out.allocator_slack_bytes = params.allocator_slack * (out.activations_bytes + out.logits_bytes);
+  out.allocator_slack_bytes = params.allocator_slack * out.activations_bytes;
   return out;
 }
 

@@ -110,26 +110,41 @@ struct MemoryParams {
   // NCCL_BUFFSIZE). Assumptions; validate measures the real figure.
   double context_bytes = 1.0 * 1024 * 1024 * 1024;
   double nccl_bytes_per_communicator = 0.6 * 1024 * 1024 * 1024;
-  // PyTorch's caching allocator reserves more than it hands out, in proportion to the large
-  // short-lived tensors (activations, logits): in call 9's 20 single-H200 training steps
-  // (scenarios/measurements/call9) reserved exceeded the peak allocation by 4-28%, a median 15%
-  // of the non-static (activation and logit) memory.
-  double allocator_slack = 0.15;
+  // PyTorch's caching allocator reserves more than it hands out: beyond the segments of the
+  // loss's tensors (MemoryBreakdown::allocator_bytes), in proportion to the activations, whose
+  // many blocks of many sizes fragment its cache. In call 9's 20 single-H200 training steps
+  // (scenarios/measurements/call9) that excess was 7-60% of the activations, a median 20%.
+  double allocator_slack = 0.20;
 };
 
-// Peak memory of one GPU in the busiest pipeline stage, by kind, bytes.
+// Peak memory of one GPU in the busiest pipeline stage, by kind, bytes. Each kind is given at
+// its own peak; they do not all peak at one moment (tensor_bytes()).
 struct MemoryBreakdown {
   double weights_bytes = 0;           // half-precision working weights (sharded under ZeRO-3)
   double gradients_bytes = 0;         // (sharded under ZeRO-2/3)
   double optimizer_bytes = 0;         // fp32 master weights + Adam moments (sharded under ZeRO-1+)
   double activations_bytes = 0;       // stored for backward, all micro-batches in flight
-  double logits_bytes = 0;            // embedding output and fp32 logits of the loss
+  // Of activations_bytes: the one layer that full or op-level selective recomputation rebuilds
+  // in the backward. It lives only then, after the loss has freed its tensors.
+  double recompute_layer_bytes = 0;
+  double logits_bytes = 0;            // embedding output, and the loss's tensors at their peak
+  // Of logits_bytes: the loss's tensors at its backward (its peak), and at its forward; and
+  // what the caching allocator reserves for them (each of the loss's tensors in a segment of
+  // its own unless a freed one is large enough).
+  double loss_backward_bytes = 0;
+  double loss_forward_bytes = 0;
+  double loss_reserved_bytes = 0;
   // 16-bit weight copies: ZeRO-3's current and prefetched layer, unsharded; autocast's casts of
-  // fp32 weights (workload.framework.weights_in_fp32), kept from forward to backward; under
-  // fp8 training the FP8 copy of every weight held.
+  // fp32 weights (workload.framework.weights_in_fp32); under fp8 training the FP8 copy of every
+  // weight held.
   double gathered_weights_bytes = 0;
+  // Of gathered_weights_bytes: autocast's casts. The linears save them for their backward;
+  // under full recomputation nothing saves them and they live only in autocast's cache, until
+  // the forward leaves autocast.
+  double cast_weights_bytes = 0;
+  bool casts_freed_after_forward = false;
   double outside_allocator_bytes = 0;  // the CUDA context and NCCL's buffers
-  double allocator_slack_bytes = 0;    // MemoryParams::allocator_slack x (activations, logits)
+  double allocator_slack_bytes = 0;    // MemoryParams::allocator_slack x activations
   // PyTorch frees every gradient between steps (zero_grad(set_to_none=True), its default since
   // 2.0) and allocates them as the backward frees the activations, so the two do not add up:
   // the peak holds the larger. Megatron-LM and DeepSpeed keep persistent gradient buffers.
@@ -139,17 +154,62 @@ struct MemoryBreakdown {
   double parameters = 0;
   double expert_parameters = 0;
   int stage = 0;                      // the pipeline stage (0-based) this breakdown is for
-  // What the tensors need at the peak (the allocator's allocated peak).
+
+  // The moments whose live tensors (beyond weights and optimizer state) can be the peak:
+  // - kForwardEnd: the loss computed in the forward, autocast's cache of weight casts still
+  //   held;
+  // - kLossBackward: the loss's backward (its largest tensors);
+  // - kRecompute: a layer rebuilt for its backward, the loss's tensors freed;
+  // - kGradients: (with gradients_replace_activations) the backward's end, every gradient
+  //   allocated and the stored activations freed.
+  // Without gradients_replace_activations every moment also holds the gradient buffers.
+  enum class Moment { kForwardEnd, kLossBackward, kRecompute, kGradients };
+  double live_bytes(Moment moment) const {
+    const double stored = activations_bytes - recompute_layer_bytes + logits_bytes -
+                          loss_backward_bytes;  // activations and the embedding output
+    const double persistent = gathered_weights_bytes - cast_weights_bytes;
+    const double held = persistent + (casts_freed_after_forward ? 0 : cast_weights_bytes);
+    const double grads = gradients_replace_activations ? 0 : gradients_bytes;
+    switch (moment) {
+      case Moment::kForwardEnd:
+        return grads + stored + gathered_weights_bytes + loss_forward_bytes;
+      case Moment::kLossBackward:
+        return grads + stored + held + loss_backward_bytes;
+      case Moment::kRecompute:
+        return grads + stored + held + recompute_layer_bytes;
+      case Moment::kGradients:
+        return gradients_bytes + persistent + recompute_layer_bytes;
+    }
+    return 0;
+  }
+  Moment peak_moment() const {
+    Moment best = Moment::kForwardEnd;
+    for (Moment m : {Moment::kLossBackward, Moment::kRecompute, Moment::kGradients}) {
+      if (live_bytes(m) > live_bytes(best)) best = m;
+    }
+    return best;
+  }
+  // What the tensors need at the peak (the allocator's allocated peak): the busiest moment.
   double tensor_bytes() const {
-    const double transient = activations_bytes + logits_bytes + gathered_weights_bytes;
+    return weights_bytes + optimizer_bytes + live_bytes(peak_moment());
+  }
+  // What PyTorch's caching allocator reserves at the peak (torch.cuda.max_memory_reserved, the
+  // figure frameworks publish). A freed block stays cached and serves a later request only
+  // where it fits, and the moments above allocate tensors of different sizes (the loss's
+  // vocabulary-wide ones, a recomputed layer's, the gradients), so the cache grows to about
+  // every kind at its own peak, the loss at its segments (loss_reserved_bytes), plus
+  // allocator_slack_bytes.
+  double allocator_bytes() const {
+    const double transient = activations_bytes + logits_bytes - loss_backward_bytes +
+                             loss_reserved_bytes + gathered_weights_bytes;
     const double during_backward = gradients_replace_activations
                                        ? std::max(gradients_bytes, transient)
                                        : gradients_bytes + transient;
-    return weights_bytes + optimizer_bytes + during_backward;
+    return std::max(tensor_bytes(), weights_bytes + optimizer_bytes + during_backward) +
+           allocator_slack_bytes;
   }
-  // What PyTorch's caching allocator reserves at the peak (torch.cuda.max_memory_reserved, the
-  // figure frameworks publish): the tensors and the allocator's cache.
-  double allocator_bytes() const { return tensor_bytes() + allocator_slack_bytes; }
+  // The allocator's cache at the peak: what it reserves beyond the tensors.
+  double allocator_cache_bytes() const { return allocator_bytes() - tensor_bytes(); }
   // What must fit in the GPU's memory: the tensors and what lives outside the allocator. The
   // allocator's cache is not counted: under pressure PyTorch frees it and retries before it
   // fails an allocation.

@@ -178,6 +178,21 @@ void print_step(const models::StepResult& r, models::Precision precision) {
   }
 }
 
+const char* peak_moment_text(models::MemoryBreakdown::Moment moment) {
+  using Moment = models::MemoryBreakdown::Moment;
+  switch (moment) {
+    case Moment::kForwardEnd:
+      return "the forward's end, the loss computed";
+    case Moment::kLossBackward:
+      return "the loss's backward";
+    case Moment::kRecompute:
+      return "a layer recomputed in the backward, the loss's tensors freed";
+    case Moment::kGradients:
+      return "the backward's end, every gradient allocated";
+  }
+  return "?";
+}
+
 void print_memory(const models::Scenario& s, const models::StepResult& r,
                   const models::StepParams& params) {
   const auto& m = r.memory;
@@ -192,13 +207,11 @@ void print_memory(const models::Scenario& s, const models::StepResult& r,
              format_size(m.logits_bytes), format_size(m.gathered_weights_bytes),
              format_size(m.outside_allocator_bytes)});
   std::printf("%s", t.render(2).c_str());
-  if (m.gradients_replace_activations) {
-    std::printf("  (gradients are allocated as the backward frees activations: the peak holds "
-                "the larger)\n");
-  }
+  std::printf("  (each kind at its own peak; the total is the busiest moment: %s)\n",
+              peak_moment_text(m.peak_moment()));
   std::printf("  PyTorch's allocator may reserve %s more (its cache, given back under pressure): "
               "%s reserved at the peak\n",
-              format_size(m.allocator_slack_bytes).c_str(),
+              format_size(m.allocator_cache_bytes()).c_str(),
               format_size(m.allocator_bytes()).c_str());
   if (!r.fits) {
     std::printf("  To fit, change one of (memory per GPU after the change):\n");
@@ -413,7 +426,7 @@ nlohmann::json plan_json(const models::Scenario& s, const models::StepResult& r,
         {"logits", m.logits_bytes},
         {"zero3_buffers", m.gathered_weights_bytes},
         {"framework", m.outside_allocator_bytes},
-        {"allocator_cache", m.allocator_slack_bytes}}},
+        {"allocator_cache", m.allocator_cache_bytes()}}},
       {"memory_advice", advice},
       {"forward_s", r.forward_s},
       {"backward_s", r.backward_s},

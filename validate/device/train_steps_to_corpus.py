@@ -61,6 +61,7 @@ workload:
   framework:
     attention: flash
     kernels: {'compiled' if run['compiled'] else 'eager'}
+    loss_input: autocast       # F.cross_entropy on the 16-bit logits inside autocast (train_step.py)
     weights_in_fp32: true
     fp32_gradients: true
   parallelism:
