@@ -176,6 +176,9 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   } else {
     per_token += (m.q_width() + kv + m.v_width()) / t * e + m.heads * m.v_head_dim() / t * e_in;
     mlp_dense = (ffn_out * e + f * e_in) / t;  // MLP up (+ gate) output, activation
+    // Inductor's graphs keep the rotated Q and K that SDPA saves beside the QKV output (V, a
+    // view of it, keeps all of it): 6f + 24h per token for a SwiGLU block, measured (call 17).
+    if (fw.kernels == KernelFusion::kCompiled) per_token += (m.q_width() + kv) / t * e;
   }
   if (m.moe.enabled()) {
     // The permuted inputs and activation outputs are FP8 GEMM inputs under fp8 training.
@@ -232,13 +235,14 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   // the head and the loss still run eager.
   if (stage == 0) out.logits_bytes += in_flight * tokens * h * residual / sp;
   if (stage == par.pp - 1) {
-    // Reserved: each of those tensors in a segment of its own unless a freed one fits it (the
-    // backward's 16-bit gradient reuses the logits' segment): 2e + 8 and e + 12.
+    // Reserved: on autocast's path the logits' freed segment serves no later request, 2e + 8;
+    // on the fp32 one the backward reuses the forward's, 12 (both measured, call 17: 12.03,
+    // 12.00 bytes per logit; the peaks 8.03 / 10.03 and 10.00 / 12.00 as counted above).
     double backward = 4 + e, forward = 4 + e, reserved = 4 + e;
     if (fw.kernels != KernelFusion::kFused) {
       backward = fw.loss_on_autocast_logits ? e + 8 : 12;
       forward = fw.loss_on_autocast_logits ? 2 * e + 4 : e + 8;
-      reserved = fw.loss_on_autocast_logits ? 2 * e + 8 : e + 12;
+      reserved = fw.loss_on_autocast_logits ? 2 * e + 8 : 12;
     }
     const double hidden = tokens * h * residual / sp;
     const double logits = tokens * m.vocab / t;
