@@ -209,13 +209,21 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
                : moe * (ep_fwd_layer + ep_bwd_layer);
     return x;
   };
+  // What a stage's own TP, CP and EP collectives take from its compute where they run beside
+  // it (step 6 charges the busiest stage's; every stage's counts in finding the busiest).
+  auto interference = [&](const StageCompute& st, const StageExposure& xi) {
+    const double runs = st.layers * (tp_fwd_layer + tp_bwd_layer + cp_fwd_layer + cp_bwd_layer) +
+                        moe_of(st) * (ep_fwd_layer + ep_bwd_layer);
+    return overlap_interference_s(runs - xi.tp - xi.cp - xi.ep, params, st.host_wait_s);
+  };
   // The busiest stage sets the pace of the steady state; the others add their fill and drain.
   std::size_t busiest = 0;
   double busiest_mb = -1, sum_mb = 0;
   StageExposure x;
   for (std::size_t i = 0; i < devices.size(); ++i) {
     const StageExposure xi = exposure(devices[i]);
-    const double mb = devices[i].total_s() + xi.tp + xi.cp + xi.ep;
+    const double mb =
+        devices[i].total_s() + xi.tp + xi.cp + xi.ep + interference(devices[i], xi);
     sum_mb += mb;
     if (mb > busiest_mb) {
       busiest_mb = mb;
@@ -230,6 +238,13 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   b.tp.exposed_s = m * x.tp;
   b.cp.exposed_s = m * x.cp;
   b.ep.exposed_s = m * x.ep;
+  // The collective list counts the TP, CP and EP calls of the stage with the most layers (and
+  // MoE layers); the busiest stage runs its own. What it hides is what it runs less what it
+  // exposes: the calls of layers it does not have are neither (they would otherwise count as
+  // hidden, and slow its compute in step 6).
+  b.tp.total_s = m * st.layers * (tp_fwd_layer + tp_bwd_layer);
+  b.cp.total_s = m * st.layers * (cp_fwd_layer + cp_bwd_layer);
+  b.ep.total_s = m * moe_of(st) * (ep_fwd_layer + ep_bwd_layer);
 
   // Pipeline: each micro-batch's activation and gradient cross a stage boundary on the critical
   // path (Megatron's batched send/recv pairs are waited on before the next compute); DualPipe

@@ -206,6 +206,29 @@ TEST_SUITE("models") {
     CHECK(overlap_interference_s(-1.0, params) == 0);
   }
 
+  TEST_CASE("step: the busiest stage hides only the collectives it runs") {
+    // DeepSeek-V3 on 16 stages of 1F1B: 3 dense layers on the first, 2 (and the MTP module,
+    // the head) on the last, 4 MoE layers on the others. The busiest stage (the last) runs
+    // fewer all-to-alls than the collective list counts (4 MoE layers); without EP overlap
+    // every one it runs is exposed, and none of the others' slows its compute.
+    const Scenario s = load("published/nvidia-moe/dgxc-25.05-deepseek-v3-1024gpu-bf16.yaml");
+    REQUIRE_FALSE(s.workload.framework.ep_comm_overlap);
+    const StepResult r = predict(s);
+    REQUIRE(r.busiest_stage == 15);
+    double listed = 0;
+    for (const auto& c : r.comms) {
+      if (c.call.dim == ParallelDim::kEp) listed += c.total_s();
+    }
+    CHECK(r.breakdown.ep.exposed_s == doctest::Approx(r.breakdown.ep.total_s));
+    CHECK(r.breakdown.ep.total_s == doctest::Approx(listed * 3 / 4));  // 2 layers + MTP of 4
+    // What is hidden: the backward's input-gradient reductions beside the weight-gradient
+    // GEMMs (tp_wgrad_overlap) and the DP reduction; their 0.61 is all the slowdown.
+    const StepParams params = default_step_params(s.cluster);
+    CHECK(r.breakdown.overlap_interference_s ==
+          doctest::Approx(overlap_interference_s(r.breakdown.hidden_comm_s(), params)));
+    CHECK(r.breakdown.ep.hidden_s() == doctest::Approx(0).epsilon(1e-9));
+  }
+
   TEST_CASE("step: context parallelism hides K/V exchange behind attention") {
     Scenario s = load("llama3-70b-64xh100-ndr-rail.yaml");
     s.workload.seq_len = 131072;
