@@ -190,7 +190,9 @@ class StepBuilder {
     }
     for (const auto& [kind, n] : calls) {
       if (n <= 0) continue;
-      latency += kind->latency_s * std::max(1.0, std::floor(n));
+      // A share of one call (a layer group's part of a once-per-step DP collective) pays its
+      // share of the call's latency: the analytic model pays it once per call, not per share.
+      latency += kind->latency_s * (n < 1 ? n : std::floor(n));
       for (const SimFlow& f : footprint(*kind, stage)) {
         double cap = f.max_rate_Bps;
         if (calls.size() > 1 && patterns_s > 0) {
