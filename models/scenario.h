@@ -218,6 +218,9 @@ struct FrameworkConfig {
   // updates (Megatron-Core's distributed optimizer, DeepSpeed ZeRO-1 with reduce_scatter).
   // true: an all-reduce of the whole gradient, each rank then updating its shard (DeepSpeed's
   // pipeline engine with its BF16_Optimizer: _bf16_reduce_grads all-reduces the fp32 gradients).
+  // That optimizer also keeps every parameter's 16-bit gradient beside the fp32 one it
+  // accumulates into (update_hp_grads(clear_lp_grads=False) after each micro-batch's backward;
+  // the 16-bit gradients are freed only at the step's zero_grad): e more bytes per parameter.
   bool zero1_all_reduce = false;
   // Host (CPU) time to launch one mixture-of-experts layer's kernels for one micro-batch,
   // forward and backward: Python, PyTorch's dispatcher and the CUDA launches of the router,

@@ -113,6 +113,9 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   };
   out.weights_bytes = sharded(3) * weight_bytes;
   out.gradients_bytes = sharded(2) * grad_bytes;
+  // DeepSpeed's BF16_Optimizer keeps the 16-bit gradients beside its fp32 ones
+  // (FrameworkConfig::zero1_all_reduce).
+  if (zero1_all_reduce(w) && mixed) out.gradients_bytes += (out.parameters + experts) * e;
   out.optimizer_bytes = sharded(1) * state_bytes;
   out.gradients_replace_activations = fw.weights_in_fp32;
   // Autocast keeps a 16-bit copy of every fp32 weight it casts from the forward until the

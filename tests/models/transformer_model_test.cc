@@ -272,6 +272,23 @@ TEST_SUITE("models") {
     }
   }
 
+  TEST_CASE("transformer: DeepSpeed's BF16_Optimizer keeps the 16-bit gradients beside fp32") {
+    WorkloadConfig w;
+    w.model = preset("llama3-8b");
+    w.seq_len = 4096;
+    w.micro_batch = 1;
+    w.global_batch = 64;
+    w.parallelism.dp = 8;
+    w.parallelism.zero = 1;
+    const MemoryBreakdown reduce_scatter = memory_per_gpu(w);
+    w.framework.zero1_all_reduce = true;  // zero1_grad_reduce: all_reduce
+    const MemoryBreakdown bf16_optimizer = memory_per_gpu(w);
+    // fp32 gradients (4 bytes) and the bf16 ones (update_hp_grads(clear_lp_grads=False)): 2 more.
+    CHECK(bf16_optimizer.gradients_bytes - reduce_scatter.gradients_bytes ==
+          doctest::Approx(2 * reduce_scatter.parameters));
+    CHECK(reduce_scatter.gradients_bytes == doctest::Approx(4 * reduce_scatter.parameters));
+  }
+
   TEST_CASE("transformer: GPT activations are Korthikanti et al. 2022's 34 sbh / t + 5 as^2b / t") {
     WorkloadConfig w;
     w.model = preset("gpt3-175b");  // 4h GeLU MLP, multi-head attention
