@@ -273,12 +273,7 @@ TEST_SUITE("models") {
   }
 
   TEST_CASE("transformer: DeepSpeed's BF16_Optimizer keeps the 16-bit gradients beside fp32") {
-    WorkloadConfig w;
-    w.model = preset("llama3-8b");
-    w.seq_len = 4096;
-    w.micro_batch = 1;
-    w.global_batch = 64;
-    w.parallelism.dp = 8;
+    WorkloadConfig w = llama2_70b_default();
     w.parallelism.zero = 1;
     const MemoryBreakdown reduce_scatter = memory_per_gpu(w);
     w.framework.zero1_all_reduce = true;  // zero1_grad_reduce: all_reduce
