@@ -272,6 +272,31 @@ TEST_SUITE("models") {
     }
   }
 
+  TEST_CASE("transformer: framework.loss_input, and only for PyTorch's kernels") {
+    const std::string head =
+        "cluster: {nodes: 1, node: {gpu: h200-sxm, gpus_per_node: 1}}\n"
+        "workload:\n  model: llama3-8b\n  seq_len: 8192\n  global_batch: 1\n"
+        "  framework:\n";
+    auto loss = [&](const std::string& framework) {
+      auto s = load_scenario_text(head + framework + "  parallelism: {tp: 1, dp: 1}\n", "t.yaml");
+      REQUIRE_MESSAGE(s.ok(), (s.ok() ? "" : s.message()));
+      return memory_per_gpu(s->workload);
+    };
+    const MemoryBreakdown fp32 = loss("    kernels: eager\n");
+    const MemoryBreakdown autocast = loss("    kernels: eager\n    loss_input: autocast\n");
+    // 8192 x 128256 logits: 12 against 10 bytes each at the loss's backward, 10 against 8 at
+    // its forward; the allocator holds 12 for either (call 17).
+    const double logits = 8192.0 * 128256;
+    CHECK(fp32.loss_backward_bytes - autocast.loss_backward_bytes == doctest::Approx(2 * logits));
+    CHECK(fp32.loss_forward_bytes - autocast.loss_forward_bytes == doctest::Approx(2 * logits));
+    CHECK(fp32.loss_reserved_bytes == doctest::Approx(autocast.loss_reserved_bytes));
+    auto fused = load_scenario_text(head + "    loss_input: autocast\n  parallelism: {tp: 1}\n",
+                                    "t.yaml");
+    REQUIRE_FALSE(fused.ok());
+    CHECK(fused.message().rfind("t.yaml:7:17: workload.framework.loss_input: applies to kernels: "
+                                "eager or compiled", 0) == 0);
+  }
+
   TEST_CASE("transformer: DeepSpeed's BF16_Optimizer keeps the 16-bit gradients beside fp32") {
     WorkloadConfig w = llama2_70b_default();
     w.parallelism.zero = 1;
