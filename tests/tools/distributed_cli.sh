@@ -54,13 +54,15 @@ cmp -s "$tmp/s1.txt" "$tmp/s3.txt" || fail "search's table of 3 ranks differs: $
 grep -qF "Why #1 wins: where each step goes (simulated)" "$tmp/s3.txt" || fail "no simulated why-table"
 
 # The pid of rank $2 of the run whose command line holds $1 (not its children: each simulated row
-# runs in a child of its own, which inherits the rank's environment).
+# runs in a child of its own, which inherits the rank's environment). A child that exits between
+# pgrep and ps has no parent left to check: skipped, or it would be taken for the rank.
 rank_pid() {
   for p in $(pgrep -f -- "$1"); do
     tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" || continue
     parent=$(ps -o ppid= -p "$p" 2>/dev/null | tr -d ' ')
+    [ -n "$parent" ] && [ -r "/proc/$parent/environ" ] || continue
     tr '\0' '\n' <"/proc/$parent/environ" 2>/dev/null | grep -q "^OMPI_COMM_WORLD_RANK=" || echo "$p"
-  done
+  done | head -1
 }
 # Waits until journal $1 holds $2 records (at most 60 s).
 await_records() {
