@@ -167,7 +167,7 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   const double ep_fwd_layer = phase_seconds(r.comms, D::kEp, P::kForward) / ref_moe;
   const double ep_bwd_layer = phase_seconds(r.comms, D::kEp, P::kBackward) / ref_moe;
   const bool tp_overlap = w.framework.tp_comm_overlap;
-  struct StageExposure {
+  struct StageComm {  // seconds per micro-batch on one stage, by dimension
     double tp = 0, cp = 0, ep = 0;
   };
   // DualPipe: each device runs its stage for half the micro-batches and the mirrored stage
@@ -185,7 +185,7 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   }
   auto moe_of = [&](const StageCompute& st) { return device_moe[static_cast<size_t>(st.stage)]; };
   auto exposure = [&](const StageCompute& st) {
-    StageExposure x;
+    StageComm x;
     const double n = st.layers;
     // TP: between the GEMMs of every layer, or (tp_comm_overlap) hidden behind the GEMMs they
     // feed, layer by layer, with what does not fit exposed.
@@ -209,19 +209,28 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
                : moe * (ep_fwd_layer + ep_bwd_layer);
     return x;
   };
-  // What a stage's own TP, CP and EP collectives take from its compute where they run beside
-  // it (step 6 charges the busiest stage's; every stage's counts in finding the busiest).
-  auto interference = [&](const StageCompute& st, const StageExposure& xi) {
-    const double runs = st.layers * (tp_fwd_layer + tp_bwd_layer + cp_fwd_layer + cp_bwd_layer) +
-                        moe_of(st) * (ep_fwd_layer + ep_bwd_layer);
-    return overlap_interference_s(runs - xi.tp - xi.cp - xi.ep, params, st.host_wait_s);
+  // The TP, CP and EP time a stage runs per micro-batch: its own layers' calls (the collective
+  // list counts those of the stage with the most layers and MoE layers).
+  auto runs = [&](const StageCompute& st) {
+    StageComm ran;
+    ran.tp = st.layers * (tp_fwd_layer + tp_bwd_layer);
+    ran.cp = st.layers * (cp_fwd_layer + cp_bwd_layer);
+    ran.ep = moe_of(st) * (ep_fwd_layer + ep_bwd_layer);
+    return ran;
+  };
+  // What a stage's own collectives take from its compute where they run beside it (step 6
+  // charges the busiest stage's; every stage's counts in finding the busiest).
+  auto interference = [&](const StageCompute& st, const StageComm& xi) {
+    const StageComm ran = runs(st);
+    return overlap_interference_s(ran.tp + ran.cp + ran.ep - xi.tp - xi.cp - xi.ep, params,
+                                  st.host_wait_s);
   };
   // The busiest stage sets the pace of the steady state; the others add their fill and drain.
   std::size_t busiest = 0;
   double busiest_mb = -1, sum_mb = 0;
-  StageExposure x;
+  StageComm x;
   for (std::size_t i = 0; i < devices.size(); ++i) {
-    const StageExposure xi = exposure(devices[i]);
+    const StageComm xi = exposure(devices[i]);
     const double mb =
         devices[i].total_s() + xi.tp + xi.cp + xi.ep + interference(devices[i], xi);
     sum_mb += mb;
@@ -238,13 +247,13 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   b.tp.exposed_s = m * x.tp;
   b.cp.exposed_s = m * x.cp;
   b.ep.exposed_s = m * x.ep;
-  // The collective list counts the TP, CP and EP calls of the stage with the most layers (and
-  // MoE layers); the busiest stage runs its own. What it hides is what it runs less what it
-  // exposes: the calls of layers it does not have are neither (they would otherwise count as
-  // hidden, and slow its compute in step 6).
-  b.tp.total_s = m * st.layers * (tp_fwd_layer + tp_bwd_layer);
-  b.cp.total_s = m * st.layers * (cp_fwd_layer + cp_bwd_layer);
-  b.ep.total_s = m * moe_of(st) * (ep_fwd_layer + ep_bwd_layer);
+  // What the busiest stage hides is what it runs less what it exposes: the calls of layers it
+  // does not have are neither (they would otherwise count as hidden, and slow its compute in
+  // step 6).
+  const StageComm ran = runs(st);
+  b.tp.total_s = m * ran.tp;
+  b.cp.total_s = m * ran.cp;
+  b.ep.total_s = m * ran.ep;
 
   // Pipeline: each micro-batch's activation and gradient cross a stage boundary on the critical
   // path (Megatron's batched send/recv pairs are waited on before the next compute); DualPipe

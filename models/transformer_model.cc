@@ -148,6 +148,9 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   // Under autocast with fp32 parameters the embedding's output, and so the residual stream, is
   // fp32; FSDP mixed precision gathers 16-bit parameters and runs the layers in 16 bits.
   const double residual = fp32_params && par.zero < 3 ? 4 : e;
+  // One micro-batch's residual stream on this GPU (a layer's input, the embedding's output, the
+  // final norm's input), bytes.
+  const double stream = tokens * h * residual / sp;
   const bool drop = w.dropout > 0;
   const bool eager = fw.kernels == KernelFusion::kEager;
   // Selective recomputation's modules (none but the attention core unless given).
@@ -212,7 +215,7 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   if (par.recompute == Recompute::kFull) {
     // Each layer's input, and one layer's activations while it is recomputed.
     out.recompute_layer_bytes = layer;
-    out.activations_bytes = in_flight * layers * h * residual / sp * tokens + layer;
+    out.activations_bytes = in_flight * layers * stream + layer;
   } else if (par.recompute == Recompute::kSelectiveOp) {
     // The layer's input, the attention output and every other matmul output (wq, wv, w1, w2),
     // and one layer's activations while its backward recomputes the rest.
@@ -236,7 +239,7 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   //   copy and its gradient (e + 8).
   // torch.compile as TorchTitan (and our H200 steps) apply it compiles each transformer block:
   // the head and the loss still run eager.
-  if (stage == 0) out.logits_bytes += in_flight * tokens * h * residual / sp;
+  if (stage == 0) out.logits_bytes += in_flight * stream;
   if (stage == par.pp - 1) {
     // Reserved: on autocast's path the logits' freed segment serves no later request, 2e + 8;
     // on the fp32 one the backward reuses the forward's, 12 (both measured, call 17: 12.03,
@@ -247,11 +250,10 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
       forward = fw.loss_on_autocast_logits ? 2 * e + 4 : e + 8;
       reserved = fw.loss_on_autocast_logits ? 2 * e + 8 : 12;
     }
-    const double hidden = tokens * h * residual / sp;
     const double logits = tokens * m.vocab / t;
-    out.loss_backward_bytes = hidden + logits * backward;
-    out.loss_forward_bytes = hidden + logits * forward;
-    out.loss_reserved_bytes = hidden + logits * reserved;
+    out.loss_backward_bytes = stream + logits * backward;
+    out.loss_forward_bytes = stream + logits * forward;
+    out.loss_reserved_bytes = stream + logits * reserved;
     out.logits_bytes += out.loss_backward_bytes;
   }
   // 3. Outside the model: the CUDA context and NCCL's buffers, and the caching allocator's

@@ -191,7 +191,9 @@ struct MemoryBreakdown {
   }
   // What the tensors need at the peak (the allocator's allocated peak): the busiest moment.
   double tensor_bytes() const {
-    return weights_bytes + optimizer_bytes + live_bytes(peak_moment());
+    return weights_bytes + optimizer_bytes +
+           std::max({live_bytes(Moment::kForwardEnd), live_bytes(Moment::kLossBackward),
+                     live_bytes(Moment::kRecompute), live_bytes(Moment::kGradients)});
   }
   // What PyTorch's caching allocator reserves at the peak (torch.cuda.max_memory_reserved, the
   // figure frameworks publish). A freed block stays cached and serves a later request only
