@@ -271,7 +271,8 @@ models::Result<double> collective_time_s(const models::Scenario& scenario,
   auto params = step_params_for(scenario, "");
   if (!params) return models::Error{params.message()};
   const int gpus = models::published_collective_gpus(run, scenario);
-  const models::CollectiveRequest request{run.collective.op, run.collective.size_bytes};
+  const models::CollectiveRequest request{run.collective.op, run.collective.size_bytes,
+                                          run.collective.algorithm};
   if (!des) {
     auto topo = models::collective_topology(scenario.cluster, gpus);
     if (!topo) return models::Error{topo.message()};
@@ -314,6 +315,9 @@ nlohmann::json engine_json(const EnginePrediction& e, double published_s, const 
 std::string collective_text(const models::PublishedRun& p) {
   std::string out = std::string(models::to_string(p.collective.op)) + " " +
                     models::format_size(p.collective.size_bytes);
+  if (p.collective.algorithm != models::CollectiveAlgorithm::kAuto) {
+    out += " " + std::string(models::to_string(p.collective.algorithm));
+  }
   if (p.metric == models::PublishedMetric::kBusbwRatio) {
     std::string v;
     for (const auto& o : p.versus) v += (v.empty() ? "" : ", ") + o.key_path + "=" + o.value;

@@ -1,14 +1,20 @@
-// `clustersim collective`: the analytic prediction of one collective over a size sweep, printed
-// with nccl-tests' own columns (size, count, type, redop, root, time, algbw, busbw) plus the
-// algorithm, protocol and bottleneck chosen, so that a real nccl-tests log diffs line by line.
-// N GPUs fill the scenario's nodes in order, as `mpirun -np N` over whole nodes does.
+// `clustersim collective`: one collective over a size sweep, printed with nccl-tests' own columns
+// (size, count, type, redop, root, time, algbw, busbw) plus the algorithm, protocol and
+// bottleneck chosen, so that a real nccl-tests log diffs line by line. N GPUs fill the scenario's
+// nodes in order, as `mpirun -np N` over whole nodes does. --engine analytic (the default) is the
+// formula; --engine des simulates the collective's flows on the scenario's fabric (its routing:
+// ECMP collisions, queue pairs, oversubscription), NCCL's choice and latency term as the formula
+// makes them, and names the busiest link.
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "models/collective_model.h"
 #include "models/units.h"
+#include "sim/collective_sim.h"
+#include "topology/cluster_graph.h"
 #include "tools/calibration_option.h"
 #include "tools/command_line.h"
 #include "tools/command_registry.h"
@@ -34,6 +40,7 @@ struct CollectiveArgs {
   std::string algo = "auto";
   std::string proto = "auto";
   std::string calibration;  // overlay file; "" = the scenario's calibration: key, if any
+  std::string engine = "analytic";  // analytic | des
   bool json = false;
 };
 
@@ -88,24 +95,66 @@ int run_collective(const CollectiveArgs& a) {
   if (!calibration) return fail_bad_input(cmd, calibration.message());
   if (*calibration) models::apply_calibration(**calibration, &params);
 
+  if (a.engine != "analytic" && a.engine != "des") {
+    return fail_bad_input(cmd, "--engine: unknown engine '" + a.engine + "' (analytic, des)");
+  }
+  const bool des = a.engine == "des";
+  std::optional<topology::ClusterGraph> graph;
+  if (des) {
+    auto g = topology::ClusterGraph::build(scenario->cluster, &*scenario);
+    if (!g) return fail_bad_input(cmd, "--engine des: " + g.message());
+    graph.emplace(std::move(*g));
+  }
+
+  // A row: the analytic estimate (NCCL's choice, the latency), and with the simulator its time in
+  // place of the formula's, and the busiest link of its flows.
   struct Row {
     validate::CollectiveShape shape;
     models::CollectiveEstimate estimate;
+    std::string busiest;  // des: "<tier> <utilisation>%" of the most loaded resource
+    double formula_busbw_Bps = 0;
   };
   std::vector<Row> rows;
   double busbw_sum = 0;
   for (std::size_t size : *sizes) {
     const auto shape = nccl_tests_shape(op, size, gpus);
-    auto e = models::estimate_collective(
-        *topo, {op, static_cast<double>(shape.size_bytes), algo, proto}, params);
-    if (!e) return fail_bad_input(cmd, e.message());
-    busbw_sum += e->busbw_Bps;
-    rows.push_back({shape, *e});
+    const models::CollectiveRequest request{op, static_cast<double>(shape.size_bytes), algo,
+                                            proto};
+    Row row{shape, {}, "", 0};
+    if (des) {
+      sim::SimParams sp;
+      sp.collective = params;
+      auto d = sim::simulate_collective(*graph, request, gpus, sp);
+      if (!d) return fail_bad_input(cmd, d.message());
+      row.estimate = d->analytic;
+      row.formula_busbw_Bps = d->analytic.busbw_Bps;
+      row.estimate.time_s = d->time_s;
+      row.estimate.bandwidth_s = d->bandwidth_s;
+      row.estimate.algbw_Bps = d->algbw_Bps;
+      row.estimate.busbw_Bps = d->busbw_Bps;
+      const sim::TierLoad* top = nullptr;
+      for (const auto& l : d->loads) {
+        if (top == nullptr || l.max_utilisation > top->max_utilisation) top = &l;
+      }
+      if (top != nullptr) {
+        char pct[32];
+        std::snprintf(pct, sizeof pct, " %.0f%%", 100 * top->max_utilisation);
+        row.busiest = std::string(sim::to_string(top->tier)) + pct;
+      }
+    } else {
+      auto e = models::estimate_collective(*topo, request, params);
+      if (!e) return fail_bad_input(cmd, e.message());
+      row.estimate = *e;
+      row.formula_busbw_Bps = e->busbw_Bps;
+    }
+    busbw_sum += row.estimate.busbw_Bps;
+    rows.push_back(std::move(row));
   }
   const double avg_busbw_GBps = busbw_sum / rows.size() / 1e9;
 
   if (a.json) {
     nlohmann::json out = {{"scenario", scenario->name},
+                          {"engine", a.engine},
                           {"op", models::to_string(op)},
                           {"gpus", gpus},
                           {"nodes", topo->nodes},
@@ -127,6 +176,10 @@ int run_collective(const CollectiveArgs& a) {
                          {"latency_us", e.latency_s * 1e6},
                          {"bandwidth_us", e.bandwidth_s * 1e6},
                          {"bottleneck", models::to_string(e.bottleneck)}});
+      if (des) {
+        js_rows.back()["analytic_busbw_GBps"] = r.formula_busbw_Bps / 1e9;
+        js_rows.back()["busiest"] = r.busiest;
+      }
     }
     out["rows"] = std::move(js_rows);
     std::printf("%s\n", out.dump(2).c_str());
@@ -137,20 +190,33 @@ int run_collective(const CollectiveArgs& a) {
   std::printf("# clustersim collective: %s on %d GPUs (%d node%s x %d), scenario %s\n",
               std::string(models::to_string(op)).c_str(), gpus, topo->nodes,
               topo->nodes == 1 ? "" : "s", topo->ranks_per_node, scenario->name.c_str());
-  std::printf("# analytic model (NCCL tuner alpha-beta), algorithm %s, protocol %s\n#\n",
-              a.algo.c_str(), a.proto.c_str());
+  if (des) {
+    std::printf("# simulator on the fabric (%s routing), NCCL's choice and latency from the tuner "
+                "model, algorithm %s, protocol %s; bound = the busiest link's tier and "
+                "utilisation, analytic = the formula's busbw\n#\n",
+                std::string(models::to_string(scenario->cluster.fabric.routing)).c_str(),
+                a.algo.c_str(), a.proto.c_str());
+  } else {
+    std::printf("# analytic model (NCCL tuner alpha-beta), algorithm %s, protocol %s\n#\n",
+                a.algo.c_str(), a.proto.c_str());
+  }
   std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %-12s %-6s %s\n", "size", "count",
               "type", "redop", "root", "time", "algbw", "busbw", "algorithm", "proto", "bound");
   std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s\n", "(B)", "(elements)", "", "", "",
               "(us)", "(GB/s)", "(GB/s)");
   for (const Row& r : rows) {
     const auto& e = r.estimate;
+    std::string bound(models::to_string(e.bottleneck));
+    if (des) {
+      char analytic[48];
+      std::snprintf(analytic, sizeof analytic, " (analytic %.2f)", r.formula_busbw_Bps / 1e9);
+      bound = r.busiest + analytic;
+    }
     std::printf("  %10zu  %12zu  %8s  %6s  %6i  %7.2f  %6.2f  %6.2f  %-12s %-6s %s\n",
                 r.shape.size_bytes, r.shape.count, "float", reduces(op) ? "sum" : "none",
                 rooted(op) ? 0 : -1, e.time_s * 1e6, e.algbw_Bps / 1e9, e.busbw_Bps / 1e9,
                 std::string(models::to_string(e.algorithm)).c_str(),
-                std::string(models::to_string(e.protocol)).c_str(),
-                std::string(models::to_string(e.bottleneck)).c_str());
+                std::string(models::to_string(e.protocol)).c_str(), bound.c_str());
   }
   std::printf("# Avg bus bandwidth    : %g\n", avg_busbw_GBps);
   return kExitOk;
@@ -177,13 +243,19 @@ const bool kRegistered = register_command(
        sub.add_option("--algo", a->algo, "auto | ring | tree | nvls | collnet | hierarchical | p2p")
            .capture_default_str();
        sub.add_option("--proto", a->proto, "auto | ll | ll128 | simple").capture_default_str();
+       sub.add_option("--engine", a->engine,
+                      "analytic (the formula) | des (the flows simulated on the scenario's "
+                      "fabric: ECMP collisions, queue pairs, oversubscription)")
+           .capture_default_str();
        sub.add_flag("--json", a->json, "one JSON object with a row per size");
        sub.add_option("--calibration", a->calibration,
                       "calibration overlay (clustersim calibrate); default: the scenario's");
        return [a] { return run_collective(*a); };
      },
      {"clustersim collective --op all_reduce --gpus 8 -b 1M -e 1G",
-      "clustersim collective --scenario scenarios/roce-256gpu.yaml --op all_gather --gpus 16 --json"}});
+      "clustersim collective --scenario scenarios/roce-256gpu.yaml --op all_gather --gpus 16 --json",
+      "clustersim collective --scenario scenarios/roce-256gpu-ecmp.yaml --gpus 64 -b 64M -e 4G "
+      "--engine des"}});
 
 }  // namespace
 }  // namespace clustersim::tools

@@ -46,13 +46,13 @@ bool read_name(YamlReader& in, const YAML::Node& map, std::string_view key,
                  "unknown value '" + s + "' (expected one of: " + names_of(names) + ")");
 }
 
-// published.collective: {op, size, gpus}.
+// published.collective: {op, size, gpus, algorithm}.
 bool read_collective(YamlReader& in, const YAML::Node& map, PublishedCollective* out) {
   const std::string path = "published.collective";
   const YAML::Node node = map["collective"];
-  std::string op;
-  if (!in.open_map(node, path, {"op", "size", "gpus"}) ||
-      !in.text(node, path, "op", &op, true) ||
+  std::string op, algorithm = "auto";
+  if (!in.open_map(node, path, {"op", "size", "gpus", "algorithm"}) ||
+      !in.text(node, path, "op", &op, true) || !in.text(node, path, "algorithm", &algorithm) ||
       !in.quantity(
           node, path, "size", [](std::string_view s) { return parse_size_bytes(s); },
           &out->size_bytes, true) ||
@@ -62,6 +62,11 @@ bool read_collective(YamlReader& in, const YAML::Node& map, PublishedCollective*
   if (!parse_collective_op(op, &out->op)) {
     return in.fail(node["op"], path + ".op",
                    "unknown collective '" + op + "' (" + collective_op_names() + ")");
+  }
+  if (!parse_collective_algorithm(algorithm, &out->algorithm)) {
+    return in.fail(node["algorithm"], path + ".algorithm",
+                   "unknown algorithm '" + algorithm +
+                       "' (auto, ring, tree, nvls, collnet, hierarchical, p2p)");
   }
   if (!(out->size_bytes > 0)) {
     return in.fail(node["size"], path + ".size", "must be greater than zero");

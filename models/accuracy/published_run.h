@@ -51,6 +51,9 @@ struct PublishedCollective {
   CollectiveOp op = CollectiveOp::kAllReduce;
   double size_bytes = 0;  // nccl-tests' size column (the whole buffer; all_gather's output)
   int gpus = 0;
+  // NCCL's algorithm when the source pins it (NCCL_ALGO); auto: NCCL's tuner chooses, as the
+  // analytic model does.
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
 };
 
 struct PublishedRun {

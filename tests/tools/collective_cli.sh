@@ -75,6 +75,32 @@ for op in all_reduce all_gather reduce_scatter alltoall broadcast reduce sendrec
     >/dev/null 2>"$tmp/err.txt" || fail "--op $op exited $? ($(cat "$tmp/err.txt"))"
 done
 
+# --engine des: the flows simulated on the scenario's fabric. Uncontended (adaptive routing,
+# non-blocking) it agrees with the formula within 5% at 4 GiB; ECMP on the same fabric loses
+# bandwidth to collisions and names the tier where they happen.
+eco="$src/scenarios/roce-256gpu-ecmp.yaml"
+sed 's/routing: ecmp/routing: adaptive/' "$eco" >"$tmp/adaptive.yaml"
+"$bin" collective --scenario "$tmp/adaptive.yaml" --gpus 64 --algo ring -b 4G -e 4G --engine des \
+  --json >"$tmp/des_ad.json" || fail "collective --engine des exited $?"
+within "$(field "$tmp/des_ad.json" busbw_GBps)" "$(field "$tmp/des_ad.json" analytic_busbw_GBps)" 0.05 ||
+  fail "uncontended des busbw $(field "$tmp/des_ad.json" busbw_GBps) not within 5% of the formula's"
+"$bin" collective --scenario "$eco" --gpus 64 --algo ring -b 4G -e 4G --engine des \
+  --json >"$tmp/des_ecmp.json" || fail "collective --engine des (ecmp) exited $?"
+python3 - "$tmp/des_ad.json" "$tmp/des_ecmp.json" <<'PY' || fail "ECMP collisions not shown"
+import json, sys
+ad = json.load(open(sys.argv[1]))
+ec = json.load(open(sys.argv[2]))
+assert ad["engine"] == "des" and ec["engine"] == "des", (ad["engine"], ec["engine"])
+a, e = ad["rows"][0], ec["rows"][0]
+assert e["busbw_GBps"] < 0.9 * a["busbw_GBps"], (e["busbw_GBps"], a["busbw_GBps"])
+assert "spine" in e["busiest"], e["busiest"]
+PY
+"$bin" collective --scenario "$eco" --gpus 64 -b 64M -e 256M --engine des >"$tmp/des.txt" ||
+  fail "collective --engine des (table) exited $?"
+grep -q "simulator on the fabric (ecmp routing)" "$tmp/des.txt" || fail "des table header"
+[ "$(grep -cv '^#' "$tmp/des.txt")" -eq 3 ] || fail "des table: 3 rows expected"
+expect_bad_match collective "--engine" --engine sim  # unknown engine
+
 # Bad input exits 2 with a message that names the flag or the file:line:col.
 expect_bad_match collective "--op" --op allsum  # unknown op
 expect_bad_match collective "--algo" --algo fastest  # unknown algorithm

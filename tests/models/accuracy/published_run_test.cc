@@ -155,6 +155,7 @@ TEST_SUITE("accuracy") {
     CHECK(p.collective.op == CollectiveOp::kAllReduce);
     CHECK(p.collective.size_bytes == doctest::Approx(1073741824.0));
     CHECK(published_collective_gpus(p, *sc) == 16);
+    CHECK(p.collective.algorithm == CollectiveAlgorithm::kAuto);  // NCCL's tuner, unless pinned
     // nccl-tests: busbw = algbw x 2 (n-1)/n, so time = 1 GiB x 2 x 15/16 / 40 GB/s = 50.3 ms.
     CHECK(published_step_time_s(p, *sc) == doctest::Approx(1073741824.0 * 2 * 15 / 16 / 40e9));
 
@@ -173,6 +174,14 @@ TEST_SUITE("accuracy") {
     CHECK(r.versus[1].key_path == "cluster.fabric.qps_per_connection");
     CHECK(r.versus[1].value == "1");
     CHECK(published_step_time_s(r, *ratio) == doctest::Approx(1 / 1.4));
+    // A source that pins NCCL's algorithm (NCCL_ALGO=Ring) says so.
+    auto ring = load_scenario_text(
+        collective_run("  metric: busbw\n"
+                       "  collective: {op: all_reduce, size: 1GiB, algorithm: ring}\n"
+                       "  value: 40GB/s\n"),
+        "p.yaml");
+    REQUIRE_MESSAGE(ring.ok(), ring.message());
+    CHECK(ring->published->collective.algorithm == CollectiveAlgorithm::kRing);
     // The training metrics are not collective ones.
     CHECK_FALSE(is_collective_metric(PublishedMetric::kMfu));
   }
@@ -192,6 +201,10 @@ TEST_SUITE("accuracy") {
                                            "  collective: {op: all_reduce, size: 1GiB, ranks: 8}\n"
                                            "  value: 40GB/s\n")),
                    "published.collective.ranks: unknown key");
+    CHECK_CONTAINS(error_of(collective_run("  metric: busbw\n"
+                                           "  collective: {op: all_reduce, size: 1GiB, algorithm: rings}\n"
+                                           "  value: 40GB/s\n")),
+                   "published.collective.algorithm: unknown algorithm 'rings'");
     CHECK_CONTAINS(error_of(collective_run("  metric: busbw_ratio\n"
                                            "  collective: {op: all_reduce, size: 1GiB}\n"
                                            "  value: 1.4\n")),
