@@ -123,6 +123,13 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   if (fp32_params && mixed && par.zero < 3) {
     out.gathered_weights_bytes = out.cast_weights_bytes = (out.parameters + experts) * e;
     out.casts_freed_after_forward = par.recompute == Recompute::kFull;
+    out.forward_end_casts_bytes = out.cast_weights_bytes;
+    // torch.compile'd blocks (compiled per block, as TorchTitan does) cast inside their graphs:
+    // with full recomputation only the eager output head's cast is cached at the forward's end.
+    if (fw.kernels == KernelFusion::kCompiled && par.recompute == Recompute::kFull) {
+      const double head = stage == par.pp - 1 ? double(m.vocab) * m.hidden / t * e : 0;
+      out.forward_end_casts_bytes = std::min(out.cast_weights_bytes, head);
+    }
   }
   // FP8 training keeps an FP8 copy of every weight for its GEMMs (Transformer Engine's cached
   // FP8 weights, cast on the first micro-batch of a step): 1 byte per parameter held.

@@ -143,6 +143,11 @@ struct MemoryBreakdown {
   // the forward leaves autocast.
   double cast_weights_bytes = 0;
   bool casts_freed_after_forward = false;
+  // Of cast_weights_bytes: what autocast's cache still holds when the forward ends. All of them,
+  // but for torch.compile'd blocks under full recomputation: they cast inside their graphs,
+  // which autocast's cache never sees, and checkpointing drops what the graphs save; only the
+  // eager ops' casts (the output head's) are cached (call 18).
+  double forward_end_casts_bytes = 0;
   double outside_allocator_bytes = 0;  // the CUDA context and NCCL's buffers
   double allocator_slack_bytes = 0;    // MemoryParams::allocator_slack x activations
   // PyTorch frees every gradient between steps (zero_grad(set_to_none=True), its default since
@@ -157,7 +162,7 @@ struct MemoryBreakdown {
 
   // The moments whose live tensors (beyond weights and optimizer state) can be the peak:
   // - kForwardEnd: the loss computed in the forward, autocast's cache of weight casts still
-  //   held;
+  //   held (forward_end_casts_bytes);
   // - kLossBackward: the loss's backward (its largest tensors);
   // - kRecompute: a layer rebuilt for its backward, the loss's tensors freed;
   // - kGradients: (with gradients_replace_activations) the backward's end, every gradient
@@ -172,7 +177,7 @@ struct MemoryBreakdown {
     const double grads = gradients_replace_activations ? 0 : gradients_bytes;
     switch (moment) {
       case Moment::kForwardEnd:
-        return grads + stored + gathered_weights_bytes + loss_forward_bytes;
+        return grads + stored + persistent + forward_end_casts_bytes + loss_forward_bytes;
       case Moment::kLossBackward:
         return grads + stored + held + loss_backward_bytes;
       case Moment::kRecompute:
