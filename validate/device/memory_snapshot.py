@@ -20,7 +20,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_step import MODELS, Decoder, rope_tables  # noqa: E402
+from train_step import build  # noqa: E402
 
 CONFIGS = [
     # name, model, seq, micro-batch, recompute, compile
@@ -40,17 +40,8 @@ def frame_key(frames, depth=4):
 
 
 def run(cfg, dev):
-    name, model_name, seq, mb, recompute, compiled = cfg
-    layers, hidden, heads, ffn, vocab = MODELS[model_name]
-    torch.manual_seed(0)
-    model = Decoder(layers, hidden, heads, ffn, vocab, recompute).to(dev)
-    if compiled:
-        for blk in model.blocks:
-            blk.compile()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    cos, sin = rope_tables(seq, hidden // heads, dev)
-    tokens = torch.randint(0, vocab, (mb, seq), device=dev)
-    targets = torch.randint(0, vocab, (mb, seq), device=dev)
+    name, _, _, _, recompute, compiled = cfg
+    model, opt, cos, sin, tokens, targets = build(cfg, dev)
 
     def step():
         with torch.autocast("cuda", dtype=torch.bfloat16):

@@ -137,16 +137,13 @@ def kernel_class(name):
     return "elementwise"
 
 
-def run_config(cfg, steps, profile, dev):
-    name, model_name, seq, mb, recompute, compiled = cfg
+def build(cfg, dev):
+    """A configuration's model (blocks compiled if asked), fused AdamW, rotary tables and one
+    micro-batch of random tokens and targets."""
+    _, model_name, seq, mb, recompute, compiled = cfg
     layers, hidden, heads, ffn, vocab = MODELS[model_name]
-    out = {"name": name, "model": model_name, "layers": layers, "hidden": hidden, "heads": heads,
-           "kv_heads": heads, "ffn_hidden": ffn, "vocab": vocab, "seq_len": seq,
-           "micro_batch": mb, "recompute": recompute, "compiled": compiled,
-           "precision": "bf16-autocast", "params_dtype": "fp32", "optimizer": "AdamW(fused)"}
     torch.manual_seed(0)
     model = Decoder(layers, hidden, heads, ffn, vocab, recompute).to(dev)
-    out["parameters"] = count_params(model)
     if compiled:
         for blk in model.blocks:
             blk.compile()
@@ -154,6 +151,18 @@ def run_config(cfg, steps, profile, dev):
     cos, sin = rope_tables(seq, hidden // heads, dev)
     tokens = torch.randint(0, vocab, (mb, seq), device=dev)
     targets = torch.randint(0, vocab, (mb, seq), device=dev)
+    return model, opt, cos, sin, tokens, targets
+
+
+def run_config(cfg, steps, profile, dev):
+    name, model_name, seq, mb, recompute, compiled = cfg
+    layers, hidden, heads, ffn, vocab = MODELS[model_name]
+    out = {"name": name, "model": model_name, "layers": layers, "hidden": hidden, "heads": heads,
+           "kv_heads": heads, "ffn_hidden": ffn, "vocab": vocab, "seq_len": seq,
+           "micro_batch": mb, "recompute": recompute, "compiled": compiled,
+           "precision": "bf16-autocast", "params_dtype": "fp32", "optimizer": "AdamW(fused)"}
+    model, opt, cos, sin, tokens, targets = build(cfg, dev)
+    out["parameters"] = count_params(model)
 
     def step(phases=None):
         with torch.autocast("cuda", dtype=torch.bfloat16):
