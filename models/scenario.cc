@@ -139,7 +139,7 @@ constexpr std::string_view kMoeKeys[] = {"experts",       "top_k",           "ex
 constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "tp_comm_overlap",     "tp_wgrad_overlap",
                                                "loss_input",
-                                               "ep_comm_overlap",
+                                               "ep_comm_overlap",     "pp_comm_overlap",
                                                "ep_dispatcher",
                                                "fp8_recipe",          "fp8_param_gather",
                                                "grad_reduce_overlap", "weights_in_fp32",
@@ -1169,6 +1169,7 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_bool(fw, fp, "tp_wgrad_overlap", &f.tp_wgrad_overlap) ||
         !read_enum(fw, fp, "loss_input", kLossInputs, &f.loss_on_autocast_logits) ||
         !read_bool(fw, fp, "ep_comm_overlap", &f.ep_comm_overlap) ||
+        !read_bool(fw, fp, "pp_comm_overlap", &f.pp_comm_overlap) ||
         !read_enum(fw, fp, "ep_dispatcher", kDispatchers, &f.ep_hierarchical) ||
         !read_enum(fw, fp, "fp8_recipe", kFp8Recipes, &f.fp8_blockwise) ||
         !read_bool(fw, fp, "fp8_param_gather", &f.fp8_param_gather) ||
@@ -1474,6 +1475,12 @@ Status check_parallelism(const Scenario& scenario) {
     return fail_key(vs_key, "virtual_stages " + str(p.virtual_stages) +
                                 " needs pp_schedule: interleaved (got " +
                                 std::string(to_string(p.pp_schedule)) + ")");
+  }
+  if (w.framework.pp_comm_overlap && !interleaved) {
+    return fail_key("workload.framework.pp_comm_overlap",
+                    "applies to pp_schedule: interleaved (Megatron-Core overlaps pipeline sends "
+                    "only in its interleaved schedule; DualPipe hides them anyway), got " +
+                        std::string(to_string(p.pp_schedule)));
   }
   if (interleaved && p.pp < 2) {
     return fail_key(cite(par + ".pp_schedule", par), "the interleaved schedule needs pp >= 2");

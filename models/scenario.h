@@ -192,6 +192,14 @@ struct FrameworkConfig {
   // FP8 weights gathered by ZeRO/FSDP (Megatron-Core --fp8-param-gather, TE's fp8 model
   // init): the working weights held and all-gathered in 1 byte instead of 2 (fp8 training only).
   bool fp8_param_gather = false;
+  // Pipeline sends and receives posted ahead and waited on only where their data is needed,
+  // so that they run beside the neighbouring chunks' compute (Megatron-Core's
+  // overlap_p2p_comm, in its interleaved schedule). NeMo's MegatronCommOverlapCallback and
+  // Megatron-Bridge's CommOverlapConfig turn it on whenever the interleaved schedule runs
+  // ("PP overlap" in their comm_overlap.py: overlap_p2p_comm True, batch_p2p_comm False with
+  // virtual stages; batched and waited on with 1F1B). false: Megatron's batched send/recv pairs,
+  // waited on before the next compute (Megatron-LM's default).
+  bool pp_comm_overlap = false;
   // MoE dispatch and combine all-to-alls overlapped with another micro-batch's compute
   // (DeepSeek-V3's DualPipe; Megatron-Core's --overlap-moe-expert-parallel-comm). false: they
   // sit between the router and the experts (the common default).

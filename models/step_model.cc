@@ -257,8 +257,9 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
 
   // Pipeline: each micro-batch's activation and gradient cross a stage boundary on the critical
   // path (Megatron's batched send/recv pairs are waited on before the next compute); DualPipe
-  // hides them behind the overlapped chunk's compute.
-  b.pp.exposed_s = dualpipe ? 0 : b.pp.total_s;
+  // hides them behind the overlapped chunk's compute, Megatron-Core's overlap_p2p_comm behind
+  // the neighbouring chunks' (framework.pp_comm_overlap).
+  b.pp.exposed_s = dualpipe || w.framework.pp_comm_overlap ? 0 : b.pp.total_s;
 
   // DP. ZeRO-3 prefetches each layer's gather behind the previous layer's compute and
   // reduce-scatters behind the backward; what does not fit behind a micro-batch is exposed.

@@ -785,8 +785,9 @@ models::Status StepBuilder::build(DesStepResult* out) {
               comm_info(std::string("PP send ") + (op.forward ? "act" : "grad") + " mb" +
                             std::to_string(op.micro_batch) + " c" + std::to_string(op.chunk),
                         "pp", kLanePp, ParallelDim::kPp));
-          if (dualpipe_) {
-            // DualPipe sends asynchronously (its F&B pairs hide them): off the stream.
+          if (dualpipe_ || sc_.workload.framework.pp_comm_overlap) {
+            // DualPipe sends asynchronously (its F&B pairs hide them), and so does Megatron-Core
+            // with overlap_p2p_comm: off the stream, the receiver waiting for the data.
             dep(last_stream_[s], t);
           } else {
             on_stream(s, t);

@@ -184,6 +184,30 @@ TEST_SUITE("models") {
     CHECK(r2.breakdown.bubble_s == doctest::Approx(r.breakdown.bubble_s / 2));
     // Same compute, more stage-boundary traffic (one send per chunk).
     CHECK(r2.breakdown.pp.total_s == doctest::Approx(2 * r.breakdown.pp.total_s));
+    // Megatron-Core's overlap_p2p_comm (NeMo and Megatron-Bridge with virtual stages): the
+    // sends leave the critical path and, hidden beside compute, slow it by 0.61 of their time.
+    REQUIRE(r2.breakdown.pp.exposed_s == doctest::Approx(r2.breakdown.pp.total_s));
+    s.workload.framework.pp_comm_overlap = true;
+    const StepResult r3 = predict(s);
+    CHECK(r3.breakdown.pp.exposed_s == 0);
+    CHECK(r3.breakdown.pp.total_s == doctest::Approx(r2.breakdown.pp.total_s));
+    CHECK(r3.step_time_s == doctest::Approx(r2.step_time_s - 0.39 * r2.breakdown.pp.total_s)
+                                .epsilon(1e-3));
+  }
+
+  TEST_CASE("step: pp_comm_overlap is Megatron-Core's, in its interleaved schedule only") {
+    const std::string text =
+        "cluster: {nodes: 1, node: {gpu: h100-sxm, gpus_per_node: 8}}\n"
+        "workload:\n  model: llama3-8b\n  seq_len: 4096\n  global_batch: 32\n"
+        "  framework:\n    pp_comm_overlap: true\n"
+        "  parallelism: {tp: 4, pp: 2, dp: 1, pp_schedule: 1f1b}\n";
+    auto bad = load_scenario_text(text, "p.yaml");
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.message().rfind("p.yaml:7:5: workload.framework.pp_comm_overlap: applies to "
+                              "pp_schedule: interleaved", 0) == 0);
+    std::string ok = text;
+    ok.replace(ok.find("pp_schedule: 1f1b"), 17, "pp_schedule: interleaved, virtual_stages: 2");
+    CHECK(load_scenario_text(ok, "p.yaml").ok());
   }
 
   TEST_CASE("step: TP overlap hides TP communication") {
