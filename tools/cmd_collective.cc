@@ -5,6 +5,7 @@
 // formula; --engine des simulates the collective's flows on the scenario's fabric (its routing:
 // ECMP collisions, queue pairs, oversubscription), NCCL's choice and latency term as the formula
 // makes them, and names the busiest link.
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -116,6 +117,10 @@ int run_collective(const CollectiveArgs& a) {
   };
   std::vector<Row> rows;
   double busbw_sum = 0;
+  // A sweep simulated past kQuietForS seconds says on stderr how far it is (an alltoall over
+  // 1,024 GPUs simulates its 65,536 sampled flows in minutes a size).
+  constexpr double kQuietForS = 3;
+  const auto started = std::chrono::steady_clock::now();
   for (std::size_t size : *sizes) {
     const auto shape = nccl_tests_shape(op, size, gpus);
     const models::CollectiveRequest request{op, static_cast<double>(shape.size_bytes), algo,
@@ -140,6 +145,15 @@ int run_collective(const CollectiveArgs& a) {
         char pct[32];
         std::snprintf(pct, sizeof pct, " %.0f%%", 100 * top->max_utilisation);
         row.busiest = std::string(sim::to_string(top->tier)) + pct;
+      }
+      const double elapsed_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      if (elapsed_s >= kQuietForS) {
+        std::fprintf(stderr,
+                     "clustersim collective: simulated %zu of %zu sizes (%s: %zu flows in "
+                     "%.1f s) (%.0f s)\n",
+                     rows.size() + 1, sizes->size(), models::format_size(shape.size_bytes).c_str(),
+                     d->flows, d->wall_s, elapsed_s);
       }
     } else {
       auto e = models::estimate_collective(*topo, request, params);
