@@ -68,6 +68,17 @@ bool parse_name(std::string_view name, const NameTable<E> (&table)[N], E* out) {
   return false;
 }
 
+// The printed names of a table, comma-separated, aliases left out (for error messages).
+template <class E, std::size_t N>
+std::string names_of(const NameTable<E> (&table)[N]) {
+  std::string out;
+  for (const auto& [n, e] : table) {
+    if (name_of(e, table) != n) continue;  // an alias
+    out += (out.empty() ? "" : ", ") + std::string(n);
+  }
+  return out;
+}
+
 int proto_index(Proto p) {
   CS_ASSERT(p != Proto::kAuto, "protocol must be resolved");
   return static_cast<int>(p) - 1;  // LL 0, LL128 1, Simple 2 as in NCCL's tables
@@ -747,14 +758,8 @@ std::string_view to_string(CollectiveBottleneck b) { return name_of(b, kBottlene
 bool parse_collective_op(std::string_view name, CollectiveOp* out) {
   return parse_name(name, kOpNames, out);
 }
-std::string collective_op_names() {
-  std::string out;
-  for (const auto& [n, op] : kOpNames) {
-    if (to_string(op) != n) continue;  // an alias
-    out += (out.empty() ? "" : ", ") + std::string(n);
-  }
-  return out;
-}
+std::string collective_op_names() { return names_of(kOpNames); }
+std::string collective_algorithm_names() { return names_of(kAlgorithmNames); }
 bool parse_collective_algorithm(std::string_view name, CollectiveAlgorithm* out) {
   return parse_name(name, kAlgorithmNames, out);
 }

@@ -53,6 +53,8 @@ std::string_view to_string(CollectiveBottleneck b);
 bool parse_collective_op(std::string_view name, CollectiveOp* out);
 // The collectives' own names, comma-separated, for error messages ("all_reduce, ..., sendrecv").
 std::string collective_op_names();
+// "auto, ring, tree, nvls, collnet, hierarchical, p2p": the algorithm names, for messages.
+std::string collective_algorithm_names();
 bool parse_collective_algorithm(std::string_view name, CollectiveAlgorithm* out);
 bool parse_collective_protocol(std::string_view name, CollectiveProtocol* out);
 

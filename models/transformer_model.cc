@@ -127,7 +127,8 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
     // torch.compile'd blocks (compiled per block, as TorchTitan does) cast inside their graphs:
     // with full recomputation only the eager output head's cast is cached at the forward's end.
     if (fw.kernels == KernelFusion::kCompiled && par.recompute == Recompute::kFull) {
-      const double head = stage == par.pp - 1 ? double(m.vocab) * m.hidden / t * e : 0;
+      // The head's weight is vocab x hidden, tied to the embedding or not (pc.embedding).
+      const double head = stage == par.pp - 1 ? pc.embedding / t * e : 0;
       out.forward_end_casts_bytes = std::min(out.cast_weights_bytes, head);
     }
   }

@@ -9,6 +9,14 @@
 
 namespace clustersim::sim {
 
+const TierLoad* busiest_tier(const std::vector<TierLoad>& loads) {
+  const TierLoad* top = nullptr;
+  for (const TierLoad& t : loads) {
+    if (t.max_utilisation > (top ? top->max_utilisation : 0)) top = &t;
+  }
+  return top;
+}
+
 std::vector<TierLoad> tier_loads(const ResourceTable& table, const std::vector<const SimFlow*>& flows,
                                  double interval_s) {
   // Bytes per resource in a flat array (the table's ids), then per tier in resource order.

@@ -52,6 +52,8 @@ struct TierLoad {
 // with traffic. A resource near 1 was saturated for the whole interval.
 std::vector<TierLoad> tier_loads(const ResourceTable& table, const std::vector<const SimFlow*>& flows,
                                  double interval_s);
+// The tier whose busiest link was the most utilised; nullptr when no link carried traffic.
+const TierLoad* busiest_tier(const std::vector<TierLoad>& loads);
 
 struct DesCollective {
   models::CollectiveEstimate analytic;  // NCCL's choice, the latency term and the formula's time

@@ -70,8 +70,8 @@ int run_collective(const CollectiveArgs& a) {
   }
   CollectiveAlgorithm algo{};
   if (!models::parse_collective_algorithm(a.algo, &algo)) {
-    return fail_bad_input(cmd, "--algo: unknown algorithm '" + a.algo +
-                                   "' (auto, ring, tree, nvls, collnet, hierarchical, p2p)");
+    return fail_bad_input(cmd, "--algo: unknown algorithm '" + a.algo + "' (" +
+                                   models::collective_algorithm_names() + ")");
   }
   CollectiveProtocol proto{};
   if (!models::parse_collective_protocol(a.proto, &proto)) {
@@ -100,6 +100,8 @@ int run_collective(const CollectiveArgs& a) {
     return fail_bad_input(cmd, "--engine: unknown engine '" + a.engine + "' (analytic, des)");
   }
   const bool des = a.engine == "des";
+  sim::SimParams sim_params;
+  sim_params.collective = params;
   std::optional<topology::ClusterGraph> graph;
   if (des) {
     auto g = topology::ClusterGraph::build(scenario->cluster, &*scenario);
@@ -127,9 +129,7 @@ int run_collective(const CollectiveArgs& a) {
                                             proto};
     Row row{shape, {}, "", 0};
     if (des) {
-      sim::SimParams sp;
-      sp.collective = params;
-      auto d = sim::simulate_collective(*graph, request, gpus, sp);
+      auto d = sim::simulate_collective(*graph, request, gpus, sim_params);
       if (!d) return fail_bad_input(cmd, d.message());
       row.estimate = d->analytic;
       row.formula_busbw_Bps = d->analytic.busbw_Bps;
@@ -137,14 +137,9 @@ int run_collective(const CollectiveArgs& a) {
       row.estimate.bandwidth_s = d->bandwidth_s;
       row.estimate.algbw_Bps = d->algbw_Bps;
       row.estimate.busbw_Bps = d->busbw_Bps;
-      const sim::TierLoad* top = nullptr;
-      for (const auto& l : d->loads) {
-        if (top == nullptr || l.max_utilisation > top->max_utilisation) top = &l;
-      }
-      if (top != nullptr) {
-        char pct[32];
-        std::snprintf(pct, sizeof pct, " %.0f%%", 100 * top->max_utilisation);
-        row.busiest = std::string(sim::to_string(top->tier)) + pct;
+      if (const sim::TierLoad* top = sim::busiest_tier(d->loads)) {
+        row.busiest =
+            std::string(sim::to_string(top->tier)) + " " + models::format_percent(top->max_utilisation);
       }
       const double elapsed_s =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -348,11 +348,10 @@ void contention_lines(const Design& d, const std::string& prefix, std::vector<st
       if (p.slowdown() > kContendedSlowdown) {
         std::string busiest;
         double u = 0;
-        for (const auto& t : p.loads)
-          if (t.max_utilisation > u) {
-            u = t.max_utilisation;
-            busiest = std::string(sim::to_string(t.tier)) + " " + t.busiest;
-          }
+        if (const sim::TierLoad* t = sim::busiest_tier(p.loads)) {
+          busiest = std::string(sim::to_string(t->tier)) + " " + t->busiest;
+          u = t->max_utilisation;
+        }
         std::string line =
             p.what + " ran " + format_significant(p.slowdown(), 3) + "x its uncontended time";
         if (const sim::TierLoad* c = ecmp_collisions(d, p)) {

@@ -65,8 +65,8 @@ bool read_collective(YamlReader& in, const YAML::Node& map, PublishedCollective*
   }
   if (!parse_collective_algorithm(algorithm, &out->algorithm)) {
     return in.fail(node["algorithm"], path + ".algorithm",
-                   "unknown algorithm '" + algorithm +
-                       "' (auto, ring, tree, nvls, collnet, hierarchical, p2p)");
+                   "unknown algorithm '" + algorithm + "' (" + collective_algorithm_names() +
+                       ")");
   }
   if (!(out->size_bytes > 0)) {
     return in.fail(node["size"], path + ".size", "must be greater than zero");

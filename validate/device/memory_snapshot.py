@@ -20,7 +20,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_step import build  # noqa: E402
+import train_step  # noqa: E402
 
 CONFIGS = [
     # name, model, seq, micro-batch, recompute, compile
@@ -41,7 +41,7 @@ def frame_key(frames, depth=4):
 
 def run(cfg, dev):
     name, _, _, _, recompute, compiled = cfg
-    model, opt, cos, sin, tokens, targets = build(cfg, dev)
+    model, opt, cos, sin, tokens, targets = train_step.build(cfg, dev)
 
     def step():
         with torch.autocast("cuda", dtype=torch.bfloat16):
@@ -119,7 +119,6 @@ def sequence_check(dev, result, path):
     through train_step.run_config (which deletes its model and optimizer but runs no garbage
     collection), first as train_step.py ran them in calls 9 and 17, then with gc.collect() between.
     Records what the first leaves allocated and the second's peaks."""
-    import train_step
     cfgs = {c[0]: c for c in train_step.CONFIGS}
     first, second = cfgs["1.4b-s8k-b2-compiled"], cfgs["1.4b-s8k-b2-full-compiled"]
     for collect in (False, True):
