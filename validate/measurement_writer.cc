@@ -52,9 +52,15 @@ models::Status MeasurementWriter::checkpoint(const Measurement& m) {
 
 models::Status MeasurementWriter::finish(Measurement& m) {
   m.complete = true;
-  models::Status s = write_file_atomically(final_path_, to_json_text(m));
+  // The complete text goes to the partial name first, and one rename then moves it to the final
+  // name: at no moment are both files there (writing the final file and then removing the
+  // partial one left both to a kill between the two). A kill between the write and the rename
+  // leaves "<path>.partial" holding the complete measurement, "complete": true.
+  models::Status s = write_file_atomically(partial_path(), to_json_text(m));
   if (!s.ok()) return s;
-  std::remove(partial_path().c_str());  // absent when no checkpoint was ever written
+  if (std::rename(partial_path().c_str(), final_path_.c_str()) != 0)
+    return models::Error{partial_path() + ": cannot rename to " + final_path_ + ": " +
+                         std::strerror(errno)};
   return models::Status::Ok();
 }
 

@@ -27,7 +27,8 @@ class MeasurementWriter {
   // Rewrites the partial file with `m` (m.complete should be false).
   models::Status checkpoint(const Measurement& m);
 
-  // Sets m.complete = true, writes the final file atomically and removes the partial one.
+  // Sets m.complete = true, rewrites the partial file with it and renames that to the final path
+  // (one atomic step: the final file appears as the partial one goes).
   models::Status finish(Measurement& m);
 
  private:
