@@ -373,6 +373,27 @@ std::vector<int> layers_of_stages(const WorkloadConfig& w) {
   return out;
 }
 
+std::vector<int> layers_of_chunks(const WorkloadConfig& w, int stage) {
+  const int pp = std::max(1, w.parallelism.pp);
+  const int v = w.parallelism.pp_schedule == PipelineSchedule::kInterleaved
+                    ? std::max(1, w.parallelism.virtual_stages)
+                    : 1;
+  const int stage_layers = layers_of_stages(w)[static_cast<size_t>(stage)];
+  std::vector<int> out(static_cast<size_t>(v), 0);
+  const int layers = w.model.layers;
+  if (v > 1 && pp > 1 && layers % (pp * v) != 0 && (layers + 2) % (pp * v) == 0) {
+    const int slots = (layers + 2) / (pp * v);
+    for (int c = 0; c < v; ++c) out[static_cast<size_t>(c)] = slots;
+    if (stage == 0) out.front() -= 1;
+    if (stage == pp - 1) out.back() -= 1;
+    out.back() += stage == pp - 1 ? w.model.mtp_layers : 0;
+    return out;
+  }
+  // An even split, a remainder on the first chunks.
+  for (int c = 0; c < v; ++c) out[static_cast<size_t>(c)] = stage_layers / v + (c < stage_layers % v);
+  return out;
+}
+
 std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig& w,
                                         const ComputeParams& params) {
   const LayerKernels dense_layer = layer_kernels(gpu, w, params);

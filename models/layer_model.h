@@ -114,6 +114,13 @@ struct StageCompute {
 // rest split evenly over the middle ones. REQUIRES: a workload the scenario loader accepted.
 std::vector<int> layers_of_stages(const WorkloadConfig& workload);
 
+// The layers of each model chunk of `stage`, in the order the chunks run: under the interleaved
+// schedule virtual_stages chunks (Megatron's layout: chunk c of stage s holds model chunk
+// c pp + s), else one. Under Llama 3's layout the first chunk of the first stage holds only the
+// embedding and the last chunk of the last stage only the output head and loss (Llama Team 2024
+// sec. 3.3.2): each a layer fewer than the others. Sums to layers_of_stages(workload)[stage].
+std::vector<int> layers_of_chunks(const WorkloadConfig& workload, int stage);
+
 // Of a MoE layer's host time, the share spent launching its forward (the rest launches the
 // backward, which runs two kernels for most forward ones: data and weight gradients, and the
 // backward of each permutation, as the FLOPs split 1 : 2).

@@ -1,6 +1,7 @@
 #include "models/transformer_model.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "models/layer_model.h"
 
@@ -53,6 +54,37 @@ HeldParameters held_parameters(const WorkloadConfig& w, const ParameterCount& pc
   return out;
 }
 
+// Layer activations the interleaved schedule has a stage hold at its peak, in units of "one
+// micro-batch through one layer", chunk by chunk as Megatron-LM runs them (schedules.py, the
+// default microbatch_group_size_per_vp_stage of pp): forward k runs chunk (k mod pp v) / pp,
+// backward j chunk v - 1 - (j mod pp v) / pp; 2 (pp - s - 1) + (v - 1) pp warm-up forwards, then
+// one forward before each backward; never more than the step's m v forwards (m = pp: every
+// forward runs before the first backward). With chunks of one size this is
+// (warm-up + 1) / v stage-fulls; with Llama 3's layout the first stage's first chunk (the
+// embedding) and the last stage's last (the head) hold no layer, which the count follows.
+double interleaved_layers_in_flight(const WorkloadConfig& w, int stage) {
+  const auto& par = w.parallelism;
+  const std::vector<int> chunk = layers_of_chunks(w, stage);
+  const long v = static_cast<long>(chunk.size());
+  const long group = std::max(1, par.pp);
+  const long forwards = static_cast<long>(w.micro_batches_per_step()) * v;
+  const long warmup = std::min(2L * (par.pp - stage - 1) + (v - 1) * group, forwards);
+  auto forward_chunk = [&](long k) { return chunk[static_cast<size_t>((k % (group * v)) / group)]; };
+  auto backward_chunk = [&](long j) {
+    return chunk[static_cast<size_t>(v - 1 - (j % (group * v)) / group)];
+  };
+  double held = 0, peak = 0;
+  long f = 0, b = 0;
+  for (; f < warmup; ++f) held += forward_chunk(f);
+  peak = held;
+  for (; f < forwards; ++f, ++b) {  // the steady state's forward, then its backward
+    held += forward_chunk(f);
+    peak = std::max(peak, held);
+    held -= backward_chunk(b);
+  }
+  return peak;
+}
+
 // Micro-batches whose activations a stage holds at its peak, in units of "one micro-batch
 // through all the stage's layers" (Korthikanti et al. 2022, sec. 4.2.3).
 double microbatches_in_flight(const WorkloadConfig& w, int stage) {
@@ -64,13 +96,10 @@ double microbatches_in_flight(const WorkloadConfig& w, int stage) {
     case PipelineSchedule::k1F1B:
       return std::min(par.pp - stage, m);
     case PipelineSchedule::kInterleaved: {
-      // Megatron-LM's interleaved schedule (schedules.py): stage s runs 2 (pp - s - 1) +
-      // (v - 1) pp warm-up chunk forwards and one more in the steady state before its first
-      // backward frees one, in units of a whole stage's layers / v; and never more than the
-      // step's m micro-batches (m = pp: every forward runs before the first backward).
-      const double v = std::max(1, par.virtual_stages);
-      const double chunks = 2.0 * (par.pp - stage - 1) + (v - 1) * par.pp + 1;
-      return std::min<double>(chunks / v, m);
+      const double layers = layers_of_stages(w)[static_cast<size_t>(stage)];
+      if (layers > 0) return interleaved_layers_in_flight(w, stage) / layers;
+      const double v = std::max(1, par.virtual_stages);  // no layer: the chunks' forwards
+      return std::min<double>((2.0 * (par.pp - stage - 1) + (v - 1) * par.pp + 1) / v, m);
     }
     case PipelineSchedule::kDualPipe:
       // DeepSeek-V3 report Table 2: pp + 1 micro-batches' activations on every device, in units
@@ -368,10 +397,14 @@ int layers_per_stage(const WorkloadConfig& workload) {
 MemoryBreakdown memory_per_gpu(const WorkloadConfig& workload, const MemoryParams& params) {
   const ParameterCount pc = count_parameters(workload.model);
   // The busiest stage: the first or the last (the embedding, the output head, more micro-batches
-  // in flight), or with an uneven split or DualPipe's paired stages a middle one.
+  // in flight), or with an uneven split (Llama 3's layout: a layer more on each middle stage) or
+  // DualPipe's paired stages a middle one.
   MemoryBreakdown busiest = stage_memory(workload, pc, params, 0);
   const auto& par = workload.parallelism;
-  const bool all = par.pp_schedule == PipelineSchedule::kDualPipe || par.first_stage_layers > 0;
+  const std::vector<int> layers = layers_of_stages(workload);
+  const bool uneven = std::adjacent_find(layers.begin(), layers.end(), std::not_equal_to<>()) !=
+                      layers.end();
+  const bool all = par.pp_schedule == PipelineSchedule::kDualPipe || uneven;
   for (int s = 1; s < par.pp; ++s) {
     if (!all && s != par.pp - 1) continue;
     MemoryBreakdown m = stage_memory(workload, pc, params, s);

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "models/layer_model.h"
 #include "models/scenario.h"
@@ -203,4 +204,38 @@ TEST_SUITE("models") {
       }
     }
   }
+
+  TEST_CASE("pipeline: Llama 3's layout in the interleaved schedule, chunk by chunk") {
+    // Llama 3.1 405B on pp 16 x 8 chunks: 126 layers + embedding + head in 128 slots of one
+    // layer, so stage 0's first chunk holds only the embedding and stage 15's last only the head.
+    auto s = load_scenario_text(
+        "cluster: {nodes: 1024, node: {gpu: h100-sxm, gpus_per_node: 8, scale_up: nvlink4, "
+        "nics_per_node: 8, nic: ib-ndr}, fabric: {topology: fat-tree}}\n"
+        "workload:\n  model: llama3-405b\n  seq_len: 8192\n  global_batch: 2048\n"
+        "  parallelism: {tp: 8, sp: true, pp: 16, dp: 64, zero: 1, recompute: none, "
+        "pp_schedule: interleaved, virtual_stages: 8}\n",
+        "l3.yaml");
+    INFO((s.ok() ? std::string() : s.message()));
+    REQUIRE(s.ok());
+    WorkloadConfig w = s->workload;
+    CHECK(layers_of_chunks(w, 0) == std::vector<int>{0, 1, 1, 1, 1, 1, 1, 1});
+    CHECK(layers_of_chunks(w, 1) == std::vector<int>(8, 1));
+    CHECK(layers_of_chunks(w, 15) == std::vector<int>{1, 1, 1, 1, 1, 1, 1, 0});
+    // 32 micro-batches per pipeline. Megatron's warm-up at stage s: 2 (16 - s - 1) + 7 x 16
+    // forwards, then one more before the first backward; forwards go 16 micro-batches per chunk.
+    // Stage 1: 141 forwards of one layer each. Stage 0: 143 forwards, of which chunk 0's
+    // 16 + 15 hold no layer: 7 x 16 = 112 layer-micro-batches (not 143 / 8 x 7 = 125.1, an even
+    // share of its 7 layers). The last stage: 113 forwards, chunks 0-6 x 16 = 112 (the head's
+    // chunk has run one). The middle stage holds the most; the memory is that stage's.
+    const MemoryBreakdown stage1 = memory_per_gpu(w);
+    // Per layer-micro-batch: 8192 tokens x 2 bytes / tp 8 x (6 h + 2 kv + 3 f) =
+    // 2048 x (6 x 16384 + 2048 + 3 x 53248).
+    const double per_layer = 2048.0 * (6 * 16384 + 2 * 1024 + 3 * 53248);
+    CHECK(stage1.stage == 1);
+    CHECK(stage1.activations_bytes == doctest::Approx(141 * per_layer).epsilon(0.001));
+    // With the step's 16 micro-batches = pp, every forward runs first: 16 x 8 layers on stage 1.
+    w.global_batch = 1024;
+    CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(128 * per_layer).epsilon(0.001));
+  }
 }
+
