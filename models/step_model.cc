@@ -94,6 +94,29 @@ StepParams default_step_params(const ClusterConfig& cluster) {
   return p;
 }
 
+int unpaired_passes(const WorkloadConfig& w, int stage) {
+  const auto& par = w.parallelism;
+  const int pp = std::max(1, par.pp);
+  const int m = w.micro_batches_per_step();
+  switch (par.pp_schedule) {
+    case PipelineSchedule::kGpipe:
+      return m;
+    case PipelineSchedule::k1F1B:
+      return std::min(pp - stage - 1, m);
+    case PipelineSchedule::kInterleaved: {
+      const int v = std::max(1, par.virtual_stages);
+      if (v == 1) return std::min(pp - stage - 1, m);
+      const int total = m * v;
+      return m == pp ? total : std::min(total, 2 * (pp - stage - 1) + (v - 1) * pp);
+    }
+    case PipelineSchedule::kDualPipe: {
+      const int h = std::min(stage, pp - 1 - stage);
+      return std::min(m, 3 * pp / 2 - h - 1 + (h == pp / 2 - 1 ? 1 : 0));
+    }
+  }
+  return m;
+}
+
 Result<StepResult> predict_step(const Scenario& scenario, const StepParams& params) {
   const ClusterConfig& cluster = scenario.cluster;
   const WorkloadConfig& w = scenario.workload;
@@ -184,6 +207,9 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
     }
   }
   auto moe_of = [&](const StageCompute& st) { return device_moe[static_cast<size_t>(st.stage)]; };
+  const double passes = m * (par.pp_schedule == PipelineSchedule::kInterleaved
+                                 ? std::max(1, par.virtual_stages)
+                                 : 1);
   auto exposure = [&](const StageCompute& st) {
     StageComm x;
     const double n = st.layers;
@@ -203,10 +229,15 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
     // workload.framework.ep_comm_overlap): one micro-batch's forward runs beside another's
     // backward, each one's all-to-alls hidden behind the pair's compute, and what outlasts
     // that compute stays exposed.
+    // Passes that run alone (warm-up, cool-down, DualPipe's ramps) expose theirs.
     const double moe = moe_of(st);
-    x.ep = w.framework.ep_comm_overlap
-               ? std::max(0.0, moe * (ep_fwd_layer + ep_bwd_layer) - st.total_s())
-               : moe * (ep_fwd_layer + ep_bwd_layer);
+    const double ep = moe * (ep_fwd_layer + ep_bwd_layer);
+    if (w.framework.ep_comm_overlap) {
+      const double alone = std::min(1.0, unpaired_passes(w, st.stage) / passes);
+      x.ep = alone * ep + (1 - alone) * std::max(0.0, ep - st.total_s());
+    } else {
+      x.ep = ep;
+    }
     return x;
   };
   // The TP, CP and EP time a stage runs per micro-batch: its own layers' calls (the collective

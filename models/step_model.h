@@ -69,6 +69,15 @@ inline double tp_wgrad_cover_s(double gemm_backward_s) {
   return 0.5 * weight_gradient_s(gemm_backward_s);
 }
 
+// Of a stage's forward passes (per micro-batch and model chunk, m x v in a step), how many run
+// alone rather than as one of a forward-backward pair whose communication hides behind the
+// other's compute (framework.ep_comm_overlap); as many backward passes run alone. 1F1B: the
+// pp - s - 1 warm-up forwards; interleaved 1F1B: Megatron's 2 (pp - s - 1) + (v - 1) pp (all
+// of them when m = pp); GPipe: every pass; DualPipe (dualpipe.py): its ramps, 1.5 pp - h - 1
+// with h = min(s, pp - 1 - s), and one more on the middle ranks. sim::stage_schedule marks the
+// same passes (PipelineOp::paired).
+int unpaired_passes(const WorkloadConfig& w, int stage);
+
 // The compute time a step loses to the collectives it hides: `hidden_comm_s` of them running
 // beside compute, times params.overlap_compute_slowdown. The first `host_wait_s` of them run
 // while the GPU waits for the host (StageCompute::host_wait_s), beside no kernel: free.

@@ -58,17 +58,20 @@ HeldParameters held_parameters(const WorkloadConfig& w, const ParameterCount& pc
 // micro-batch through one layer", chunk by chunk as Megatron-LM runs them (schedules.py, the
 // default microbatch_group_size_per_vp_stage of pp): forward k runs chunk (k mod pp v) / pp,
 // backward j chunk v - 1 - (j mod pp v) / pp; 2 (pp - s - 1) + (v - 1) pp warm-up forwards, then
-// one forward before each backward; never more than the step's m v forwards (m = pp: every
-// forward runs before the first backward). With chunks of one size this is
-// (warm-up + 1) / v stage-fulls; with Llama 3's layout the first stage's first chunk (the
-// embedding) and the last stage's last (the head) hold no layer, which the count follows.
+// one forward before each backward; never more than the step's m v forwards, and with m = pp
+// every forward runs before the first backward (schedules.py's all_warmup_microbatches). With
+// chunks of one size this is (warm-up + 1) / v stage-fulls; with Llama 3's layout the first
+// stage's first chunk (the embedding) and the last stage's last (the head) hold no layer, which
+// the count follows.
 double interleaved_layers_in_flight(const WorkloadConfig& w, int stage) {
   const auto& par = w.parallelism;
   const std::vector<int> chunk = layers_of_chunks(w, stage);
   const long v = static_cast<long>(chunk.size());
   const long group = std::max(1, par.pp);
   const long forwards = static_cast<long>(w.micro_batches_per_step()) * v;
-  const long warmup = std::min(2L * (par.pp - stage - 1) + (v - 1) * group, forwards);
+  const long warmup = w.micro_batches_per_step() == par.pp
+                         ? forwards
+                         : std::min(2L * (par.pp - stage - 1) + (v - 1) * group, forwards);
   auto forward_chunk = [&](long k) { return chunk[static_cast<size_t>((k % (group * v)) / group)]; };
   auto backward_chunk = [&](long j) {
     return chunk[static_cast<size_t>(v - 1 - (j % (group * v)) / group)];

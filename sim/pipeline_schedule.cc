@@ -23,10 +23,15 @@ std::vector<PipelineOp> dualpipe_schedule(int stages, int stage, int m) {
   std::vector<PipelineOp> ops;
   std::vector<PipelineOp> deferred;  // backwards whose weight pass is still to run
   size_t next_w = 0;
-  auto F = [&](int phase) { ops.push_back({true, next_f[phase]++, dir[phase]}); };
-  auto B = [&](int phase, bool zb) {
+  auto F = [&](int phase, bool paired = false) {
+    PipelineOp op{true, next_f[phase]++, dir[phase]};
+    op.paired = paired;
+    ops.push_back(op);
+  };
+  auto B = [&](int phase, bool zb, bool paired = false) {
     PipelineOp op{false, next_b[phase]++, dir[phase]};
     op.defers_weights = zb;
+    op.paired = paired;
     ops.push_back(op);
     if (zb) deferred.push_back(op);
   };
@@ -47,16 +52,18 @@ std::vector<PipelineOp> dualpipe_schedule(int stages, int stage, int m) {
     W();
     F(1);
   }
+  const bool middle = half_rank == half_ranks - 1;
   for (int i = 0; i < half_chunks - stages + half_rank + 1; ++i) {  // 4: nF0B1F1B0
-    F(0);
-    B(1, false);
-    F(1);
-    B(0, false);
+    // The middle ranks run their first F0 and B1 apart ("to further reduce bubble size").
+    F(0, !(middle && i == 0));
+    B(1, false, !(middle && i == 0));
+    F(1, true);
+    B(0, false, true);
   }
   for (int i = 0; i < half_ranks - half_rank - 1; ++i) {  // 5: nB1F1B0
     B(1, false);
-    F(1);
-    B(0, false);
+    F(1, true);
+    B(0, false, true);
   }
   bool zb = false;  // 6: nB1B0, the second half with zero bubble
   const int step6 = half_rank + 1;
@@ -102,6 +109,7 @@ std::vector<PipelineOp> stage_schedule(models::PipelineSchedule schedule, int st
     while (f < m) {
       ops.push_back({true, f++, 0});
       ops.push_back({false, b++, 0});
+      ops[ops.size() - 2].paired = ops.back().paired = true;
     }
     while (b < m) ops.push_back({false, b++, 0});
     return ops;
@@ -123,6 +131,7 @@ std::vector<PipelineOp> stage_schedule(models::PipelineSchedule schedule, int st
   while (f < total) {
     ops.push_back(unit(f++, true));
     ops.push_back(unit(b++, false));
+    ops[ops.size() - 2].paired = ops.back().paired = true;
   }
   while (b < total) ops.push_back(unit(b++, false));
   return ops;

@@ -25,6 +25,13 @@ struct PipelineOp {
   // (input gradients only), and the later weight pass (of the oldest such backward).
   bool defers_weights = false;
   bool weights = false;
+  // Run as one of a forward-backward pair, each one's communication beside the other's compute
+  // where the framework overlaps them (framework.ep_comm_overlap): the steady state's forward and
+  // backward under 1F1B and interleaved 1F1B (Megatron-Core's combined 1F1B EP overlap),
+  // DualPipe's F&B chunks (_forward_backward_chunk). Warm-up forwards, cool-down backwards,
+  // GPipe's passes, DualPipe's ramps and its middle ranks' first main-step pair run alone.
+  // models::unpaired_passes counts the same.
+  bool paired = false;
 };
 
 // The ops of stage `stage` (0 .. stages-1) in execution order: every (micro-batch, chunk) once

@@ -623,9 +623,10 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
         chain.push_back(transfer(stage, etp, comm_info("expert-TP gather/scatter " + layer_tag,
                                                        "ep", kLaneEp, ParallelDim::kEp)));
       }
-      if (ep_overlap) {
+      if (ep_overlap && op.paired) {
         // Beside the group's compute from its start: it stands for the other micro-batch's
-        // compute that DualPipe and Megatron-Core's EP overlap pair it with.
+        // compute that DualPipe and Megatron-Core's EP overlap pair it with. A pass that runs
+        // alone (warm-up, cool-down, DualPipe's ramps) has nothing to hide them behind.
         dep(stream_before, chain.front());
         dep(input, chain.front());
         for (size_t c = 1; c < chain.size(); ++c) dep(chain[c - 1], chain[c]);

@@ -318,6 +318,15 @@ TEST_SUITE("models") {
     REQUIRE(hidden.ok());
     CHECK(hidden->breakdown.ep.exposed_s < 0.01 * r->breakdown.ep.total_s);
     CHECK(hidden->step_time_s < r->step_time_s);
+    // Only paired passes hide them: under GPipe's order (every forward, then every backward)
+    // no forward runs beside a backward, and all of it is exposed again.
+    REQUIRE(s.workload.parallelism.pp == 1);
+    s.workload.parallelism.pp_schedule = PipelineSchedule::kGpipe;
+    CHECK(unpaired_passes(s.workload, 0) == s.workload.micro_batches_per_step());
+    auto gpipe = predict_step(s, default_step_params(s.cluster));
+    REQUIRE(gpipe.ok());
+    CHECK(gpipe->breakdown.ep.exposed_s == doctest::Approx(r->breakdown.ep.total_s));
+    s.workload.parallelism.pp_schedule = PipelineSchedule::k1F1B;
     // MFU counts the activated parameters: 6 x 12.9B per token plus attention.
     const auto f = flops_per_token(s.workload.model, 4096);
     CHECK(r->model_flops_per_step == doctest::Approx(64 * 4096 * f.training()));

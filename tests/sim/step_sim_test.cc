@@ -269,6 +269,55 @@ TEST_SUITE("sim") {
     }
   }
 
+  TEST_CASE("Pipeline schedules: the passes run alone are models::unpaired_passes") {
+    // The simulator's schedules mark the passes that run as a forward-backward pair (each one's
+    // all-to-alls beside the other's compute under ep_comm_overlap); the formula counts the
+    // others. Device 0 of DualPipe on 4 devices, 8 micro-batches (the sequence above): the
+    // forwards of steps 1-3 (F0 F0 F0 F1 F1) and the backwards of steps 3, 5, 6, 7
+    // (B1 B1 B1 B0 B0): 1.5 x 4 - 0 - 1 = 5 each way.
+    const auto dp0 = stage_schedule(models::PipelineSchedule::kDualPipe, 4, 0, 8, 1);
+    std::string alone;
+    for (const auto& op : dp0) {
+      if (!op.weights && !op.paired) alone += (op.forward ? "F" : "B") + std::to_string(op.chunk);
+    }
+    CHECK(alone == "F0F0F0F1B1F1B1B1B0B0");
+    struct Case {
+      models::PipelineSchedule schedule;
+      int stages, micro_batches, chunks;
+    };
+    for (const Case c : {Case{models::PipelineSchedule::k1F1B, 4, 8, 1},
+                         Case{models::PipelineSchedule::k1F1B, 8, 3, 1},
+                         Case{models::PipelineSchedule::kGpipe, 4, 8, 1},
+                         Case{models::PipelineSchedule::kInterleaved, 4, 8, 2},
+                         Case{models::PipelineSchedule::kInterleaved, 4, 4, 3},
+                         Case{models::PipelineSchedule::kInterleaved, 8, 32, 4},
+                         Case{models::PipelineSchedule::kDualPipe, 4, 8, 1},
+                         Case{models::PipelineSchedule::kDualPipe, 8, 20, 1},
+                         Case{models::PipelineSchedule::kDualPipe, 16, 120, 1}}) {
+      models::WorkloadConfig w;
+      w.parallelism.pp = c.stages;
+      w.parallelism.pp_schedule = c.schedule;
+      w.parallelism.virtual_stages = c.chunks;
+      w.global_batch = c.micro_batches;
+      w.micro_batch = 1;
+      REQUIRE(w.micro_batches_per_step() == c.micro_batches);
+      for (int stage = 0; stage < c.stages; ++stage) {
+        CAPTURE(static_cast<int>(c.schedule));
+        CAPTURE(c.stages);
+        CAPTURE(stage);
+        int forwards = 0, backwards = 0, paired_f = 0, paired_b = 0;
+        for (const auto& op : stage_schedule(c.schedule, c.stages, stage, c.micro_batches, c.chunks)) {
+          if (op.weights) continue;
+          (op.forward ? forwards : backwards) += !op.paired;
+          (op.forward ? paired_f : paired_b) += op.paired;
+        }
+        CHECK(forwards == models::unpaired_passes(w, stage));
+        CHECK(backwards == forwards);
+        CHECK(paired_f == paired_b);
+      }
+    }
+  }
+
   TEST_CASE("DualPipe in the simulator: the formula's step, a small bubble, PP hidden") {
     // Llama 3 70B on four stages of TP 8, 16 micro-batches: the simulated step within 5% of the
     // formula's (bubble (pp/2 - 1)(F + 2B - 3W), PP sends hidden); far less bubble than 1F1B's.

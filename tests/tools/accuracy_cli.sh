@@ -2,28 +2,26 @@
 # `clustersim accuracy`: the published-run corpus (scenarios/published/) scored by both engines.
 # Gates the corpus: at least 30 runs from 6 sources, every file loads and both engines predict
 # every run (the simulator every run but DeepSeek-V3's DualPipe one), and the errors stay within
-# the current gates (regression gates: mean |error| 5.2%, leave-one-source-out 8.2%: the corpus
-# stands at 5.09% and 8.11% (analytic), 4.89% and 7.39% (simulator); the targets of
-# docs/accuracy.md, mean 5%, max 15%, leave-one-out 8%, are not all met; the closing notes give
-# the table); a corpus-fitted constant ships at the corpus's best value.
+# the current gates (mean |error| 5.2%, a regression gate; leave-one-source-out 8.0%, the
+# target: the corpus stands at 5.04% and 7.95% (analytic), 4.79% and 7.19% (simulator); the
+# targets of docs/accuracy.md, mean 5%, max 15%, leave-one-out 8%, are not all met; the closing
+# notes give the table); a corpus-fitted constant ships at the corpus's best value.
 # Also: the per-source and leave-one-source-out figures in the JSON agree with the rows, --source,
 # the text report, and bad input (no corpus, a file without published:, a bad value) exiting 2.
 # Usage: accuracy_cli.sh <clustersim binary> <source dir>
 source "$(dirname "$0")/cli_test_lib.bash"
 corpus="$src/scenarios/published"
 
-# The gates of this commit, both engines: mean |error| 5.2% and leave-one-source-out 8.2%, a
-# little above the analytic engine's 5.09 / 8.11% (the simulator: 4.89 / 7.39%; the issue's
-# targets are 5 / 8%: the analytic engine met them until a stage's hidden collectives stopped
-# counting those of layers it does not have, which had flattered both DeepSeek-V3 runs), and the
-# H200 steps we measured ourselves.
+# The gates of this commit, both engines: mean |error| 5.2%, a little above the analytic
+# engine's 5.04% (the simulator: 4.79%; the target is 5%), leave-one-source-out 8.0%, the
+# target (analytic 7.95%, simulator 7.19%), and the H200 steps we measured ourselves.
 # The contention measurements (scenarios/published/contention/) are scored apart, the simulator
 # gated at its current largest error plus a margin (55%: it overstates ECMP collisions,
 # docs/collectives.md; a regression gate, not the 15% target).
-"$bin" accuracy "$corpus" --json --max-mean-error 0.052 --max-loso-error 0.082 \
+"$bin" accuracy "$corpus" --json --max-mean-error 0.052 --max-loso-error 0.080 \
   --max-collective-error 0.60 >"$tmp/acc.json" 2>"$tmp/err.txt"
 rc=$?
-[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.052 --max-loso-error 0.082 --max-collective-error 0.60 exited $rc ($(tail -3 "$tmp/err.txt"))"
+[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.052 --max-loso-error 0.080 --max-collective-error 0.60 exited $rc ($(tail -3 "$tmp/err.txt"))"
 python3 - "$tmp/acc.json" <<'PY' || fail "accuracy --json content"
 import json, statistics, sys
 d = json.load(open(sys.argv[1]))
@@ -56,7 +54,7 @@ for engine in ("analytic", "des"):
         means.append(src["left_out_mean_abs_error"])
     assert abs(s["leave_one_source_out_mean_abs_error"] - sum(means) / len(means)) < 1e-12
     assert s["overall"]["mean_abs_error"] <= 0.052, s["overall"]
-    assert s["leave_one_source_out_mean_abs_error"] <= 0.082, s
+    assert s["leave_one_source_out_mean_abs_error"] <= 0.080, s
     h200 = [x for x in s["sources"] if x["source"] == "clustersim-h200"][0]
     assert h200["runs"] >= 16 and h200["mean_abs_error"] <= 0.07, h200
     # Published memory (PyTorch's reserved peak) within 20% on our own H200 steps (at most 15.1%
