@@ -13,6 +13,17 @@ double shared_link_efficiency(models::LinkTechnology technology, const Transport
   return 1.0;
 }
 
+double wire_efficiency(models::LinkTechnology technology) {
+  switch (technology) {
+    case models::LinkTechnology::kInfiniband: return 4096.0 / 4122;
+    case models::LinkTechnology::kRoce: return 4096.0 / 4178;
+    case models::LinkTechnology::kEthernetTcp: return 1460.0 / 1538;
+    case models::LinkTechnology::kNvlink:
+    case models::LinkTechnology::kPcie: return 1.0;
+  }
+  return 1.0;
+}
+
 double window_rate_cap_Bps(models::LinkTechnology technology, double one_way_latency_s,
                            const TransportParams& params) {
   if (technology != models::LinkTechnology::kEthernetTcp) return 0;

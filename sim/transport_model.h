@@ -35,6 +35,15 @@ struct TransportParams {
   double tcp_extra_latency_s = 0;
 };
 
+// What a switch-to-switch link of this technology carries of its line rate: only the packets'
+// headers cost it (4096-byte payloads: RoCEv2 adds Ethernet 38 bytes with preamble and gap, IPv4
+// 20, UDP 8, BTH 12, ICRC 4: 4096 / 4178 = 0.980; InfiniBand LRH 8, BTH 12, ICRC 4, VCRC 2:
+// 4096 / 4122 = 0.994; kernel TCP on 1500-byte frames, 1460 / 1538 = 0.949). The NIC's
+// protocol_efficiency (the catalog's, 0.90-0.94 for RDMA) also counts its host side (DMA,
+// PCIe, NCCL's proxy), which limits a flow where it starts and ends, not on the switches'
+// links: those keep the difference as headroom for flows that collide on them.
+double wire_efficiency(models::LinkTechnology technology);
+
 // The capacity a link of this technology keeps while several flows share it (see above).
 double shared_link_efficiency(models::LinkTechnology technology, const TransportParams& params);
 

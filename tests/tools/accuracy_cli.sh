@@ -16,12 +16,12 @@ corpus="$src/scenarios/published"
 # engine's 5.04% (the simulator: 4.79%; the target is 5%), leave-one-source-out 8.0%, the
 # target (analytic 7.95%, simulator 7.19%), and the H200 steps we measured ourselves.
 # The contention measurements (scenarios/published/contention/) are scored apart, the simulator
-# gated at its current largest error plus a margin (55%: it overstates ECMP collisions,
-# docs/collectives.md; a regression gate, not the 15% target).
+# gated at its current largest error (37.7%) plus a margin: 45% (it overstates ECMP
+# collisions, docs/collectives.md; a regression gate, not the 15% target).
 "$bin" accuracy "$corpus" --json --max-mean-error 0.052 --max-loso-error 0.080 \
-  --max-collective-error 0.60 >"$tmp/acc.json" 2>"$tmp/err.txt"
+  --max-collective-error 0.45 >"$tmp/acc.json" 2>"$tmp/err.txt"
 rc=$?
-[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.052 --max-loso-error 0.080 --max-collective-error 0.60 exited $rc ($(tail -3 "$tmp/err.txt"))"
+[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.052 --max-loso-error 0.080 --max-collective-error 0.45 exited $rc ($(tail -3 "$tmp/err.txt"))"
 python3 - "$tmp/acc.json" <<'PY' || fail "accuracy --json content"
 import json, statistics, sys
 d = json.load(open(sys.argv[1]))
@@ -85,7 +85,7 @@ for c in coll:
         assert abs(c["analytic"]["time_s"] - 1) < 1e-12, c
 errs = [abs(c["des"]["error"]) for c in coll]
 assert abs(d["collective_des"]["overall"]["max_abs_error"] - max(errs)) < 1e-12
-assert max(errs) <= 0.60, errs
+assert max(errs) <= 0.45, errs
 # The corpus-fitted constants: the shipped value is the corpus's best, refitted per source.
 for c in d["fitted_constants"]:
     assert abs(c["shipped"] - c["corpus_best"]) < 1e-9, c
