@@ -73,6 +73,19 @@ void unfused_attention(const GpuSpec& gpu, const WorkloadConfig& w, const Comput
                               elementwise_time(gpu, softmax_bwd + dropout_bwd, params).time_s;
 }
 
+// Model chunks per stage: virtual_stages under the interleaved schedule, else 1.
+int chunks_per_stage(const WorkloadConfig& w) {
+  return w.parallelism.pp_schedule == PipelineSchedule::kInterleaved
+             ? std::max(1, w.parallelism.virtual_stages)
+             : 1;
+}
+
+// Llama 3's layout: (layers + 2) slots over pp x v chunks where the layers alone do not split.
+bool embedding_and_head_take_slots(const WorkloadConfig& w) {
+  const int slots = std::max(1, w.parallelism.pp) * chunks_per_stage(w);
+  return w.model.layers % slots != 0 && (w.model.layers + 2) % slots == 0;
+}
+
 }  // namespace
 
 double LayerKernels::recompute_gemm_s(Recompute r, unsigned modules) const {
@@ -348,9 +361,6 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
 
 std::vector<int> layers_of_stages(const WorkloadConfig& w) {
   const int pp = std::max(1, w.parallelism.pp);
-  const int v = w.parallelism.pp_schedule == PipelineSchedule::kInterleaved
-                    ? std::max(1, w.parallelism.virtual_stages)
-                    : 1;
   const int layers = w.model.layers;
   std::vector<int> out(static_cast<size_t>(pp), 0);
   const auto& par = w.parallelism;
@@ -362,7 +372,7 @@ std::vector<int> layers_of_stages(const WorkloadConfig& w) {
     for (int s = 0; s < pp; ++s) out[static_cast<size_t>(s)] = middle;
     out.front() = par.first_stage_layers;
     out.back() = par.last_stage_layers;
-  } else if (layers % (pp * v) == 0 || (layers + 2) % (pp * v) != 0) {
+  } else if (!embedding_and_head_take_slots(w)) {
     // Megatron's even split; a remainder (not accepted by the loader) goes to the first stages.
     for (int s = 0; s < pp; ++s) out[static_cast<size_t>(s)] = layers / pp + (s < layers % pp);
   } else {
@@ -375,14 +385,11 @@ std::vector<int> layers_of_stages(const WorkloadConfig& w) {
 
 std::vector<int> layers_of_chunks(const WorkloadConfig& w, int stage) {
   const int pp = std::max(1, w.parallelism.pp);
-  const int v = w.parallelism.pp_schedule == PipelineSchedule::kInterleaved
-                    ? std::max(1, w.parallelism.virtual_stages)
-                    : 1;
+  const int v = chunks_per_stage(w);
   const int stage_layers = layers_of_stages(w)[static_cast<size_t>(stage)];
   std::vector<int> out(static_cast<size_t>(v), 0);
-  const int layers = w.model.layers;
-  if (v > 1 && pp > 1 && layers % (pp * v) != 0 && (layers + 2) % (pp * v) == 0) {
-    const int slots = (layers + 2) / (pp * v);
+  if (v > 1 && pp > 1 && embedding_and_head_take_slots(w)) {
+    const int slots = (w.model.layers + 2) / (pp * v);
     for (int c = 0; c < v; ++c) out[static_cast<size_t>(c)] = slots;
     if (stage == 0) out.front() -= 1;
     if (stage == pp - 1) out.back() -= 1;
@@ -390,7 +397,9 @@ std::vector<int> layers_of_chunks(const WorkloadConfig& w, int stage) {
     return out;
   }
   // An even split, a remainder on the first chunks.
-  for (int c = 0; c < v; ++c) out[static_cast<size_t>(c)] = stage_layers / v + (c < stage_layers % v);
+  for (int c = 0; c < v; ++c) {
+    out[static_cast<size_t>(c)] = stage_layers / v + (c < stage_layers % v);
+  }
   return out;
 }
 

@@ -72,7 +72,9 @@ double interleaved_layers_in_flight(const WorkloadConfig& w, int stage) {
   const long warmup = w.micro_batches_per_step() == par.pp
                          ? forwards
                          : std::min(2L * (par.pp - stage - 1) + (v - 1) * group, forwards);
-  auto forward_chunk = [&](long k) { return chunk[static_cast<size_t>((k % (group * v)) / group)]; };
+  auto forward_chunk = [&](long k) {
+    return chunk[static_cast<size_t>((k % (group * v)) / group)];
+  };
   auto backward_chunk = [&](long j) {
     return chunk[static_cast<size_t>(v - 1 - (j % (group * v)) / group)];
   };

@@ -306,7 +306,8 @@ TEST_SUITE("sim") {
         CAPTURE(c.stages);
         CAPTURE(stage);
         int forwards = 0, backwards = 0, paired_f = 0, paired_b = 0;
-        for (const auto& op : stage_schedule(c.schedule, c.stages, stage, c.micro_batches, c.chunks)) {
+        const auto ops = stage_schedule(c.schedule, c.stages, stage, c.micro_batches, c.chunks);
+        for (const auto& op : ops) {
           if (op.weights) continue;
           (op.forward ? forwards : backwards) += !op.paired;
           (op.forward ? paired_f : paired_b) += op.paired;
