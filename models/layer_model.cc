@@ -73,13 +73,6 @@ void unfused_attention(const GpuSpec& gpu, const WorkloadConfig& w, const Comput
                               elementwise_time(gpu, softmax_bwd + dropout_bwd, params).time_s;
 }
 
-// Model chunks per stage: virtual_stages under the interleaved schedule, else 1.
-int chunks_per_stage(const WorkloadConfig& w) {
-  return w.parallelism.pp_schedule == PipelineSchedule::kInterleaved
-             ? std::max(1, w.parallelism.virtual_stages)
-             : 1;
-}
-
 // Llama 3's layout: (layers + 2) slots over pp x v chunks where the layers alone do not split.
 bool embedding_and_head_take_slots(const WorkloadConfig& w) {
   const int slots = std::max(1, w.parallelism.pp) * chunks_per_stage(w);
@@ -357,6 +350,24 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
         elementwise_time(gpu, cast_backward * cast_bytes_per_element, params).time_s;
   }
   return out;
+}
+
+int chunks_per_stage(const WorkloadConfig& w) {
+  return w.parallelism.pp_schedule == PipelineSchedule::kInterleaved
+             ? std::max(1, w.parallelism.virtual_stages)
+             : 1;
+}
+
+int interleaved_warmup_passes(int pp, int stage, int micro_batches, int chunks) {
+  const int total = micro_batches * chunks;
+  if (micro_batches == pp) return total;
+  return std::min(total, 2 * (pp - stage - 1) + (chunks - 1) * pp);
+}
+
+InterleavedPass interleaved_pass(int pass, int pp, int chunks, bool forward) {
+  const int group = pp * chunks;
+  const int chunk = (pass % group) / pp;
+  return {forward ? chunk : chunks - 1 - chunk, (pass / group) * pp + pass % pp};
 }
 
 std::vector<int> layers_of_stages(const WorkloadConfig& w) {

@@ -106,6 +106,23 @@ struct StageCompute {
   double total_s() const { return forward_s + backward_s; }
 };
 
+// Model chunks per stage: virtual_stages under the interleaved schedule, else 1.
+int chunks_per_stage(const WorkloadConfig& workload);
+
+// Megatron-LM's interleaved 1F1B (schedules.py, micro-batch groups of pp, its default
+// microbatch_group_size_per_vp_stage): a stage runs 2 (pp - stage - 1) + (chunks - 1) pp
+// warm-up forward passes before its first backward, never more than its micro_batches x chunks,
+// and all of them when micro_batches = pp (all_warmup_microbatches); then one forward before
+// each backward. Pass k (forward or backward, counted apart) runs model chunk (k mod pp chunks)
+// / pp, the backwards in mirror order (chunks - 1 minus that), of micro-batch
+// (k / (pp chunks)) pp + k mod pp (get_model_chunk_id, get_microbatch_id_in_model_chunk).
+int interleaved_warmup_passes(int pp, int stage, int micro_batches, int chunks);
+struct InterleavedPass {
+  int chunk = 0;
+  int micro_batch = 0;
+};
+InterleavedPass interleaved_pass(int pass, int pp, int chunks, bool forward);
+
 // Layers on each pipeline stage: layers / pp each when that divides (Megatron's split); under
 // Llama 3's layout ((layers + 2) divisible by pp x virtual_stages but layers not) the embedding
 // takes a layer's slot on the first stage and the output head one on the last (Llama Team 2024

@@ -104,10 +104,9 @@ int unpaired_passes(const WorkloadConfig& w, int stage) {
     case PipelineSchedule::k1F1B:
       return std::min(pp - stage - 1, m);
     case PipelineSchedule::kInterleaved: {
-      const int v = std::max(1, par.virtual_stages);
+      const int v = chunks_per_stage(w);
       if (v == 1) return std::min(pp - stage - 1, m);
-      const int total = m * v;
-      return m == pp ? total : std::min(total, 2 * (pp - stage - 1) + (v - 1) * pp);
+      return interleaved_warmup_passes(pp, stage, m, v);
     }
     case PipelineSchedule::kDualPipe: {
       const int h = std::min(stage, pp - 1 - stage);
@@ -207,9 +206,7 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
     }
   }
   auto moe_of = [&](const StageCompute& st) { return device_moe[static_cast<size_t>(st.stage)]; };
-  const double passes = m * (par.pp_schedule == PipelineSchedule::kInterleaved
-                                 ? std::max(1, par.virtual_stages)
-                                 : 1);
+  const double passes = m * chunks_per_stage(w);
   auto exposure = [&](const StageCompute& st) {
     StageComm x;
     const double n = st.layers;
@@ -317,7 +314,7 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
 
   // 4. Bubble: the other stages' fill and drain, over the virtual stages (Narayanan et al.
   // 2021: (pp - 1) / v micro-batch slots when the stages are equal).
-  const double v = par.pp_schedule == PipelineSchedule::kInterleaved ? par.virtual_stages : 1;
+  const double v = chunks_per_stage(w);
   if (dualpipe) {
     // (pp/2 - 1)(F&B + B - 3W) (DeepSeek-V3 report Table 2): F&B, an overlapped forward and
     // backward chunk, takes F + B; W, the weight-gradient GEMMs.

@@ -55,37 +55,29 @@ HeldParameters held_parameters(const WorkloadConfig& w, const ParameterCount& pc
 }
 
 // Layer activations the interleaved schedule has a stage hold at its peak, in units of "one
-// micro-batch through one layer", chunk by chunk as Megatron-LM runs them (schedules.py, the
-// default microbatch_group_size_per_vp_stage of pp): forward k runs chunk (k mod pp v) / pp,
-// backward j chunk v - 1 - (j mod pp v) / pp; 2 (pp - s - 1) + (v - 1) pp warm-up forwards, then
-// one forward before each backward; never more than the step's m v forwards, and with m = pp
-// every forward runs before the first backward (schedules.py's all_warmup_microbatches). With
-// chunks of one size this is (warm-up + 1) / v stage-fulls; with Llama 3's layout the first
-// stage's first chunk (the embedding) and the last stage's last (the head) hold no layer, which
-// the count follows.
+// micro-batch through one layer", chunk by chunk in Megatron-LM's order (interleaved_pass,
+// interleaved_warmup_passes). With chunks of one size this is (warm-up + 1) / v stage-fulls;
+// with Llama 3's layout the first stage's first chunk (the embedding) and the last stage's last
+// (the head) hold no layer, which the count follows. After the warm-up the passes held repeat
+// with the period of pp x v forward-backward pairs, so one period finds the peak.
 double interleaved_layers_in_flight(const WorkloadConfig& w, int stage) {
-  const auto& par = w.parallelism;
+  const int pp = std::max(1, w.parallelism.pp);
   const std::vector<int> chunk = layers_of_chunks(w, stage);
-  const long v = static_cast<long>(chunk.size());
-  const long group = std::max(1, par.pp);
-  const long forwards = static_cast<long>(w.micro_batches_per_step()) * v;
-  const long warmup = w.micro_batches_per_step() == par.pp
-                         ? forwards
-                         : std::min(2L * (par.pp - stage - 1) + (v - 1) * group, forwards);
-  auto forward_chunk = [&](long k) {
-    return chunk[static_cast<size_t>((k % (group * v)) / group)];
+  const int v = static_cast<int>(chunk.size());
+  const int m = w.micro_batches_per_step();
+  auto layers = [&](int pass, bool forward) {
+    return chunk[static_cast<size_t>(interleaved_pass(pass, pp, v, forward).chunk)];
   };
-  auto backward_chunk = [&](long j) {
-    return chunk[static_cast<size_t>(v - 1 - (j % (group * v)) / group)];
-  };
-  double held = 0, peak = 0;
-  long f = 0, b = 0;
-  for (; f < warmup; ++f) held += forward_chunk(f);
-  peak = held;
-  for (; f < forwards; ++f, ++b) {  // the steady state's forward, then its backward
-    held += forward_chunk(f);
+  const int warmup = interleaved_warmup_passes(pp, stage, m, v);
+  double held = 0;
+  int f = 0;
+  for (; f < warmup; ++f) held += layers(f, true);
+  double peak = held;
+  const int steady_end = std::min(m * v, warmup + pp * v);
+  for (int b = 0; f < steady_end; ++f, ++b) {  // the steady state's forward, then its backward
+    held += layers(f, true);
     peak = std::max(peak, held);
-    held -= backward_chunk(b);
+    held -= layers(b, false);
   }
   return peak;
 }
@@ -103,8 +95,9 @@ double microbatches_in_flight(const WorkloadConfig& w, int stage) {
     case PipelineSchedule::kInterleaved: {
       const double layers = layers_of_stages(w)[static_cast<size_t>(stage)];
       if (layers > 0) return interleaved_layers_in_flight(w, stage) / layers;
-      const double v = std::max(1, par.virtual_stages);  // no layer: the chunks' forwards
-      return std::min<double>((2.0 * (par.pp - stage - 1) + (v - 1) * par.pp + 1) / v, m);
+      // No layer: the chunk forwards held before the first backward.
+      const int v = chunks_per_stage(w);
+      return std::min(interleaved_warmup_passes(par.pp, stage, m, v) + 1, m * v) / double(v);
     }
     case PipelineSchedule::kDualPipe:
       // DeepSeek-V3 report Table 2: pp + 1 micro-batches' activations on every device, in units
@@ -527,7 +520,7 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
   // sec. 4.1, on by default; with SP the tensor is already split).
   const double pp_bytes = activation_bytes / par.tp;
   const int stage_stride = par.tp * par.cp * par.dp;
-  const double chunks = par.pp_schedule == PipelineSchedule::kInterleaved ? par.virtual_stages : 1;
+  const double chunks = chunks_per_stage(w);
   add(ParallelDim::kPp, CommPhase::kForward, CollectiveOp::kSendRecv, pp_bytes, chunks, par.pp,
       stage_stride, "stage-boundary activations");
   add(ParallelDim::kPp, CommPhase::kBackward, CollectiveOp::kSendRecv, pp_bytes, chunks, par.pp,

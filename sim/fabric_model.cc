@@ -54,10 +54,8 @@ int FabricModel::link_resource(int link, bool forward) {
                                                   : ResourceTier::kSpineCore;
       // A NIC's own cable runs at what its host side reaches; a switch-to-switch link loses only
       // the headers, and keeps the rest for flows that collide on it (wire_efficiency).
-      r.capacity_Bps *= l.kind == LinkKind::kNicToLeaf
-                            ? node.nic.protocol_efficiency
-                            : std::max(node.nic.protocol_efficiency,
-                                       wire_efficiency(node.nic.technology));
+      r.capacity_Bps *= l.kind == LinkKind::kNicToLeaf ? node.nic.protocol_efficiency
+                                                       : switch_link_efficiency(node.nic);
       // A NIC's uplink carries only what the NIC schedules itself: never congested.
       if (l.kind != LinkKind::kNicToLeaf || !forward) {
         r.shared_efficiency = shared_link_efficiency(node.nic.technology, transport_);
@@ -114,7 +112,7 @@ int FabricModel::bundle_resource(const Link& link, bool forward) {
                             std::to_string(std::max(0, lower.pod))) +
            (forward ? " uplinks" : " downlinks") + " (" + std::to_string(cables) + " cables)";
   r.tier = leaf_tier ? ResourceTier::kLeafSpine : ResourceTier::kSpineCore;
-  r.capacity_Bps = raw * std::max(nic.protocol_efficiency, wire_efficiency(nic.technology));
+  r.capacity_Bps = raw * switch_link_efficiency(nic);
   r.shared_efficiency = shared_link_efficiency(nic.technology, transport_);
   r.congestion_flows = channels_per_nic_ * std::max(1, cables);
   const int id = table_.add(std::move(r));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "models/layer_model.h"
 #include "models/result.h"
 
 namespace clustersim::sim {
@@ -55,8 +56,9 @@ std::vector<PipelineOp> dualpipe_schedule(int stages, int stage, int m) {
   const bool middle = half_rank == half_ranks - 1;
   for (int i = 0; i < half_chunks - stages + half_rank + 1; ++i) {  // 4: nF0B1F1B0
     // The middle ranks run their first F0 and B1 apart ("to further reduce bubble size").
-    F(0, !(middle && i == 0));
-    B(1, false, !(middle && i == 0));
+    const bool apart = middle && i == 0;
+    F(0, !apart);
+    B(1, false, !apart);
     F(1, true);
     B(0, false, true);
   }
@@ -114,18 +116,13 @@ std::vector<PipelineOp> stage_schedule(models::PipelineSchedule schedule, int st
     while (b < m) ops.push_back({false, b++, 0});
     return ops;
   }
-  // Interleaved: unit k of the m x v units maps to a chunk and a micro-batch (Megatron's
-  // get_model_chunk_id / get_microbatch_id_in_model_chunk).
+  // Interleaved: Megatron's order (models::interleaved_pass, interleaved_warmup_passes).
   const int total = m * chunks;
-  const int group = stages * chunks;
   auto unit = [&](int k, bool forward) {
-    int chunk = (k % group) / stages;
-    if (!forward) chunk = chunks - 1 - chunk;
-    const int mb = (k / group) * stages + k % stages;
-    return PipelineOp{forward, mb, chunk};
+    const models::InterleavedPass p = models::interleaved_pass(k, stages, chunks, forward);
+    return PipelineOp{forward, p.micro_batch, p.chunk};
   };
-  const int warmup =
-      m == stages ? total : std::min(total, (stages - stage - 1) * 2 + (chunks - 1) * stages);
+  const int warmup = models::interleaved_warmup_passes(stages, stage, m, chunks);
   int f = 0, b = 0;
   for (; f < warmup; ++f) ops.push_back(unit(f, true));
   while (f < total) {

@@ -659,9 +659,7 @@ models::Status StepBuilder::build(DesStepResult* out) {
   const int m = an_.micro_batches;
   dualpipe_ = par.pp_schedule == models::PipelineSchedule::kDualPipe;
   // DualPipe's two directions are its two "chunks", each a whole stage.
-  chunks_ = par.pp_schedule == models::PipelineSchedule::kInterleaved ? par.virtual_stages
-            : dualpipe_                                               ? 2
-                                                                      : 1;
+  chunks_ = dualpipe_ ? 2 : models::chunks_per_stage(sc_.workload);
   const int compute_chunks = dualpipe_ ? 1 : chunks_;
   layers_ = models::layers_per_stage(sc_.workload);
   moe_ref_ = models::moe_layers_per_stage(sc_.workload);

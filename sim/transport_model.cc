@@ -1,5 +1,7 @@
 #include "sim/transport_model.h"
 
+#include <algorithm>
+
 namespace clustersim::sim {
 
 double shared_link_efficiency(models::LinkTechnology technology, const TransportParams& params) {
@@ -22,6 +24,10 @@ double wire_efficiency(models::LinkTechnology technology) {
     case models::LinkTechnology::kPcie: return 1.0;
   }
   return 1.0;
+}
+
+double switch_link_efficiency(const models::NicSpec& nic) {
+  return std::max(nic.protocol_efficiency, wire_efficiency(nic.technology));
 }
 
 double window_rate_cap_Bps(models::LinkTechnology technology, double one_way_latency_s,

@@ -43,6 +43,9 @@ struct TransportParams {
 // PCIe, NCCL's proxy), which limits a flow where it starts and ends, not on the switches'
 // links: those keep the difference as headroom for flows that collide on them.
 double wire_efficiency(models::LinkTechnology technology);
+// A switch-to-switch link's share of its line rate for this NIC's traffic: the headers' loss,
+// or the NIC's own efficiency where a catalog override puts that higher.
+double switch_link_efficiency(const models::NicSpec& nic);
 
 // The capacity a link of this technology keeps while several flows share it (see above).
 double shared_link_efficiency(models::LinkTechnology technology, const TransportParams& params);

@@ -58,9 +58,10 @@ models::Status MeasurementWriter::finish(Measurement& m) {
   // leaves "<path>.partial" holding the complete measurement, "complete": true.
   models::Status s = write_file_atomically(partial_path(), to_json_text(m));
   if (!s.ok()) return s;
-  if (std::rename(partial_path().c_str(), final_path_.c_str()) != 0)
+  if (std::rename(partial_path().c_str(), final_path_.c_str()) != 0) {
     return models::Error{partial_path() + ": cannot rename to " + final_path_ + ": " +
                          std::strerror(errno)};
+  }
   return models::Status::Ok();
 }
 

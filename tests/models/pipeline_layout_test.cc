@@ -29,6 +29,15 @@ std::string deepseek(const std::string& parallelism, int global_batch = 1024) {
 
 Result<Scenario> load(const std::string& text) { return load_scenario_text(text, "pp.yaml"); }
 
+// Llama 3.1 405B at 8K on `nodes` x 8 H100 (NDR fat-tree), `parallelism` the flow map's body.
+std::string llama3_405b(int nodes, int global_batch, const std::string& parallelism) {
+  return "cluster: {nodes: " + std::to_string(nodes) +
+         ", node: {gpu: h100-sxm, gpus_per_node: 8, scale_up: nvlink4, nics_per_node: 8, "
+         "nic: ib-ndr}, fabric: {topology: fat-tree}}\n"
+         "workload:\n  model: llama3-405b\n  seq_len: 8192\n  global_batch: " +
+         std::to_string(global_batch) + "\n  parallelism: {" + parallelism + "}\n";
+}
+
 // DeepSeek-V3's 61 layers as 3 + 14 x 4 + 2 over pp 16, ep 32, and `rest` of the flow map.
 std::string deepseek_layout(const std::string& rest) {
   return deepseek("    {tp: 1, pp: 16, dp: 32, ep: 32, zero: 1, first_stage_layers: 3, "
@@ -188,12 +197,7 @@ TEST_SUITE("models") {
     // stages hold 8 layers and the first and last 7 plus the embedding or head; a layer
     // (3.2B / tp 8) outweighs the embedding (2.1B / 8): the middle stage's gradients are the
     // largest the DP groups reduce.
-    auto s = load_scenario_text(
-        "cluster: {nodes: 128, node: {gpu: h100-sxm, gpus_per_node: 8, scale_up: nvlink4, "
-        "nics_per_node: 8, nic: ib-ndr}, fabric: {topology: fat-tree}}\n"
-        "workload:\n  model: llama3-405b\n  seq_len: 8192\n  global_batch: 64\n"
-        "  parallelism: {tp: 8, sp: true, pp: 16, dp: 8, zero: 1}\n",
-        "l3.yaml");
+    auto s = load(llama3_405b(128, 64, "tp: 8, sp: true, pp: 16, dp: 8, zero: 1"));
     INFO((s.ok() ? std::string() : s.message()));
     REQUIRE(s.ok());
     const auto pc = count_parameters(s->workload.model);
@@ -208,13 +212,9 @@ TEST_SUITE("models") {
   TEST_CASE("pipeline: Llama 3's layout in the interleaved schedule, chunk by chunk") {
     // Llama 3.1 405B on pp 16 x 8 chunks: 126 layers + embedding + head in 128 slots of one
     // layer, so stage 0's first chunk holds only the embedding and stage 15's last only the head.
-    auto s = load_scenario_text(
-        "cluster: {nodes: 1024, node: {gpu: h100-sxm, gpus_per_node: 8, scale_up: nvlink4, "
-        "nics_per_node: 8, nic: ib-ndr}, fabric: {topology: fat-tree}}\n"
-        "workload:\n  model: llama3-405b\n  seq_len: 8192\n  global_batch: 2048\n"
-        "  parallelism: {tp: 8, sp: true, pp: 16, dp: 64, zero: 1, recompute: none, "
-        "pp_schedule: interleaved, virtual_stages: 8}\n",
-        "l3.yaml");
+    auto s = load(llama3_405b(1024, 2048,
+                              "tp: 8, sp: true, pp: 16, dp: 64, zero: 1, recompute: none, "
+                              "pp_schedule: interleaved, virtual_stages: 8"));
     INFO((s.ok() ? std::string() : s.message()));
     REQUIRE(s.ok());
     WorkloadConfig w = s->workload;
