@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "models/layer_model.h"
 #include "models/units.h"
@@ -92,6 +93,24 @@ StepParams default_step_params(const ClusterConfig& cluster) {
   StepParams p;
   p.compute = default_compute_params(cluster.node.gpu);
   return p;
+}
+
+double dp_overlap_exposed_s(double total_s, double pass_s, int chunks, int group,
+                            double bucket_fraction) {
+  if (total_s <= 0) return 0;
+  const int v = std::max(1, chunks);
+  const double share = total_s / v, chunk_pass = pass_s / v;
+  // Time 0: the end of the last chunk's pass; chunk k (in the order the passes finish, k = 0
+  // last) ends k x group chunk passes before it. One stream runs the chunks' shares in turn,
+  // each from the start of its chunk's pass (bucket by bucket behind its layers), its last
+  // bucket after that pass.
+  double end = -std::numeric_limits<double>::infinity();
+  for (int k = v - 1; k >= 0; --k) {
+    const double done = -k * group * chunk_pass;
+    const double start = std::max(end, done - chunk_pass);
+    end = std::max(start + share, done + bucket_fraction * total_s);
+  }
+  return std::max(0.0, end);
 }
 
 int unpaired_passes(const WorkloadConfig& w, int stage) {
@@ -254,16 +273,27 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
                                   st.host_wait_s);
   };
   // The busiest stage sets the pace of the steady state; the others add their fill and drain.
+  // Fill and drain are the passes that run alone (the warm-up forwards and cool-down
+  // backwards): under ep_comm_overlap their all-to-alls are exposed in full, not at the
+  // step's average share, so the bubble counts each stage at its lone pace.
+  auto lone = [&](const StageCompute& st, StageComm xi) {
+    if (w.framework.ep_comm_overlap) xi.ep = runs(st).ep;
+    return xi;
+  };
   std::size_t busiest = 0;
-  double busiest_mb = -1, sum_mb = 0;
+  double busiest_mb = -1, busiest_fill = 0, sum_fill = 0;
   StageComm x;
   for (std::size_t i = 0; i < devices.size(); ++i) {
     const StageComm xi = exposure(devices[i]);
     const double mb =
         devices[i].total_s() + xi.tp + xi.cp + xi.ep + interference(devices[i], xi);
-    sum_mb += mb;
+    const StageComm fi = lone(devices[i], xi);
+    const double fill =
+        devices[i].total_s() + fi.tp + fi.cp + fi.ep + interference(devices[i], fi);
+    sum_fill += fill;
     if (mb > busiest_mb) {
       busiest_mb = mb;
+      busiest_fill = fill;
       busiest = i;
       x = xi;
     }
@@ -287,7 +317,10 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   // path (Megatron's batched send/recv pairs are waited on before the next compute); DualPipe
   // hides them behind the overlapped chunk's compute, Megatron-Core's overlap_p2p_comm behind
   // the neighbouring chunks' (framework.pp_comm_overlap).
-  b.pp.exposed_s = dualpipe || w.framework.pp_comm_overlap ? 0 : b.pp.total_s;
+  // DualPipe's lone passes (its ramps) have no partner to hide theirs behind.
+  b.pp.exposed_s = dualpipe ? b.pp.total_s * std::min(1.0, unpaired_passes(w, st.stage) / passes)
+                   : w.framework.pp_comm_overlap ? 0
+                                                 : b.pp.total_s;
 
   // DP. ZeRO-3 prefetches each layer's gather behind the previous layer's compute and
   // reduce-scatters behind the backward; what does not fit behind a micro-batch is exposed.
@@ -297,19 +330,24 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
       m * (std::max(0.0, dp_fwd_mb - st.forward_s) + std::max(0.0, dp_bwd_mb - st.backward_s));
   // Once-per-step gradient reduction overlaps the last micro-batch's backward, except its last
   // bucket (grad_reduce_overlap); without overlap it follows the whole backward. ZeRO-1/2's
-  // parameter all-gather overlaps the next step's first forward.
+  // parameter all-gather overlaps the next step's first forward. Both go chunk by chunk under
+  // the interleaved schedule (dp_overlap_exposed_s): a chunk's gradients are reduced once its
+  // last backward is done, pp backward passes before the next chunk's, and its parameters are
+  // gathered ahead of its first forward, pp forward passes after the previous chunk's.
   const double params_held = r.memory.parameters + r.memory.expert_parameters;
   const double bucket_fraction =
       std::min(1.0, params.dp_bucket_params / std::max(1.0, params_held));
+  const int chunks = chunks_per_stage(w);
+  const int group = std::min(par.pp, static_cast<int>(m));
   for (auto op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter}) {
     const double total = per_step_seconds(r.comms, D::kDp, op);
     if (total <= 0) continue;
     dp_exposed += w.framework.grad_reduce_overlap
-                      ? std::max(total - st.backward_s, total * bucket_fraction)
+                      ? dp_overlap_exposed_s(total, st.backward_s, chunks, group, bucket_fraction)
                       : total;
   }
-  dp_exposed +=
-      std::max(0.0, per_step_seconds(r.comms, D::kDp, CollectiveOp::kAllGather) - st.forward_s);
+  dp_exposed += dp_overlap_exposed_s(per_step_seconds(r.comms, D::kDp, CollectiveOp::kAllGather),
+                                     st.forward_s, chunks, group, 0);
   b.dp.exposed_s = std::min(dp_exposed, b.dp.total_s);
 
   // 4. Bubble: the other stages' fill and drain, over the virtual stages (Narayanan et al.
@@ -319,10 +357,15 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
     // (pp/2 - 1)(F&B + B - 3W) (DeepSeek-V3 report Table 2): F&B, an overlapped forward and
     // backward chunk, takes F + B; W, the weight-gradient GEMMs.
     const double w_grad = weight_gradient_s(st.gemm_backward_s);
-    b.bubble_s = std::max(0.0, (par.pp / 2.0 - 1) *
-                                   (st.forward_s + 2 * st.backward_s - 3 * w_grad));
+    // F&B exposes what of its all-to-alls outlasts the pair's compute; the lone B all of its
+    // own (the ramps' passes run alone).
+    const double moe = moe_of(st);
+    const double ep = moe * (ep_fwd_layer + ep_bwd_layer);
+    const double pair_ep = w.framework.ep_comm_overlap ? std::max(0.0, ep - st.total_s()) : ep;
+    b.bubble_s = std::max(0.0, (par.pp / 2.0 - 1) * (st.forward_s + pair_ep + 2 * st.backward_s +
+                                                     moe * ep_bwd_layer - 3 * w_grad));
   } else {
-    b.bubble_s = (sum_mb - busiest_mb) / v;
+    b.bubble_s = (sum_fill - busiest_fill) / v;
   }
   b.compute_s = m * st.total_s();
   b.host_wait_s = m * st.host_wait_s;

@@ -78,6 +78,16 @@ inline double tp_wgrad_cover_s(double gemm_backward_s) {
 // same passes (PipelineOp::paired).
 int unpaired_passes(const WorkloadConfig& w, int stage);
 
+// What a once-per-step DP collective of `total_s` exposes beside the passes it overlaps: the
+// gradient reduction after the last backward, or ZeRO-1/2's parameter gather before the first
+// forward (each the stage's `pass_s` over all its chunks for one micro-batch). Chunk by chunk:
+// each chunk's share runs behind its own pass (bucket by bucket, its last bucket,
+// `bucket_fraction` of the total, after it) and the `group` passes of other chunks (Megatron's
+// interleaved order: pp consecutive micro-batches per chunk) between its pass and the last
+// chunk's, on one stream. One chunk: max(total - pass, bucket_fraction x total).
+double dp_overlap_exposed_s(double total_s, double pass_s, int chunks, int group,
+                            double bucket_fraction);
+
 // The compute time a step loses to the collectives it hides: `hidden_comm_s` of them running
 // beside compute, times params.overlap_compute_slowdown. The first `host_wait_s` of them run
 // while the GPU waits for the host (StageCompute::host_wait_s), beside no kernel: free.

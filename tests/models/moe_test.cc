@@ -318,6 +318,20 @@ TEST_SUITE("models") {
     REQUIRE(hidden.ok());
     CHECK(hidden->breakdown.ep.exposed_s < 0.01 * r->breakdown.ep.total_s);
     CHECK(hidden->step_time_s < r->step_time_s);
+    // Fill and drain are lone passes, whose all-to-alls no other micro-batch hides: the 1F1B
+    // bubble is the same with and without the overlap.
+    Scenario piped = s;
+    piped.workload.parallelism.pp = 2;
+    piped.workload.parallelism.dp /= 2;
+    piped.workload.framework.ep_comm_overlap = false;
+    auto piped_r = predict_step(piped, default_step_params(piped.cluster));
+    piped.workload.framework.ep_comm_overlap = true;
+    auto piped_h = predict_step(piped, default_step_params(piped.cluster));
+    REQUIRE(piped_r.ok());
+    REQUIRE(piped_h.ok());
+    CHECK(piped_r->breakdown.bubble_s > 0);
+    CHECK(piped_h->breakdown.bubble_s == doctest::Approx(piped_r->breakdown.bubble_s));
+    CHECK(piped_h->breakdown.ep.exposed_s < 0.5 * piped_r->breakdown.ep.exposed_s);
     // Only paired passes hide them: under GPipe's order (every forward, then every backward)
     // no forward runs beside a backward, and all of it is exposed again.
     REQUIRE(s.workload.parallelism.pp == 1);

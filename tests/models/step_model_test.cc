@@ -136,6 +136,22 @@ TEST_SUITE("models") {
     CHECK(r.breakdown.dp.exposed_s == doctest::Approx(ar.total_s() * bucket));
   }
 
+  TEST_CASE("step: once-per-step DP collectives overlap chunk by chunk under interleaving") {
+    // One chunk: what outlasts the pass, at least the last bucket.
+    CHECK(dp_overlap_exposed_s(10, 4, 1, 8, 0.1) == doctest::Approx(6));
+    CHECK(dp_overlap_exposed_s(3, 4, 1, 8, 0.1) == doctest::Approx(0.3));
+    CHECK(dp_overlap_exposed_s(0, 4, 4, 8, 0.1) == 0);
+    // Four chunks, 8 passes apart: each 2 s share has its own 1 s pass and the 8 passes of the
+    // other chunks behind it; the last chunk's share outlasts its pass by 1 s.
+    CHECK(dp_overlap_exposed_s(8, 4, 4, 8, 0.1) == doctest::Approx(1));
+    // A share longer than the passes between them piles up on the one stream: no better than
+    // one chunk, total - pass.
+    CHECK(dp_overlap_exposed_s(40, 4, 4, 1, 0.1) == doctest::Approx(36));
+    // By hand, shares of 3 s, passes of 1 s, 2 apart: ends at -5+3 = -2, max(-2,-3)+3 = 1,
+    // max(1,-1)+3 = 4 -> 4.
+    CHECK(dp_overlap_exposed_s(9, 3, 3, 2, 0) == doctest::Approx(4));
+  }
+
   TEST_CASE("step: ZeRO-3 with many micro-batches exposes its parameter gathers") {
     // The seed's layout (the default scenario's before NeMo's): 256 micro-batches, each
     // re-gathering 17 GB of parameters over one 400G NIC per DP group: the gathers outlast the
