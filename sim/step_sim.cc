@@ -890,6 +890,25 @@ void StepBuilder::account(DesStepResult* out, const RunStats& run) {
       t = std::max(t, sp.end_s);
       previous = task;
     }
+    // What of the stage's collectives ran beside its stream's kernels: a collective beside an
+    // idle stream (a later stage's parameter gather during the pipeline's fill) slows nothing,
+    // as one beside the host's launch wait does not (models::overlap_interference_s).
+    double beside = 0;
+    {
+      std::vector<std::pair<double, double>> busy;  // the stream's kernels, in order
+      for (int task : stream_[stage]) busy.emplace_back(spans[task].start_s, spans[task].end_s);
+      std::sort(busy.begin(), busy.end());
+      for (int task = 0; task < graph_.size(); ++task) {
+        const TaskInfo& in = info_[task];
+        if (!in.comm || in.stage != stage || in.category == "background") continue;
+        const double t0 = spans[task].start_s, t1 = spans[task].end_s;
+        auto it = std::upper_bound(busy.begin(), busy.end(), std::make_pair(t0, t0));
+        if (it != busy.begin()) --it;
+        for (; it != busy.end() && it->first < t1; ++it) {
+          beside += std::max(0.0, std::min(t1, it->second) - std::max(t0, it->first));
+        }
+      }
+    }
     auto& total = comm_total[static_cast<size_t>(stage)];
     for (auto [dim, slot] :
          {std::pair{ParallelDim::kTp, &b.tp}, std::pair{ParallelDim::kPp, &b.pp},
@@ -901,8 +920,8 @@ void StepBuilder::account(DesStepResult* out, const RunStats& run) {
     b.host_wait_s = static_cast<size_t>(stage) < an_.stages.size()
                         ? an_.micro_batches * an_.stages[static_cast<size_t>(stage)].host_wait_s
                         : 0;
-    b.overlap_interference_s =
-        models::overlap_interference_s(b.hidden_comm_s(), params_, b.host_wait_s);
+    b.overlap_interference_s = models::overlap_interference_s(
+        std::min(b.hidden_comm_s(), beside), params_, b.host_wait_s);
     b.compute_s += b.overlap_interference_s;
     a.end_s = t + b.overlap_interference_s;
     return a;
