@@ -848,10 +848,17 @@ void StepBuilder::account(DesStepResult* out, const RunStats& run) {
   // Every stage's collectives, hidden or not, in one pass (overlapped ones can end later than
   // the stream's chain).
   std::vector<std::map<ParallelDim, double>> comm_total(static_cast<size_t>(lay_.pp));
+  // Each stage's collectives off its stream (those that can hide behind its kernels).
+  std::vector<char> on_stream(static_cast<size_t>(graph_.size()), 0);
+  for (const auto& tasks : stream_) {
+    for (int task : tasks) on_stream[static_cast<size_t>(task)] = 1;
+  }
+  std::vector<std::vector<int>> off_stream(static_cast<size_t>(lay_.pp));
   for (int task = 0; task < graph_.size(); ++task) {
     const TaskInfo& in = info_[task];
     if (in.comm && in.stage >= 0 && in.stage < lay_.pp && in.category != "background") {
       comm_total[static_cast<size_t>(in.stage)][in.dim] += spans[task].end_s - spans[task].start_s;
+      if (!on_stream[static_cast<size_t>(task)]) off_stream[static_cast<size_t>(in.stage)].push_back(task);
     }
   }
   auto walk = [&](int stage) {
@@ -890,17 +897,15 @@ void StepBuilder::account(DesStepResult* out, const RunStats& run) {
       t = std::max(t, sp.end_s);
       previous = task;
     }
-    // What of the stage's collectives ran beside its stream's kernels: a collective beside an
-    // idle stream (a later stage's parameter gather during the pipeline's fill) slows nothing,
-    // as one beside the host's launch wait does not (models::overlap_interference_s).
+    // What of the stage's collectives off its stream ran beside the stream's kernels: one
+    // beside an idle stream (a later stage's parameter gather during the pipeline's fill) slows
+    // nothing, as one beside the host's launch wait does not (models::overlap_interference_s).
     double beside = 0;
     {
       std::vector<std::pair<double, double>> busy;  // the stream's kernels, in order
       for (int task : stream_[stage]) busy.emplace_back(spans[task].start_s, spans[task].end_s);
       std::sort(busy.begin(), busy.end());
-      for (int task = 0; task < graph_.size(); ++task) {
-        const TaskInfo& in = info_[task];
-        if (!in.comm || in.stage != stage || in.category == "background") continue;
+      for (int task : off_stream[static_cast<size_t>(stage)]) {
         const double t0 = spans[task].start_s, t1 = spans[task].end_s;
         auto it = std::upper_bound(busy.begin(), busy.end(), std::make_pair(t0, t0));
         if (it != busy.begin()) --it;

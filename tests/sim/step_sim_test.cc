@@ -461,20 +461,17 @@ TEST_SUITE("sim") {
   }
 
   TEST_CASE("a collective beside an idle stream slows nothing") {
-    // BLOOM-176B (12 stages of 1F1B, 12 micro-batches, ZeRO-1 over Omni-Path): every stage's
-    // parameter all-gather opens the step, and the later stages' run while they wait for the
-    // fill. Only what runs beside the stream's kernels slows them: the critical stage's hidden
-    // collectives cost less than 0.61 of their time (all of it, 1.08 s, before).
-    const models::Scenario bloom = corpus("other-labs/bigscience-bloom-176b-384xa100-gbs192.yaml");
-    const auto r = simulate(bloom);
-    const auto& b = r.step.breakdown;
-    const auto params = models::default_step_params(bloom.cluster);
-    CAPTURE(b.hidden_comm_s());
-    CAPTURE(b.overlap_interference_s);
-    REQUIRE(b.hidden_comm_s() > 1.0);
-    CHECK(b.overlap_interference_s > 0);
-    CHECK(b.overlap_interference_s <
-          0.75 * models::overlap_interference_s(b.hidden_comm_s(), params, b.host_wait_s));
+    // BLOOM-176B (12 stages of 1F1B, 12 micro-batches, ZeRO-1 over Omni-Path at 5 GB/s): every
+    // stage's parameter gather (1.5 s) opens the step, and the later stages' run while they
+    // wait for the fill, beside no kernel of theirs. Charged as if beside compute (0.61 of
+    // their time), the last stage became critical and the step 8.2% longer than the formulas'
+    // (which charge none of it); now 4.6%, the rest the bubble's and the reduction's timing.
+    const auto r = simulate(corpus("other-labs/bigscience-bloom-176b-384xa100-gbs192.yaml"));
+    CAPTURE(r.critical_stage);
+    CAPTURE(r.step.breakdown.hidden_comm_s());
+    CAPTURE(r.step.breakdown.overlap_interference_s);
+    CHECK(r.step.step_time_s == doctest::Approx(r.analytic.step_time_s).epsilon(0.06));
+    CHECK(r.step.breakdown.overlap_interference_s <= 0.61 * r.step.breakdown.hidden_comm_s() + 1e-9);
   }
 
   TEST_CASE("ZeRO-1 reducing by all-reduce (DeepSpeed's BF16_Optimizer) doubles the gradient traffic") {
