@@ -225,7 +225,18 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
     }
   }
   auto moe_of = [&](const StageCompute& st) { return device_moe[static_cast<size_t>(st.stage)]; };
-  const double passes = m * chunks_per_stage(w);
+  // A stage's dispatch and combine per micro-batch; the share of its passes that run alone
+  // (warm-up, cool-down, DualPipe's ramps), with no partner to hide collectives behind; and what
+  // of the all-to-alls a forward-backward pair does not hide behind its compute.
+  auto ep_of = [&](const StageCompute& st) { return moe_of(st) * (ep_fwd_layer + ep_bwd_layer); };
+  const int chunks = chunks_per_stage(w);
+  const double passes = m * chunks;
+  auto alone_share = [&](const StageCompute& st) {
+    return std::min(1.0, unpaired_passes(w, st.stage) / passes);
+  };
+  auto pair_excess = [&](const StageCompute& st) {
+    return std::max(0.0, ep_of(st) - st.total_s());
+  };
   auto exposure = [&](const StageCompute& st) {
     StageComm x;
     const double n = st.layers;
@@ -246,13 +257,11 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
     // backward, each one's all-to-alls hidden behind the pair's compute, and what outlasts
     // that compute stays exposed.
     // Passes that run alone (warm-up, cool-down, DualPipe's ramps) expose theirs.
-    const double moe = moe_of(st);
-    const double ep = moe * (ep_fwd_layer + ep_bwd_layer);
     if (w.framework.ep_comm_overlap) {
-      const double alone = std::min(1.0, unpaired_passes(w, st.stage) / passes);
-      x.ep = alone * ep + (1 - alone) * std::max(0.0, ep - st.total_s());
+      const double alone = alone_share(st);
+      x.ep = alone * ep_of(st) + (1 - alone) * pair_excess(st);
     } else {
-      x.ep = ep;
+      x.ep = ep_of(st);
     }
     return x;
   };
@@ -262,7 +271,7 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
     StageComm ran;
     ran.tp = st.layers * (tp_fwd_layer + tp_bwd_layer);
     ran.cp = st.layers * (cp_fwd_layer + cp_bwd_layer);
-    ran.ep = moe_of(st) * (ep_fwd_layer + ep_bwd_layer);
+    ran.ep = ep_of(st);
     return ran;
   };
   // What a stage's own collectives take from its compute where they run beside it (step 6
@@ -276,20 +285,21 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   // Fill and drain are the passes that run alone (the warm-up forwards and cool-down
   // backwards): under ep_comm_overlap their all-to-alls are exposed in full, not at the
   // step's average share, so the bubble counts each stage at its lone pace.
-  auto lone = [&](const StageCompute& st, StageComm xi) {
-    if (w.framework.ep_comm_overlap) xi.ep = runs(st).ep;
-    return xi;
+  auto pace = [&](const StageCompute& st, const StageComm& xi) {
+    return st.total_s() + xi.tp + xi.cp + xi.ep + interference(st, xi);
   };
   std::size_t busiest = 0;
   double busiest_mb = -1, busiest_fill = 0, sum_fill = 0;
   StageComm x;
   for (std::size_t i = 0; i < devices.size(); ++i) {
     const StageComm xi = exposure(devices[i]);
-    const double mb =
-        devices[i].total_s() + xi.tp + xi.cp + xi.ep + interference(devices[i], xi);
-    const StageComm fi = lone(devices[i], xi);
-    const double fill =
-        devices[i].total_s() + fi.tp + fi.cp + fi.ep + interference(devices[i], fi);
+    const double mb = pace(devices[i], xi);
+    double fill = mb;
+    if (w.framework.ep_comm_overlap) {
+      StageComm lone = xi;
+      lone.ep = ep_of(devices[i]);
+      fill = pace(devices[i], lone);
+    }
     sum_fill += fill;
     if (mb > busiest_mb) {
       busiest_mb = mb;
@@ -318,7 +328,7 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   // hides them behind the overlapped chunk's compute, Megatron-Core's overlap_p2p_comm behind
   // the neighbouring chunks' (framework.pp_comm_overlap).
   // DualPipe's lone passes (its ramps) have no partner to hide theirs behind.
-  b.pp.exposed_s = dualpipe ? b.pp.total_s * std::min(1.0, unpaired_passes(w, st.stage) / passes)
+  b.pp.exposed_s = dualpipe                      ? b.pp.total_s * alone_share(st)
                    : w.framework.pp_comm_overlap ? 0
                                                  : b.pp.total_s;
 
@@ -337,7 +347,6 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   const double params_held = r.memory.parameters + r.memory.expert_parameters;
   const double bucket_fraction =
       std::min(1.0, params.dp_bucket_params / std::max(1.0, params_held));
-  const int chunks = chunks_per_stage(w);
   const int group = std::min(par.pp, static_cast<int>(m));
   for (auto op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter}) {
     const double total = per_step_seconds(r.comms, D::kDp, op);
@@ -352,20 +361,17 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
 
   // 4. Bubble: the other stages' fill and drain, over the virtual stages (Narayanan et al.
   // 2021: (pp - 1) / v micro-batch slots when the stages are equal).
-  const double v = chunks_per_stage(w);
   if (dualpipe) {
     // (pp/2 - 1)(F&B + B - 3W) (DeepSeek-V3 report Table 2): F&B, an overlapped forward and
     // backward chunk, takes F + B; W, the weight-gradient GEMMs.
     const double w_grad = weight_gradient_s(st.gemm_backward_s);
     // F&B exposes what of its all-to-alls outlasts the pair's compute; the lone B all of its
     // own (the ramps' passes run alone).
-    const double moe = moe_of(st);
-    const double ep = moe * (ep_fwd_layer + ep_bwd_layer);
-    const double pair_ep = w.framework.ep_comm_overlap ? std::max(0.0, ep - st.total_s()) : ep;
+    const double pair_ep = w.framework.ep_comm_overlap ? pair_excess(st) : ep_of(st);
     b.bubble_s = std::max(0.0, (par.pp / 2.0 - 1) * (st.forward_s + pair_ep + 2 * st.backward_s +
-                                                     moe * ep_bwd_layer - 3 * w_grad));
+                                                     moe_of(st) * ep_bwd_layer - 3 * w_grad));
   } else {
-    b.bubble_s = (sum_fill - busiest_fill) / v;
+    b.bubble_s = (sum_fill - busiest_fill) / chunks;
   }
   b.compute_s = m * st.total_s();
   b.host_wait_s = m * st.host_wait_s;

@@ -858,7 +858,9 @@ void StepBuilder::account(DesStepResult* out, const RunStats& run) {
     const TaskInfo& in = info_[task];
     if (in.comm && in.stage >= 0 && in.stage < lay_.pp && in.category != "background") {
       comm_total[static_cast<size_t>(in.stage)][in.dim] += spans[task].end_s - spans[task].start_s;
-      if (!on_stream[static_cast<size_t>(task)]) off_stream[static_cast<size_t>(in.stage)].push_back(task);
+      if (!on_stream[static_cast<size_t>(task)]) {
+        off_stream[static_cast<size_t>(in.stage)].push_back(task);
+      }
     }
   }
   auto walk = [&](int stage) {
@@ -902,9 +904,10 @@ void StepBuilder::account(DesStepResult* out, const RunStats& run) {
     // nothing, as one beside the host's launch wait does not (models::overlap_interference_s).
     double beside = 0;
     {
-      std::vector<std::pair<double, double>> busy;  // the stream's kernels, in order
+      // The stream's kernels, each after the one before it (on_stream chains them): in order.
+      std::vector<std::pair<double, double>> busy;
       for (int task : stream_[stage]) busy.emplace_back(spans[task].start_s, spans[task].end_s);
-      std::sort(busy.begin(), busy.end());
+      CS_ASSERT(std::is_sorted(busy.begin(), busy.end()), "a stream's kernels run in order");
       for (int task : off_stream[static_cast<size_t>(stage)]) {
         const double t0 = spans[task].start_s, t1 = spans[task].end_s;
         auto it = std::upper_bound(busy.begin(), busy.end(), std::make_pair(t0, t0));
