@@ -237,6 +237,60 @@ std::vector<GpuSpec> make_gpus() {
                  "TB/s, NVLink5 1.8 TB/s bidirectional (18 links x 50 GB/s/dir), up to 1,000 W; "
                  "148 SMs (74 of 80 per die): Chips and Cheese, 'Nvidia's B200: Keeping the CUDA "
                  "Juggernaut Rolling' (2025); PCI id: pci.ids (pci-ids.ucw.cz); price approximate"},
+      // GB200 NVL72 and GB300 NVL72: 72 GPUs joined by NVLink 5 through the rack's NVSwitch
+      // trays, one 900 GB/s-per-direction domain across 18 compute trays of 4 GPUs. clustersim's
+      // node is its NVLink domain: an NVL72 rack (or the part of it a job uses, e.g. 64 GPUs on
+      // 16 trays) is one node of 72 (64) GPUs on nvlink5 with one NIC per GPU
+      // (docs/scenario-format.md, "Rack-scale NVLink").
+      {.id = "gb200",
+       .name = "NVIDIA GB200",
+       .vendor = "nvidia",
+       .bf16_flops = 2500 * kT,
+       .fp16_flops = 2500 * kT,
+       .fp8_flops = 5000 * kT,
+       .tf32_flops = 1250 * kT,
+       .fp32_flops = 80 * kT,
+       .hbm_bytes = 186 * kGiB,
+       .hbm_Bps = 8000 * kG,
+       .nvlink_links = 18,
+       .nvlink_link_Bps = 50 * kG,
+       .pcie_gen = 5,
+       .tdp_w = 1200,
+       .list_price_usd = 45000,
+       .sm_count = 148,
+       .arch = "sm_100",
+       .pci_device_ids = {0x2941},
+       .source = "NVIDIA GB200 NVL72 specifications, per Blackwell GPU: 5 PFLOP/s fp16/bf16 and "
+                 "10 fp8 sparse (dense = half), 2.5 tf32 sparse, 80 TFLOP/s fp32, 186 GB HBM3e "
+                 "at 8 TB/s, NVLink5 1.8 TB/s bidirectional (18 links x 50 GB/s/dir) in a 72-GPU "
+                 "domain, configurable up to 1,200 W (NVML reports 189,471 MiB and a 1,200 W "
+                 "cap); the B200's die, 148 SMs; PCI id 0x2941: NVIDIA open-gpu-kernel-modules "
+                 "README (compatible GPUs); price approximate (a share of an NVL72 rack)"},
+      {.id = "gb300",
+       .name = "NVIDIA GB300",
+       .vendor = "nvidia",
+       .bf16_flops = 2500 * kT,
+       .fp16_flops = 2500 * kT,
+       .fp8_flops = 5000 * kT,
+       .tf32_flops = 1250 * kT,
+       .fp32_flops = 80 * kT,
+       .hbm_bytes = 279 * kGiB,
+       .hbm_Bps = 8000 * kG,
+       .nvlink_links = 18,
+       .nvlink_link_Bps = 50 * kG,
+       .pcie_gen = 6,
+       .tdp_w = 1400,
+       .list_price_usd = 55000,
+       .sm_count = 160,
+       .arch = "sm_103",
+       .pci_device_ids = {0x31C2, 0x31C3},
+       .source = "NVIDIA, 'Inside NVIDIA Blackwell Ultra: The Chip Powering the AI Factory Era' "
+                 "(developer blog, 2025): 160 SMs, 15 PFLOP/s dense NVFP4, attention-layer "
+                 "acceleration (SFU exponentials 10.7 T/s, twice Blackwell's), 288 GB HBM3e at 8 "
+                 "TB/s, NVLink5 1.8 TB/s bidirectional, PCIe 6; GB300 NVL72 specifications per "
+                 "GPU: 5 PFLOP/s fp16/bf16 and 10 fp8 sparse (dense = half), up to 1,400 W; 279 "
+                 "GiB usable (NVML reports 278 GiB of the 288 GB); PCI ids 0x31C2, 0x31C3: NVIDIA "
+                 "open-gpu-kernel-modules README; price approximate"},
       {.id = "rtx-4090",
        .name = "NVIDIA GeForce RTX 4090",
        .vendor = "nvidia",
@@ -849,6 +903,10 @@ double GpuSpec::peak_flops(Precision p) const {
     case Precision::kFp8: return fp8_flops;
   }
   return 0;
+}
+
+std::string arch_family(const std::string& arch) {
+  return arch == "sm_103" ? std::string("sm_100") : arch;
 }
 
 double GpuSpec::pcie_Bps() const {

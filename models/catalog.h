@@ -58,6 +58,11 @@ struct GpuSpec {
   double pcie_Bps() const;
 };
 
+// The architecture whose constants a CUDA arch takes where it has none of its own: Blackwell
+// Ultra (sm_103: GB300, B300) takes Blackwell's (sm_100) NCCL tuning tables (NCCL keys them by
+// the major compute capability), NVLink figures and GEMM constants; every other arch is its own.
+std::string arch_family(const std::string& arch);
+
 enum class LinkTechnology { kNvlink, kPcie, kInfiniband, kRoce, kEthernetTcp };
 std::string_view to_string(LinkTechnology t);
 

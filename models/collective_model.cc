@@ -722,7 +722,7 @@ Result<CollectiveTopology> group_topology(const ClusterConfig& c, int size, int 
   t.ranks = size;
   t.ranks_per_node = stride >= gpn ? 1 : std::min(size, gpn / stride);
   t.nodes = (size + t.ranks_per_node - 1) / t.ranks_per_node;
-  t.gpu_arch = c.node.gpu.arch;
+  t.gpu_arch = arch_family(c.node.gpu.arch);
   t.scale_up_technology = c.node.scale_up.technology;
   t.scale_up_Bps = c.node.scale_up.per_gpu_Bps;
   t.switch_reduction = c.node.scale_up.switch_reduction;

@@ -35,11 +35,16 @@ KernelTime roofline(const GpuSpec& gpu, double peak, double flops, double bytes,
 
 }  // namespace
 
+// Hopper's clock under tensor load and its flash attention's measured fractions of peak at that
+// clock (default_compute_params below).
+constexpr double kHopperSustainedClock = 0.863;
+constexpr double kHopperAttentionFwd = 0.592, kHopperAttentionBwd = 0.556;
+
 ComputeParams default_compute_params(const GpuSpec& gpu) {
   ComputeParams p;
   if (gpu.arch == "sm_90") {
     p.gemm_max_efficiency = 0.834;
-    p.sustained_clock = 0.863;
+    p.sustained_clock = kHopperSustainedClock;
     // cuDNN's flash kernels behind PyTorch's SDPA (and Transformer Engine) on an H200, causal,
     // 4K-256K tokens: `calibrate --attention-reference scenarios/measurements/call8/
     // torch-shapes.json` fits forward 0.592 of peak, backward 0.556. (Its half-efficiency
@@ -48,20 +53,45 @@ ComputeParams default_compute_params(const GpuSpec& gpu) {
     // That sweep ran power-capped at about the sustained clock (call 13's smi-sdpa.csv:
     // 1550-1900 MHz at 690 W on long sequences), and the step model applies its own clock on
     // top: the ceilings are the measured figures over the sustained clock.
-    p.attention_fwd_max_efficiency = 0.592 / p.sustained_clock;
-    p.attention_bwd_max_efficiency = 0.556 / p.sustained_clock;
+    p.attention_fwd_max_efficiency = kHopperAttentionFwd / p.sustained_clock;
+    p.attention_bwd_max_efficiency = kHopperAttentionBwd / p.sustained_clock;
   }
   if (gpu.arch == "sm_80") {
     p.gemm_max_efficiency = kAmpereGemmMaxEfficiency;
     p.sustained_clock = 0.966;
   }
   // The SKU's datasheet cap is the reference (its peak is quoted at it); a scenario that lowers
-  // the GPU's tdp lowers the clock its tensor cores sustain.
-  const GpuSpec* datasheet = find_gpu(gpu.id);
-  if (datasheet != nullptr && gpu.tdp_w > 0 && gpu.tdp_w < datasheet->tdp_w) {
-    p.sustained_clock *= std::pow(gpu.tdp_w / datasheet->tdp_w, 1 / p.power_exponent);
+  // the GPU's tdp lowers the clock its tensor cores sustain (tdp_clock_factor).
+  if (arch_family(gpu.arch) == "sm_100") {
+    p.sustained_clock = blackwell_sustained_clock(datasheet_of(gpu), kBlackwellSustainedClock,
+                                                  p.power_exponent);
+    // Hopper's measured attention ceilings at full clock (above), paid at Blackwell's own rate
+    // of exponentials (attention_ceiling_flops_per_exp).
+    p.attention_fwd_max_efficiency = kHopperAttentionFwd / kHopperSustainedClock;
+    p.attention_bwd_max_efficiency = kHopperAttentionBwd / kHopperSustainedClock;
+    p.attention_ceiling_flops_per_exp = 4096.0 / 16;
   }
+  p.sustained_clock *= tdp_clock_factor(gpu, p.power_exponent);
   return p;
+}
+
+const GpuSpec& datasheet_of(const GpuSpec& gpu) {
+  const GpuSpec* datasheet = find_gpu(gpu.id);
+  return datasheet != nullptr ? *datasheet : gpu;
+}
+
+double tdp_clock_factor(const GpuSpec& gpu, double power_exponent) {
+  const GpuSpec& datasheet = datasheet_of(gpu);
+  if (gpu.tdp_w <= 0 || gpu.tdp_w >= datasheet.tdp_w) return 1;
+  return std::pow(gpu.tdp_w / datasheet.tdp_w, 1 / power_exponent);
+}
+
+double blackwell_sustained_clock(const GpuSpec& gpu, double b200_clock, double power_exponent) {
+  constexpr double kB200Watts = 1000, kB200Sms = 148, kB200Bf16 = 2.25e15;
+  if (gpu.sm_count <= 0 || gpu.tdp_w <= 0 || gpu.bf16_flops <= 0) return b200_clock;
+  const double power_per_sm = (gpu.tdp_w / gpu.sm_count) / (kB200Watts / kB200Sms);
+  const double full_clock = (gpu.bf16_flops / gpu.sm_count) / (kB200Bf16 / kB200Sms);
+  return std::min(1.0, b200_clock * std::pow(power_per_sm, 1 / power_exponent) / full_clock);
 }
 
 double microbenchmark_gemm_efficiency(const GpuSpec& gpu) {
@@ -168,9 +198,11 @@ namespace {
 // Dense bf16 tensor FLOPs per special-function exponential, per clock and SM: tensor cores
 // 2048 FLOP/clock/SM on Ampere (A100: 312 TFLOP/s = 108 SMs x 1.41 GHz x 2048), 4096 on Hopper,
 // 8192 on Blackwell; 16 exponentials per clock per SM on each (CUDA C Programming Guide,
-// arithmetic instructions).
+// arithmetic instructions), 32 on Blackwell Ultra (sm_103: twice Blackwell's special-function
+// throughput for exponentials, 10.7 T/s on 160 SMs; NVIDIA, "Inside NVIDIA Blackwell Ultra").
 double tensor_flops_per_exponential(const GpuSpec& gpu) {
   if (gpu.arch == "sm_80" || gpu.arch == "sm_86" || gpu.arch == "sm_89") return 2048.0 / 16;
+  if (gpu.arch == "sm_103") return 8192.0 / 32;
   if (gpu.arch == "sm_100") return 8192.0 / 16;
   return 4096.0 / 16;
 }
@@ -181,7 +213,10 @@ double attention_head_dim_factor(const GpuSpec& gpu, double head_dim, bool backw
   // FLOPs forward, 10 x head_dim backward (it recomputes the probabilities).
   const double per_score_flops = (backward ? 10.0 : 4.0) * std::max(1.0, head_dim);
   const double exp_ratio = tensor_flops_per_exponential(gpu) / per_score_flops;
-  const double exp_ratio_128 = tensor_flops_per_exponential(gpu) / ((backward ? 10.0 : 4.0) * 128);
+  const double reference = params.attention_ceiling_flops_per_exp > 0
+                               ? params.attention_ceiling_flops_per_exp
+                               : tensor_flops_per_exponential(gpu);
+  const double exp_ratio_128 = reference / ((backward ? 10.0 : 4.0) * 128);
   const double exposed =
       backward ? params.attention_bwd_exp_exposed : params.attention_fwd_exp_exposed;
   const double ceiling =

@@ -83,6 +83,13 @@ struct ComputeParams {
   // matmuls do.)
   double attention_fwd_exp_exposed = 0.792;
   double attention_bwd_exp_exposed = 2.20;
+  // The tensor FLOPs per exponential (at peak) of the GPU the two ceilings above hold for at head
+  // dim 128; 0: this GPU's own. A GPU with more tensor FLOPs per special-function exponential
+  // than that pays the exposed exponentials' difference at head dim 128 too. Blackwell (sm_100)
+  // takes Hopper's measured ceilings with Hopper's 256: its tensor cores doubled and its
+  // exponentials did not (512 FLOPs each), which Blackwell Ultra's doubled exponentials (256
+  // again) undo.
+  double attention_ceiling_flops_per_exp = 0;
   // Achievable fraction of the HBM datasheet bandwidth: a 1 GiB device-to-device copy on one
   // H200 ran at 4.23 TB/s of its 4.8 (scenarios/measurements/h200-1gpu.json, hbm_copy; 4.20 in
   // h200-2gpu.json), 0.88.
@@ -127,6 +134,27 @@ inline constexpr double kAmpereGemmMaxEfficiency = 0.755;
 // What an A100 GEMM microbenchmark reaches in a tile at full clock: ml-engineering MAMF's 267.9
 // of 312 TFLOP/s on its best shape (CUDA 12.1), ~0.985 of which the shape allows.
 inline constexpr double kAmpereMicrobenchmarkGemmEfficiency = 0.87;
+
+// Blackwell's clock under back-to-back tensor-core load, over the B200's full clock (1.856 GHz:
+// 2.25 PFLOP/s bf16 dense on 148 SMs x 8192 FLOP/clock), at the HGX B200's 1,000 W: fitted on the
+// accuracy corpus's Blackwell runs (models/accuracy/corpus_fit.h; no public B200 clock-under-load
+// measurement was found). The other Blackwell SKUs follow from it by blackwell_sustained_clock.
+inline constexpr double kBlackwellSustainedClock = 0.885;
+// The clock under tensor load, over the SKU's own full clock, of a Blackwell SKU (sm_100 family:
+// B200, GB200, GB300) given the B200's: the SKUs share the SM (power per SM ~ clock^power_exponent,
+// the law power_clock() uses) and differ in their power cap per SM and the full clock their
+// datasheet quotes: clock = b200_clock x ((tdp / SMs) / (1000 W / 148))^(1 / power_exponent) x
+// (B200 full clock / the SKU's full clock), at most 1. GB200 (1,200 W, 148 SMs, 2.06 GHz): 0.968 x
+// the B200's; GB300 (1,400 W, 160 SMs, 1.91 GHz): 1.079 x. `gpu` is the datasheet entry.
+double blackwell_sustained_clock(const GpuSpec& gpu, double b200_clock,
+                                 double power_exponent = 2.5);
+
+// The catalog entry of the GPU's SKU (its datasheet: an overridden entry keeps its id), or the
+// GPU itself where the id is not in the catalog.
+const GpuSpec& datasheet_of(const GpuSpec& gpu);
+// What a tdp below the SKU's datasheet cap leaves of the clock under tensor load: (tdp /
+// datasheet tdp)^(1 / power_exponent); 1 at or above the cap.
+double tdp_clock_factor(const GpuSpec& gpu, double power_exponent);
 
 // The in-tile rate at full clock a GEMM microbenchmark reaches on this GPU (what an acceptance
 // burn is held to): Hopper 0.834 (as gemm_max_efficiency), Ampere

@@ -811,7 +811,7 @@ bool Loader::load_node(const YAML::Node& node, const std::string& path) {
   }
   if (!scale_up_given) {
     // Default from the GPU: its NVLink generation behind an NVSwitch, else its PCIe generation.
-    const std::string& arch = n.gpu.arch;
+    const std::string arch = arch_family(n.gpu.arch);
     const char* id = n.gpu.pcie_gen >= 5 ? "pcie5" : "pcie4";
     if (n.gpu.nvlink_links > 0 && n.gpu.vendor == "nvidia") {
       id = arch == "sm_80" ? "nvlink3" : arch == "sm_100" ? "nvlink5" : "nvlink4";

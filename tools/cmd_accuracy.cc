@@ -158,7 +158,7 @@ models::Result<std::vector<ConstantReport>> refit_constants(std::vector<CorpusRu
       if (c.applies(r.scenario)) {
         for (int i = 0; i < c.grid_size(); ++i) {
           models::StepParams p = r.params;
-          c.set(&p, c.grid(i));
+          c.set(r.scenario, &p, c.grid(i));
           auto step = models::predict_step(r.scenario, p);
           if (!step) return models::Error{r.scenario.path + ": " + step.message()};
           f.step_s_on_grid.push_back(step->step_time_s);

@@ -21,7 +21,25 @@ const std::vector<CorpusConstant>& corpus_constants() {
        .hi = 0.95,
        .step = 0.005,
        .applies = [](const Scenario& s) { return s.cluster.node.gpu.arch == "sm_80"; },
-       .set = [](StepParams* p, double v) { p->compute.gemm_max_efficiency = v; }},
+       .set = [](const Scenario&, StepParams* p, double v) {
+         p->compute.gemm_max_efficiency = v;
+       }},
+      {.name = "Blackwell clock under tensor load, B200 at 1,000 W",
+       .why = "no public measurement of a B200's clock under back-to-back tensor-core load was "
+              "found; the other Blackwell SKUs (GB200 at 1,200 W, GB300 at 1,400 W on 160 SMs) "
+              "follow from it by the power law (compute_model.h blackwell_sustained_clock), so "
+              "leaving one SKU's source out predicts it from the others",
+       .shipped = kBlackwellSustainedClock,
+       .lo = 0.70,
+       .hi = 1.00,
+       .step = 0.005,
+       .applies = [](const Scenario& s) { return arch_family(s.cluster.node.gpu.arch) == "sm_100"; },
+       .set = [](const Scenario& s, StepParams* p, double v) {
+         const double a = p->compute.power_exponent;
+         const GpuSpec& gpu = s.cluster.node.gpu;
+         p->compute.sustained_clock =
+             blackwell_sustained_clock(datasheet_of(gpu), v, a) * tdp_clock_factor(gpu, a);
+       }},
   };
   return kConstants;
 }

@@ -21,7 +21,8 @@ struct CorpusConstant {
   double hi = 0;
   double step = 0;
   bool (*applies)(const Scenario&) = nullptr;   // the runs it affects
-  void (*set)(StepParams*, double) = nullptr;  // puts a value into a run's parameters
+  // Puts a value into a run's parameters (the run's scenario says what it applies to).
+  void (*set)(const Scenario&, StepParams*, double) = nullptr;
   int grid_size() const;
   double grid(int i) const { return lo + i * step; }
 };

@@ -47,7 +47,7 @@ TEST_SUITE("models") {
 
   TEST_CASE("the ids docs/scenario-format.md promises exist") {
     for (const char* id : {"a100-sxm-40gb", "a100-sxm-80gb", "h100-sxm", "h100-pcie", "h200-sxm",
-                           "b200", "rtx-4090", "l40s", "mi300x"}) {
+                           "b200", "gb200", "gb300", "rtx-4090", "l40s", "mi300x"}) {
       CAPTURE(id);
       CHECK(find_gpu(id) != nullptr);
     }
@@ -129,6 +129,23 @@ TEST_SUITE("models") {
     const GpuSpec& b200 = *find_gpu("b200");
     CHECK(b200.nvlink_Bps() == doctest::Approx(900e9));  // 1.8 TB/s bidirectional, 18 links
     CHECK(b200.bf16_flops == doctest::Approx(2.25e15));
+    // GB200 / GB300 NVL72 per GPU: 5 PFLOP/s bf16 sparse (2.5 dense), 10 fp8 sparse, NVLink 5.
+    for (const char* id : {"gb200", "gb300"}) {
+      CAPTURE(id);
+      const GpuSpec& g = *find_gpu(id);
+      CHECK(g.bf16_flops == doctest::Approx(2.5e15));
+      CHECK(g.fp8_flops == doctest::Approx(5e15));
+      CHECK(g.nvlink_Bps() == doctest::Approx(900e9));
+      CHECK(g.hbm_Bps == doctest::Approx(8e12));
+    }
+    CHECK(find_gpu("gb200")->hbm_bytes > 189471 * kMiB);  // NVML memory.total on a GB200
+    CHECK(find_gpu("gb200")->tdp_w == 1200);
+    CHECK(find_gpu("gb300")->sm_count == 160);
+    CHECK(find_gpu("gb300")->tdp_w == 1400);
+    // Blackwell Ultra takes Blackwell's family constants (NCCL's tables, the NVLink default).
+    CHECK(arch_family("sm_103") == "sm_100");
+    CHECK(arch_family("sm_100") == "sm_100");
+    CHECK(arch_family("sm_90") == "sm_90");
     CHECK(find_gpu("rtx-4090")->nvlink_links == 0);
     CHECK(find_gpu("rtx-4090")->pcie_Bps() == doctest::Approx(31.5e9).epsilon(0.001));
   }
@@ -138,7 +155,8 @@ TEST_SUITE("models") {
         {0x2330, "h100-sxm"},      {0x2331, "h100-pcie"},      {0x2335, "h200-sxm"},
         {0x233B, "h200-nvl"},      {0x20B0, "a100-sxm-40gb"},  {0x20B2, "a100-sxm-80gb"},
         {0x20B1, "a100-pcie-40gb"}, {0x20B5, "a100-pcie-80gb"}, {0x2901, "b200"},
-        {0x2324, "h800"},          {0x2684, "rtx-4090"},       {0x26B9, "l40s"}};
+        {0x2324, "h800"},          {0x2684, "rtx-4090"},       {0x26B9, "l40s"},
+        {0x2941, "gb200"},         {0x31C2, "gb300"},          {0x31C3, "gb300"}};
     for (const auto& [device, id] : kIds) {
       CAPTURE(id);
       const GpuSpec* g = find_gpu_by_pci_id(0x10de, device);

@@ -180,4 +180,63 @@ TEST_SUITE("models") {
     CHECK(rate(a100, pa, 64, false) / rate(a100, pa, 128, false) ==
           doctest::Approx(1 / (1 + 0.60 * 0.792 * 0.25)));
   }
+  TEST_CASE("compute: Blackwell SKUs share one clock law (B200, GB200, GB300)") {
+    // Power per SM ~ clock^2.5: each SKU's clock under tensor load over its own full clock is the
+    // B200's x ((tdp / SMs) / (1000 / 148))^0.4 x (B200 full clock / its full clock).
+    const GpuSpec& b200 = *find_gpu("b200");
+    const GpuSpec& gb200 = *find_gpu("gb200");
+    const GpuSpec& gb300 = *find_gpu("gb300");
+    CHECK(blackwell_sustained_clock(b200, 0.8) == doctest::Approx(0.8));
+    // GB200: 1,200 W on the same 148 SMs, quoted at 2.5 / 2.25 of the B200's clock.
+    CHECK(blackwell_sustained_clock(gb200, 0.8) ==
+          doctest::Approx(0.8 * std::pow(1.2, 0.4) * 2.25 / 2.5));
+    // GB300: 1,400 W on 160 SMs, 2.5 PFLOP/s on 160 SMs.
+    CHECK(blackwell_sustained_clock(gb300, 0.8) ==
+          doctest::Approx(0.8 * std::pow((1400.0 / 160) / (1000.0 / 148), 0.4) *
+                          (2.25e15 / 148) / (2.5e15 / 160)));
+    CHECK(blackwell_sustained_clock(gb300, 0.99) == 1.0);  // never above the full clock
+    // The shipped defaults use the corpus-fitted B200 clock; a lowered cap lowers it further.
+    CHECK(default_compute_params(b200).sustained_clock ==
+          doctest::Approx(kBlackwellSustainedClock));
+    CHECK(default_compute_params(gb300).sustained_clock ==
+          doctest::Approx(blackwell_sustained_clock(gb300, kBlackwellSustainedClock)));
+    GpuSpec capped = gb200;
+    capped.tdp_w = 1000;
+    CHECK(default_compute_params(capped).sustained_clock ==
+          doctest::Approx(blackwell_sustained_clock(gb200, kBlackwellSustainedClock) *
+                          std::pow(1000.0 / 1200, 0.4)));
+    CHECK(tdp_clock_factor(gb200, 2.5) == 1.0);
+    // Throughput under load: GB200 / B200 = 1.2^0.4 (7.6%), GB300 / B200 = 1.295^0.4 x 160 /
+    // 148 (19.9%), whatever the B200's clock (unclamped).
+    const double b = b200.bf16_flops * blackwell_sustained_clock(b200, 0.8);
+    CHECK(gb200.bf16_flops * blackwell_sustained_clock(gb200, 0.8) / b ==
+          doctest::Approx(std::pow(1.2, 0.4)));
+    CHECK(gb300.bf16_flops * blackwell_sustained_clock(gb300, 0.8) / b ==
+          doctest::Approx(std::pow(1400.0 * 148 / (1000.0 * 160), 0.4) * 160 / 148));
+  }
+
+  TEST_CASE("compute: Blackwell's exponentials cost it attention at head dim 128, Ultra's do not") {
+    // Hopper's measured ceilings at full clock (0.592 / 0.556 over 0.863) hold for Hopper's 256
+    // tensor FLOPs per exponential. Blackwell: 512 per exponential, 1 exponential per 4 x 128
+    // FLOPs forward (10 x 128 backward): it pays 0.792 x (512 - 256) / 512 forward, 2.20 x
+    // (512 - 256) / 1280 backward on top. Blackwell Ultra (GB300) doubles the exponentials: 256.
+    auto rate = [](const GpuSpec& gpu, bool backward) {
+      const AttentionShape a{.batch = 1, .heads = 64, .kv_heads = 8, .head_dim = 128,
+                             .q_tokens = 65536, .kv_tokens = 65536, .causal = true};
+      return attention_time(gpu, Precision::kBf16, a, backward, default_compute_params(gpu))
+          .efficiency;
+    };
+    const double ramp = 65536.0 / (65536 + 512);
+    const double fwd = 0.592 / 0.863, bwd = 0.556 / 0.863;
+    for (const char* id : {"b200", "gb200"}) {
+      CAPTURE(id);
+      CHECK(rate(*find_gpu(id), false) == doctest::Approx(ramp / (1 / fwd + 0.792 * 0.5)));
+      CHECK(rate(*find_gpu(id), true) == doctest::Approx(ramp / (1 / bwd + 2.20 * 0.2)));
+    }
+    CHECK(rate(*find_gpu("gb300"), false) == doctest::Approx(ramp * fwd));
+    CHECK(rate(*find_gpu("gb300"), true) == doctest::Approx(ramp * bwd));
+    // Hopper and Ampere keep their own references.
+    CHECK(rate(*find_gpu("h100-sxm"), false) == doctest::Approx(ramp * fwd));
+    CHECK(rate(*find_gpu("a100-sxm-80gb"), false) == doctest::Approx(ramp * 0.60));
+  }
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "models/claims.h"
+#include "models/collective_model.h"
 
 namespace clustersim::models {
 namespace {
@@ -138,6 +139,22 @@ TEST_SUITE("models") {
     CHECK(r->path == "t.yaml");
     CHECK(r->locations.at("cluster.node.gpu").to_string() == "t.yaml:5:5");
     CHECK(r->locations.at("workload.parallelism.dp").line == 16);
+  }
+
+  TEST_CASE("a GB300 NVL72 rack: one node of 72 GPUs on NVLink 5, Blackwell's NCCL tables") {
+    std::string text = with("    gpu: h100-sxm", "    gpu: gb300");
+    text.replace(text.find("gpus_per_node: 8"), 16, "gpus_per_node: 72");
+    text.replace(text.find("nics_per_node: 8"), 16, "nics_per_node: 72");
+    text.replace(text.find("dp: 2\n"), 6, "dp: 18\n");
+    text.replace(text.find("global_batch: 64"), 16, "global_batch: 72");
+    auto r = load(text);
+    REQUIRE_MESSAGE(r.ok(), (r.ok() ? std::string() : r.message()));
+    CHECK(r->cluster.node.scale_up.id == "nvlink5");  // sm_103's family default
+    CHECK(r->cluster.total_gpus() == 144);
+    auto topo = collective_topology(r->cluster, 72);
+    REQUIRE(topo.ok());
+    CHECK(topo->gpu_arch == "sm_100");  // NCCL keys its tables by the major compute capability
+    CHECK(topo->nodes == 1);            // 72 ranks on one NVLink domain
   }
 
   TEST_CASE("unknown key: location, path and the nearest valid key") {
