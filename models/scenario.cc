@@ -143,6 +143,7 @@ constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "ep_dispatcher",
                                                "fp8_recipe",          "fp8_param_gather",
                                                "grad_reduce_overlap", "weights_in_fp32",
+                                               "gradients_in_backward",
                                                "fp32_gradients",      "zero1_grad_reduce",
                                                "moe_layer_host_time"};
 constexpr std::string_view kParallelismKeys[] = {"tp",   "pp",        "dp",          "cp",
@@ -1175,6 +1176,7 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_bool(fw, fp, "fp8_param_gather", &f.fp8_param_gather) ||
         !read_bool(fw, fp, "grad_reduce_overlap", &f.grad_reduce_overlap) ||
         !read_bool(fw, fp, "weights_in_fp32", &f.weights_in_fp32) ||
+        !read_bool(fw, fp, "gradients_in_backward", &f.gradients_in_backward) ||
         !read_bool(fw, fp, "fp32_gradients", &f.fp32_gradients) ||
         !read_enum(fw, fp, "zero1_grad_reduce", kZero1Reduce, &f.zero1_all_reduce) ||
         !read_quantity(fw, fp, "moe_layer_host_time", FieldKind::kTime, true,

@@ -218,6 +218,13 @@ struct FrameworkConfig {
   // mixed precision: 4 bytes + 8 of Adam state). false: 16-bit parameters with an fp32 master
   // copy in the optimizer (Megatron-LM, DeepSpeed: 2 + 12).
   bool weights_in_fp32 = false;
+  // Gradients allocated by the backward that first produces them and freed between steps
+  // (PyTorch's .grad: AccumulateGrad allocates it, optimizer.zero_grad(set_to_none=True), the
+  // default since PyTorch 2.0, frees it), so a pipeline stage that runs every forward pass of
+  // the step before its first backward holds no gradient at its activations' peak. false:
+  // persistent gradient buffers, allocated once (Megatron-LM/Core's contiguous grad buffer,
+  // DeepSpeed). weights_in_fp32 implies it.
+  bool gradients_in_backward = false;
   // Gradients accumulated and reduced in fp32 (Megatron-LM forces it for bf16:
   // accumulate_allreduce_grads_in_fp32; Llama 3 sec. 3.3.2). false: in the working precision
   // (NeMo's performance recipes, grad_reduce_in_fp32: false).

@@ -107,6 +107,27 @@ double microbatches_in_flight(const WorkloadConfig& w, int stage) {
   return 1;
 }
 
+// Whether the stage runs every forward pass of the step before its first backward (GPipe; 1F1B
+// and the interleaved schedule when their warm-up covers every micro-batch): its activations
+// peak before any gradient exists.
+bool forwards_before_first_backward(const WorkloadConfig& w, int stage) {
+  const auto& par = w.parallelism;
+  const int m = w.micro_batches_per_step();
+  switch (par.pp_schedule) {
+    case PipelineSchedule::kGpipe:
+      return true;
+    case PipelineSchedule::k1F1B:
+      return par.pp - stage >= m;
+    case PipelineSchedule::kInterleaved: {
+      const int v = chunks_per_stage(w);
+      return interleaved_warmup_passes(par.pp, stage, m, v) >= m * v;
+    }
+    case PipelineSchedule::kDualPipe:
+      return false;
+  }
+  return false;
+}
+
 MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
                              const MemoryParams& params, int stage) {
   const auto& par = w.parallelism;
@@ -144,7 +165,8 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   // (FrameworkConfig::zero1_all_reduce).
   if (zero1_all_reduce(w) && mixed) out.gradients_bytes += (out.parameters + experts) * e;
   out.optimizer_bytes = sharded(1) * state_bytes;
-  out.gradients_replace_activations = fw.weights_in_fp32;
+  out.gradients_replace_activations =
+      fw.weights_in_fp32 || (fw.gradients_in_backward && forwards_before_first_backward(w, stage));
   // Autocast keeps a 16-bit copy of every fp32 weight it casts from the forward until the
   // backward has used it; FSDP instead gathers 16-bit layers (below).
   if (fp32_params && mixed && par.zero < 3) {

@@ -407,6 +407,44 @@ TEST_SUITE("models") {
     CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(1024 * 20 * per_layer));
   }
 
+  TEST_CASE("transformer: gradients the backward allocates are not held at an all-forward peak") {
+    // PyTorch allocates .grad in the backward (framework.gradients_in_backward); Megatron keeps
+    // persistent buffers. A stage that runs every forward before its first backward then peaks
+    // (its stored activations) with no gradient, and ends its backward with every gradient and
+    // no activation: the larger of the two, not their sum.
+    auto w = llama2_70b_default();
+    w.parallelism.zero = 1;
+    w.parallelism.recompute = Recompute::kNone;
+    w.parallelism.pp = 4;
+    w.parallelism.dp = 1;
+    w.parallelism.pp_schedule = PipelineSchedule::kInterleaved;
+    w.parallelism.virtual_stages = 2;
+    w.global_batch = 4;  // m = pp: Megatron runs every forward first
+    const MemoryBreakdown persistent = memory_per_gpu(w);
+    CHECK_FALSE(persistent.gradients_replace_activations);
+    w.framework.gradients_in_backward = true;
+    const MemoryBreakdown lazy = memory_per_gpu(w);
+    CHECK(lazy.gradients_replace_activations);
+    CHECK(lazy.gradients_bytes == doctest::Approx(persistent.gradients_bytes));
+    CHECK(persistent.tensor_bytes() - lazy.tensor_bytes() ==
+          doctest::Approx(persistent.gradients_bytes));  // activations dominate the peak
+    // 8 micro-batches: the steady state runs forwards after the first backward, beside the
+    // gradients it allocated: they add up again.
+    w.global_batch = 8;
+    CHECK_FALSE(memory_per_gpu(w).gradients_replace_activations);
+    // 1F1B: every forward first only where the warm-up (pp - stage) covers the step. With 4
+    // micro-batches stage 0 does (4 >= 4) and the last stage does not (1 < 4): it holds its
+    // gradients beside one micro-batch, and is now the busiest.
+    w.parallelism.pp_schedule = PipelineSchedule::k1F1B;
+    w.parallelism.virtual_stages = 1;
+    w.global_batch = 4;
+    const MemoryBreakdown busiest = memory_per_gpu(w);
+    CHECK(busiest.stage == 3);
+    CHECK_FALSE(busiest.gradients_replace_activations);
+    w.framework.gradients_in_backward = false;
+    CHECK(memory_per_gpu(w).stage == 0);  // persistent buffers: stage 0's 4 micro-batches
+  }
+
   TEST_CASE("transformer: ZeRO stages shard more; precision layouts") {
     auto w = llama2_70b_default();
     w.parallelism.recompute = Recompute::kFull;

@@ -58,16 +58,15 @@ for engine in ("analytic", "des"):
     h200 = [x for x in s["sources"] if x["source"] == "clustersim-h200"][0]
     assert h200["runs"] >= 16 and h200["mean_abs_error"] <= 0.07, h200
     # Published memory (PyTorch's reserved peak) within 20% on our own H200 steps (at most 15.1%
-    # now), and every run on the GPUs it ran on but Meta's three Llama 3 405B runs (Meta's own
-    # pipeline schedule, which Megatron-LM's interleaved one does not hold to 80 GB: their
-    # files' not_modelled).
+    # now), and every run on the GPUs it ran on but one of Meta's Llama 3 405B runs.
     for r in runs:
         if r["source"] == "clustersim-h200":
             err = r["allocator_memory_per_gpu_bytes"] / r["published_memory_per_gpu_bytes"] - 1
             assert abs(err) < 0.20, (r["name"], err)
     unfit = sorted(r["name"] for r in runs if not r["fits"])
-    assert unfit == ["llama3-t4-405b-128k-16384gpu", "llama3-t4-405b-8k-16384gpu",
-                     "llama3-t4-405b-8k-8192gpu"], unfit
+    # Meta's 8K-GPU layout: 32 micro-batches per pipeline under Megatron's interleaved
+    # schedule hold 17.6 micro-batches beside the FP32 gradients (its not_modelled says why).
+    assert unfit == ["llama3-t4-405b-8k-8192gpu"], unfit
 assert d["gates_missed"] == []
 # Contention measurements: their own rows and scores, never among the training runs.
 coll = d["collective_runs"]
