@@ -237,6 +237,30 @@ std::vector<GpuSpec> make_gpus() {
                  "TB/s, NVLink5 1.8 TB/s bidirectional (18 links x 50 GB/s/dir), up to 1,000 W; "
                  "148 SMs (74 of 80 per die): Chips and Cheese, 'Nvidia's B200: Keeping the CUDA "
                  "Juggernaut Rolling' (2025); PCI id: pci.ids (pci-ids.ucw.cz); price approximate"},
+      {.id = "b300",
+       .name = "NVIDIA B300 SXM6 AC",
+       .vendor = "nvidia",
+       .bf16_flops = 2250 * kT,
+       .fp16_flops = 2250 * kT,
+       .fp8_flops = 4500 * kT,
+       .tf32_flops = 1125 * kT,
+       .fp32_flops = 75 * kT,
+       .hbm_bytes = 270 * kGiB,
+       .hbm_Bps = 8000 * kG,
+       .nvlink_links = 18,
+       .nvlink_link_Bps = 50 * kG,
+       .pcie_gen = 6,
+       .tdp_w = 1100,
+       .list_price_usd = 50000,
+       .sm_count = 160,
+       .arch = "sm_103",
+       .pci_device_ids = {0x3182},
+       .source = "NVIDIA HGX B300 specifications (8 GPUs): 36 PFLOP/s fp16/bf16 and 72 fp8 sparse "
+                 "(per GPU dense = 2.25 and 4.5), 2.3 TB of HBM3e (288 GB per GPU) at up to 8 TB/s, "
+                 "NVLink5 1.8 TB/s bidirectional per GPU, 2x attention performance (Blackwell "
+                 "Ultra: 160 SMs, doubled SFU exponentials; NVIDIA, 'Inside NVIDIA Blackwell "
+                 "Ultra'); 270 GiB usable (NVML reports 269 GiB) and a 1,100 W cap as NVML reports "
+                 "them; PCI id 0x3182: NVIDIA open-gpu-kernel-modules README; price approximate"},
       // GB200 NVL72 and GB300 NVL72: 72 GPUs joined by NVLink 5 through the rack's NVSwitch
       // trays, one 900 GB/s-per-direction domain across 18 compute trays of 4 GPUs. clustersim's
       // node is its NVLink domain: an NVL72 rack (or the part of it a job uses, e.g. 64 GPUs on

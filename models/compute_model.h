@@ -145,7 +145,8 @@ inline constexpr double kBlackwellSustainedClock = 0.885;
 // the law power_clock() uses) and differ in their power cap per SM and the full clock their
 // datasheet quotes: clock = b200_clock x ((tdp / SMs) / (1000 W / 148))^(1 / power_exponent) x
 // (B200 full clock / the SKU's full clock), at most 1. GB200 (1,200 W, 148 SMs, 2.06 GHz): 0.968 x
-// the B200's; GB300 (1,400 W, 160 SMs, 1.91 GHz): 1.079 x. `gpu` is the datasheet entry.
+// the B200's; GB300 (1,400 W, 160 SMs, 1.91 GHz): 1.079 x; HGX B300 (1,100 W, 160 SMs, 1.72
+// GHz): 1.089 x. `gpu` is the datasheet entry.
 double blackwell_sustained_clock(const GpuSpec& gpu, double b200_clock,
                                  double power_exponent = 2.5);
 

@@ -47,7 +47,8 @@ TEST_SUITE("models") {
 
   TEST_CASE("the ids docs/scenario-format.md promises exist") {
     for (const char* id : {"a100-sxm-40gb", "a100-sxm-80gb", "h100-sxm", "h100-pcie", "h200-sxm",
-                           "b200", "gb200", "gb300", "rtx-4090", "l40s", "mi300x"}) {
+                           "b200", "b300", "gb200", "gb300", "rtx-4090", "l40s",
+                           "mi300x"}) {
       CAPTURE(id);
       CHECK(find_gpu(id) != nullptr);
     }
@@ -142,6 +143,10 @@ TEST_SUITE("models") {
     CHECK(find_gpu("gb200")->tdp_w == 1200);
     CHECK(find_gpu("gb300")->sm_count == 160);
     CHECK(find_gpu("gb300")->tdp_w == 1400);
+    // HGX B300: Blackwell Ultra at the B200's peaks and 1,100 W.
+    CHECK(find_gpu("b300")->bf16_flops == doctest::Approx(2.25e15));
+    CHECK(find_gpu("b300")->arch == "sm_103");
+    CHECK(find_gpu("b300")->hbm_bytes > 269 * kGiB);
     // Blackwell Ultra takes Blackwell's family constants (NCCL's tables, the NVLink default).
     CHECK(arch_family("sm_103") == "sm_100");
     CHECK(arch_family("sm_100") == "sm_100");
@@ -156,7 +161,8 @@ TEST_SUITE("models") {
         {0x233B, "h200-nvl"},      {0x20B0, "a100-sxm-40gb"},  {0x20B2, "a100-sxm-80gb"},
         {0x20B1, "a100-pcie-40gb"}, {0x20B5, "a100-pcie-80gb"}, {0x2901, "b200"},
         {0x2324, "h800"},          {0x2684, "rtx-4090"},       {0x26B9, "l40s"},
-        {0x2941, "gb200"},         {0x31C2, "gb300"},          {0x31C3, "gb300"}};
+        {0x2941, "gb200"},         {0x31C2, "gb300"},          {0x31C3, "gb300"},
+        {0x3182, "b300"}};
     for (const auto& [device, id] : kIds) {
       CAPTURE(id);
       const GpuSpec* g = find_gpu_by_pci_id(0x10de, device);

@@ -195,6 +195,10 @@ TEST_SUITE("models") {
           doctest::Approx(0.8 * std::pow((1400.0 / 160) / (1000.0 / 148), 0.4) *
                           (2.25e15 / 148) / (2.5e15 / 160)));
     CHECK(blackwell_sustained_clock(gb300, 0.99) == 1.0);  // never above the full clock
+    // HGX B300: 1,100 W on 160 SMs at the B200's 2.25 PFLOP/s, a lower full clock (1.72 GHz).
+    CHECK(blackwell_sustained_clock(*find_gpu("b300"), 0.8) ==
+          doctest::Approx(0.8 * std::pow((1100.0 / 160) / (1000.0 / 148), 0.4) *
+                          (2.25e15 / 148) / (2.25e15 / 160)));
     // The shipped defaults use the corpus-fitted B200 clock; a lowered cap lowers it further.
     CHECK(default_compute_params(b200).sustained_clock ==
           doctest::Approx(kBlackwellSustainedClock));
