@@ -256,7 +256,8 @@ std::vector<GpuSpec> make_gpus() {
        .arch = "sm_103",
        .pci_device_ids = {0x3182},
        .source = "NVIDIA HGX B300 specifications (8 GPUs): 36 PFLOP/s fp16/bf16 and 72 fp8 sparse "
-                 "(per GPU dense = 2.25 and 4.5), 2.3 TB of HBM3e (288 GB per GPU) at up to 8 TB/s, "
+                 "(per GPU dense = 2.25 and 4.5), 2.3 TB of HBM3e (288 GB per GPU) at up to 8 "
+                 "TB/s, "
                  "NVLink5 1.8 TB/s bidirectional per GPU, 2x attention performance (Blackwell "
                  "Ultra: 160 SMs, doubled SFU exponentials; NVIDIA, 'Inside NVIDIA Blackwell "
                  "Ultra'); 270 GiB usable (NVML reports 269 GiB) and a 1,100 W cap as NVML reports "

@@ -36,9 +36,11 @@ KernelTime roofline(const GpuSpec& gpu, double peak, double flops, double bytes,
 }  // namespace
 
 // Hopper's clock under tensor load and its flash attention's measured fractions of peak at that
-// clock (default_compute_params below).
+// clock (default_compute_params below); its dense bf16 tensor FLOPs per exponential (4096 per
+// clock and SM against 16 exponentials: tensor_flops_per_exponential).
 constexpr double kHopperSustainedClock = 0.863;
 constexpr double kHopperAttentionFwd = 0.592, kHopperAttentionBwd = 0.556;
+constexpr double kHopperFlopsPerExponential = 4096.0 / 16;
 
 ComputeParams default_compute_params(const GpuSpec& gpu) {
   ComputeParams p;
@@ -53,15 +55,13 @@ ComputeParams default_compute_params(const GpuSpec& gpu) {
     // That sweep ran power-capped at about the sustained clock (call 13's smi-sdpa.csv:
     // 1550-1900 MHz at 690 W on long sequences), and the step model applies its own clock on
     // top: the ceilings are the measured figures over the sustained clock.
-    p.attention_fwd_max_efficiency = kHopperAttentionFwd / p.sustained_clock;
-    p.attention_bwd_max_efficiency = kHopperAttentionBwd / p.sustained_clock;
+    p.attention_fwd_max_efficiency = kHopperAttentionFwd / kHopperSustainedClock;
+    p.attention_bwd_max_efficiency = kHopperAttentionBwd / kHopperSustainedClock;
   }
   if (gpu.arch == "sm_80") {
     p.gemm_max_efficiency = kAmpereGemmMaxEfficiency;
     p.sustained_clock = 0.966;
   }
-  // The SKU's datasheet cap is the reference (its peak is quoted at it); a scenario that lowers
-  // the GPU's tdp lowers the clock its tensor cores sustain (tdp_clock_factor).
   if (arch_family(gpu.arch) == "sm_100") {
     p.sustained_clock = blackwell_sustained_clock(datasheet_of(gpu), kBlackwellSustainedClock,
                                                   p.power_exponent);
@@ -69,8 +69,10 @@ ComputeParams default_compute_params(const GpuSpec& gpu) {
     // of exponentials (attention_ceiling_flops_per_exp).
     p.attention_fwd_max_efficiency = kHopperAttentionFwd / kHopperSustainedClock;
     p.attention_bwd_max_efficiency = kHopperAttentionBwd / kHopperSustainedClock;
-    p.attention_ceiling_flops_per_exp = 4096.0 / 16;
+    p.attention_ceiling_flops_per_exp = kHopperFlopsPerExponential;
   }
+  // The SKU's datasheet cap is the reference (its peak is quoted at it); a scenario that lowers
+  // the GPU's tdp lowers the clock its tensor cores sustain.
   p.sustained_clock *= tdp_clock_factor(gpu, p.power_exponent);
   return p;
 }
@@ -87,10 +89,11 @@ double tdp_clock_factor(const GpuSpec& gpu, double power_exponent) {
 }
 
 double blackwell_sustained_clock(const GpuSpec& gpu, double b200_clock, double power_exponent) {
-  constexpr double kB200Watts = 1000, kB200Sms = 148, kB200Bf16 = 2.25e15;
+  static const GpuSpec& b200 = *find_gpu("b200");  // the reference: 1,000 W, 148 SMs
   if (gpu.sm_count <= 0 || gpu.tdp_w <= 0 || gpu.bf16_flops <= 0) return b200_clock;
-  const double power_per_sm = (gpu.tdp_w / gpu.sm_count) / (kB200Watts / kB200Sms);
-  const double full_clock = (gpu.bf16_flops / gpu.sm_count) / (kB200Bf16 / kB200Sms);
+  const double power_per_sm = (gpu.tdp_w / gpu.sm_count) / (b200.tdp_w / b200.sm_count);
+  // Full clocks in proportion to the dense bf16 peak per SM.
+  const double full_clock = (gpu.bf16_flops / gpu.sm_count) / (b200.bf16_flops / b200.sm_count);
   return std::min(1.0, b200_clock * std::pow(power_per_sm, 1 / power_exponent) / full_clock);
 }
 
@@ -204,7 +207,7 @@ double tensor_flops_per_exponential(const GpuSpec& gpu) {
   if (gpu.arch == "sm_80" || gpu.arch == "sm_86" || gpu.arch == "sm_89") return 2048.0 / 16;
   if (gpu.arch == "sm_103") return 8192.0 / 32;
   if (gpu.arch == "sm_100") return 8192.0 / 16;
-  return 4096.0 / 16;
+  return kHopperFlopsPerExponential;
 }
 
 double attention_head_dim_factor(const GpuSpec& gpu, double head_dim, bool backward,

@@ -148,7 +148,7 @@ inline constexpr double kBlackwellSustainedClock = 0.885;
 // the B200's; GB300 (1,400 W, 160 SMs, 1.91 GHz): 1.079 x; HGX B300 (1,100 W, 160 SMs, 1.72
 // GHz): 1.089 x. `gpu` is the datasheet entry.
 double blackwell_sustained_clock(const GpuSpec& gpu, double b200_clock,
-                                 double power_exponent = 2.5);
+                                 double power_exponent = ComputeParams{}.power_exponent);
 
 // The catalog entry of the GPU's SKU (its datasheet: an overridden entry keeps its id), or the
 // GPU itself where the id is not in the catalog.

@@ -33,7 +33,8 @@ const std::vector<CorpusConstant>& corpus_constants() {
        .lo = 0.70,
        .hi = 1.00,
        .step = 0.005,
-       .applies = [](const Scenario& s) { return arch_family(s.cluster.node.gpu.arch) == "sm_100"; },
+       .applies =
+           [](const Scenario& s) { return arch_family(s.cluster.node.gpu.arch) == "sm_100"; },
        .set = [](const Scenario& s, StepParams* p, double v) {
          const double a = p->compute.power_exponent;
          const GpuSpec& gpu = s.cluster.node.gpu;
