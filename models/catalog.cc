@@ -220,6 +220,7 @@ std::vector<GpuSpec> make_gpus() {
        .bf16_flops = 2250 * kT,
        .fp16_flops = 2250 * kT,
        .fp8_flops = 4500 * kT,
+       .fp4_flops = 9000 * kT,
        .tf32_flops = 1100 * kT,
        .fp32_flops = 75 * kT,
        .hbm_bytes = 180 * kGiB,
@@ -232,8 +233,8 @@ std::vector<GpuSpec> make_gpus() {
        .sm_count = 148,
        .arch = "sm_100",
        .pci_device_ids = {0x2901},
-       .source = "NVIDIA HGX B200 specifications (per GPU): 4.5 PFLOP/s fp16/bf16 and 9 fp8 "
-                 "sparse (dense = half), 2.2 tf32 sparse, 75 TFLOP/s fp32, 180 GB HBM3e at 7.7 "
+       .source = "NVIDIA HGX B200 specifications (per GPU): 4.5 PFLOP/s fp16/bf16, 9 fp8 and 18 "
+                 "fp4 sparse (dense = half), 2.2 tf32 sparse, 75 TFLOP/s fp32, 180 GB HBM3e at 7.7 "
                  "TB/s, NVLink5 1.8 TB/s bidirectional (18 links x 50 GB/s/dir), up to 1,000 W; "
                  "148 SMs (74 of 80 per die): Chips and Cheese, 'Nvidia's B200: Keeping the CUDA "
                  "Juggernaut Rolling' (2025); PCI id: pci.ids (pci-ids.ucw.cz); price approximate"},
@@ -243,6 +244,7 @@ std::vector<GpuSpec> make_gpus() {
        .bf16_flops = 2250 * kT,
        .fp16_flops = 2250 * kT,
        .fp8_flops = 4500 * kT,
+       .fp4_flops = 13500 * kT,
        .tf32_flops = 1125 * kT,
        .fp32_flops = 75 * kT,
        .hbm_bytes = 270 * kGiB,
@@ -256,7 +258,7 @@ std::vector<GpuSpec> make_gpus() {
        .arch = "sm_103",
        .pci_device_ids = {0x3182},
        .source = "NVIDIA HGX B300 specifications (8 GPUs): 36 PFLOP/s fp16/bf16 and 72 fp8 sparse "
-                 "(per GPU dense = 2.25 and 4.5), 2.3 TB of HBM3e (288 GB per GPU) at up to 8 "
+                 "(per GPU dense = 2.25 and 4.5), 108 fp4 dense (13.5 per GPU), 2.3 TB of HBM3e (288 GB per GPU) at up to 8 "
                  "TB/s, "
                  "NVLink5 1.8 TB/s bidirectional per GPU, 2x attention performance (Blackwell "
                  "Ultra: 160 SMs, doubled SFU exponentials; NVIDIA, 'Inside NVIDIA Blackwell "
@@ -273,6 +275,7 @@ std::vector<GpuSpec> make_gpus() {
        .bf16_flops = 2500 * kT,
        .fp16_flops = 2500 * kT,
        .fp8_flops = 5000 * kT,
+       .fp4_flops = 10000 * kT,
        .tf32_flops = 1250 * kT,
        .fp32_flops = 80 * kT,
        .hbm_bytes = 186 * kGiB,
@@ -285,8 +288,8 @@ std::vector<GpuSpec> make_gpus() {
        .sm_count = 148,
        .arch = "sm_100",
        .pci_device_ids = {0x2941},
-       .source = "NVIDIA GB200 NVL72 specifications, per Blackwell GPU: 5 PFLOP/s fp16/bf16 and "
-                 "10 fp8 sparse (dense = half), 2.5 tf32 sparse, 80 TFLOP/s fp32, 186 GB HBM3e "
+       .source = "NVIDIA GB200 NVL72 specifications, per Blackwell GPU: 5 PFLOP/s fp16/bf16, "
+                 "10 fp8 and 20 fp4 sparse (dense = half), 2.5 tf32 sparse, 80 TFLOP/s fp32, 186 GB HBM3e "
                  "at 8 TB/s, NVLink5 1.8 TB/s bidirectional (18 links x 50 GB/s/dir) in a 72-GPU "
                  "domain, configurable up to 1,200 W (NVML reports 189,471 MiB and a 1,200 W "
                  "cap); the B200's die, 148 SMs; PCI id 0x2941: NVIDIA open-gpu-kernel-modules "
@@ -297,6 +300,7 @@ std::vector<GpuSpec> make_gpus() {
        .bf16_flops = 2500 * kT,
        .fp16_flops = 2500 * kT,
        .fp8_flops = 5000 * kT,
+       .fp4_flops = 15000 * kT,
        .tf32_flops = 1250 * kT,
        .fp32_flops = 80 * kT,
        .hbm_bytes = 279 * kGiB,
@@ -310,7 +314,7 @@ std::vector<GpuSpec> make_gpus() {
        .arch = "sm_103",
        .pci_device_ids = {0x31C2, 0x31C3},
        .source = "NVIDIA, 'Inside NVIDIA Blackwell Ultra: The Chip Powering the AI Factory Era' "
-                 "(developer blog, 2025): 160 SMs, 15 PFLOP/s dense NVFP4, attention-layer "
+                 "(developer blog, 2025): 160 SMs, 15 PFLOP/s dense NVFP4 (GB300 NVL72: 1,080 dense), attention-layer "
                  "acceleration (SFU exponentials 10.7 T/s, twice Blackwell's), 288 GB HBM3e at 8 "
                  "TB/s, NVLink5 1.8 TB/s bidirectional, PCIe 6; GB300 NVL72 specifications per "
                  "GPU: 5 PFLOP/s fp16/bf16 and 10 fp8 sparse (dense = half), up to 1,400 W; 279 "
@@ -859,7 +863,7 @@ bool is_ethernet(LinkTechnology t) {
 bool parse_precision(std::string_view name, Precision* out) {
   static constexpr std::pair<std::string_view, Precision> kNames[] = {
       {"fp32", Precision::kFp32}, {"tf32", Precision::kTf32}, {"bf16", Precision::kBf16},
-      {"fp16", Precision::kFp16}, {"fp8", Precision::kFp8}};
+      {"fp16", Precision::kFp16}, {"fp8", Precision::kFp8}, {"fp4", Precision::kFp4}};
   for (const auto& [n, p] : kNames) {
     if (n == name) {
       *out = p;
@@ -876,9 +880,12 @@ std::string_view to_string(Precision p) {
     case Precision::kBf16: return "bf16";
     case Precision::kFp16: return "fp16";
     case Precision::kFp8: return "fp8";
+    case Precision::kFp4: return "fp4";
   }
   return "?";
 }
+
+bool quantized(Precision p) { return p == Precision::kFp8 || p == Precision::kFp4; }
 
 double bytes_per_element(Precision p) {
   switch (p) {
@@ -887,6 +894,7 @@ double bytes_per_element(Precision p) {
     case Precision::kBf16:
     case Precision::kFp16: return 2;
     case Precision::kFp8: return 1;
+    case Precision::kFp4: return 0.5 + 1.0 / 16;
   }
   return 0;
 }
@@ -926,6 +934,7 @@ double GpuSpec::peak_flops(Precision p) const {
     case Precision::kBf16: return bf16_flops;
     case Precision::kFp16: return fp16_flops;
     case Precision::kFp8: return fp8_flops;
+    case Precision::kFp4: return fp4_flops;
   }
   return 0;
 }

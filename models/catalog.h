@@ -16,22 +16,28 @@
 
 namespace clustersim::models {
 
-enum class Precision { kFp32, kTf32, kBf16, kFp16, kFp8 };
+// kFp4: NVFP4 (E2M1 values, an E4M3 scale per 16 and an fp32 one per tensor: Transformer
+// Engine's NVFP4BlockScaling, the FP4 training recipe), on Blackwell's block-scaled tensor cores.
+enum class Precision { kFp32, kTf32, kBf16, kFp16, kFp8, kFp4 };
 
 // "bf16" -> kBf16 ...; returns false for an unknown name.
 bool parse_precision(std::string_view name, Precision* out);
 std::string_view to_string(Precision p);
-// Bytes per element of a tensor stored in this precision (fp32/tf32 4, bf16/fp16 2, fp8 1).
+// fp8 and fp4 training quantize the GEMMs' operands (the rest of the layer runs in bf16).
+bool quantized(Precision p);
+// Bytes per element of a tensor stored in this precision (fp32/tf32 4, bf16/fp16 2, fp8 1, fp4
+// 0.5625: half a byte and an E4M3 scale per 16 elements).
 double bytes_per_element(Precision p);
 
 struct GpuSpec {
   std::string id;    // catalog id, e.g. "h100-sxm"
   std::string name;  // marketing name as NVML reports it, e.g. "NVIDIA H100 80GB HBM3"
   std::string vendor;  // "nvidia" | "amd"
-  // Dense tensor-core peaks (no sparsity), FLOP/s. fp8 is 0 where unsupported.
+  // Dense tensor-core peaks (no sparsity), FLOP/s. fp8 and fp4 are 0 where unsupported.
   double bf16_flops = 0;
   double fp16_flops = 0;
   double fp8_flops = 0;
+  double fp4_flops = 0;  // NVFP4 (Blackwell)
   double tf32_flops = 0;
   double fp32_flops = 0;  // plain (non-tensor) fp32
   // Device memory capacity: the datasheet's "80 GB" read as GiB (HBM stacks are binary-sized:

@@ -139,6 +139,12 @@ ComputeParams fp8_gemm_params(const ComputeParams& params, bool blockwise) {
   return p;
 }
 
+ComputeParams fp4_gemm_params(const ComputeParams& params) {
+  ComputeParams p = params;
+  p.gemm_max_efficiency *= params.fp4_gemm_ratio;
+  return p;
+}
+
 ComputeParams at_clock(const ComputeParams& params, double clock) {
   ComputeParams p = params;
   p.gemm_max_efficiency *= clock;

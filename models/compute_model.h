@@ -124,6 +124,13 @@ struct ComputeParams {
   // ones, 590-1358 TFLOP/s) within 3.4%, 1.6% RMS, with the in-tile rate times 0.99 (within 5%
   // at the shipped in-tile rate).
   double blockwise_fp8_k_overhead = 704;
+  // NVFP4 GEMMs (E2M1 operands, an E4M3 scale per 16, Blackwell's block-scaled tensor cores)
+  // reach this fraction of the in-tile efficiency bf16 GEMMs reach, each of its own peak
+  // (fp4_gemm_params): cuBLAS on a B200 (torchao's bench_matmul.py, pytorch/ao PR #2427, 2025),
+  // nvfp4 5.50 and 5.37 PFLOP/s of 9 at 6144^3 and 8192^3 against bf16's 1.45 and 1.42 of
+  // 2.25 in the same run: 0.946 both. MXFP8 has no such measurement: its block scales are
+  // applied in the tensor core at the fp8 rate, so it takes fp8_gemm_ratio.
+  double fp4_gemm_ratio = 0.946;
 };
 
 // Ampere's in-tile GEMM efficiency at full clock: fitted on the accuracy corpus's A100 runs
@@ -137,9 +144,10 @@ inline constexpr double kAmpereMicrobenchmarkGemmEfficiency = 0.87;
 
 // Blackwell's clock under back-to-back tensor-core load, over the B200's full clock (1.856 GHz:
 // 2.25 PFLOP/s bf16 dense on 148 SMs x 8192 FLOP/clock), at the HGX B200's 1,000 W: fitted on the
-// accuracy corpus's Blackwell runs (models/accuracy/corpus_fit.h; no public B200 clock-under-load
-// measurement was found). The other Blackwell SKUs follow from it by blackwell_sustained_clock.
-inline constexpr double kBlackwellSustainedClock = 0.885;
+// accuracy corpus's Blackwell runs in bf16 or per-tensor fp8 (models/accuracy/corpus_fit.h; no
+// public B200 clock-under-load measurement was found). The other Blackwell SKUs follow from it by
+// blackwell_sustained_clock.
+inline constexpr double kBlackwellSustainedClock = 0.93;
 // The clock under tensor load, over the SKU's own full clock, of a Blackwell SKU (sm_100 family:
 // B200, GB200, GB300) given the B200's: the SKUs share the SM (power per SM ~ clock^power_exponent,
 // the law power_clock() uses) and differ in their power cap per SM and the full clock their
@@ -178,6 +186,8 @@ double power_clock(double tensor_share, const ComputeParams& params);
 // `params` for FP8 GEMMs: the in-tile efficiency times fp8_gemm_ratio; blockwise scaling takes
 // blockwise_fp8_k_overhead as the tile's fixed cost.
 ComputeParams fp8_gemm_params(const ComputeParams& params, bool blockwise = false);
+// `params` for NVFP4 GEMMs: the in-tile efficiency times fp4_gemm_ratio.
+ComputeParams fp4_gemm_params(const ComputeParams& params);
 
 // `params` with the tensor-core rates (GEMM and attention ceilings) scaled to that clock;
 // memory-bound kernels keep their rate (HBM does not slow with the SM clock).

@@ -17,10 +17,10 @@ constexpr double kMaskBytes = 1;
 constexpr double kLossForwardBytesPerLogit = 4 + 4 + 4;
 constexpr double kLossBackwardBytesPerLogit = 4 + 4 + 4 + 2;
 
-// What runs outside FP8 under FP8 training (Transformer Engine; DeepSeek-AI 2024, "DeepSeek-V3
-// Technical Report" sec. 3.3.1): the attention core, the embedding, the output head, the MoE
-// router and the norms stay in bf16.
-Precision unquantized_precision(Precision p) { return p == Precision::kFp8 ? Precision::kBf16 : p; }
+// What runs outside FP8 (FP4) under FP8 (NVFP4) training (Transformer Engine; DeepSeek-AI
+// 2024, "DeepSeek-V3 Technical Report" sec. 3.3.1): the attention core, the embedding, the
+// output head, the MoE router and the norms stay in bf16.
+Precision unquantized_precision(Precision p) { return quantized(p) ? Precision::kBf16 : p; }
 
 // Forward, data-gradient and weight-gradient GEMMs of a weight [k x n] applied to m tokens.
 struct WeightGemm {
@@ -171,7 +171,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     double m, n, k;
     double recomputed_share;  // what op-level checkpointing recomputes of it (LayerKernels)
     int chunks;
-    bool quantized = true;    // an FP8 GEMM under fp8 training (the router is not)
+    bool quantized = true;    // an FP8 (FP4) GEMM under fp8 (fp4) training (the router is not)
     Role role = Role::kAttention;
     double count = 1;         // identical GEMMs (a GPU's local experts)
   };
@@ -221,16 +221,19 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
       gemms.push_back({tokens, h, f_s / t, 0, chunks, true, Role::kShared});
     }
   }
-  // FP8 training casts each quantized GEMM's input to FP8 forward and its output gradient
+  // Quantized training casts each quantized GEMM's input forward and its output gradient
   // backward (the scale's amax fused): elements per pass.
-  const bool fp8 = p == Precision::kFp8;
-  const ComputeParams fp8_params = fp8_gemm_params(params, w.framework.fp8_blockwise);
+  const bool low_precision = quantized(p);
+  const ComputeParams quantized_params =
+      p == Precision::kFp4
+          ? fp4_gemm_params(params)
+          : fp8_gemm_params(params, w.framework.fp8_recipe == Fp8Recipe::kBlockwise);
   double cast_forward = 0, cast_backward = 0;
   for (const Gemm& g : gemms) {
     if (g.m <= 0) continue;
-    const bool quantized = fp8 && g.quantized;
+    const bool quantized = low_precision && g.quantized;
     WeightGemm wg = weight_gemm(gpu, quantized ? p : unquantized_precision(p), g.m, g.n, g.k,
-                                quantized ? fp8_params : params, g.chunks);
+                                quantized ? quantized_params : params, g.chunks);
     wg.forward_s *= g.count;
     wg.backward_s *= g.count;
     out.gemm_forward_s += wg.forward_s;
@@ -250,8 +253,11 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   // Hopper's FP8 tensor-core GEMMs take both operands K-major, so the weight-gradient GEMM
   // needs the input and the output gradient transposed as well: Transformer Engine's fused
   // cast_transpose (and DeepSeek's per_channel_cast_and_transpose) reads the 16-bit tensor once
-  // and writes both FP8 copies.
-  const double cast_bytes_per_element = 2 + 1 + 1;
+  // and writes both FP8 copies. Block-scaled formats (MXFP8, NVFP4) scale along the reduction,
+  // which the weight-gradient GEMM takes along the other dimension: one kernel reads the tensor
+  // and writes both quantizations with their scales (NVFP4's column-wise one through a 16-point
+  // Hadamard transform, fused into that cast).
+  const double cast_bytes_per_element = 2 + 2 * quantized_tensor_bytes(w);
 
   // 2. The attention core: ring attention runs cp chunks of s/cp queries against s/cp keys.
   const double heads_local = m.heads / t;
@@ -343,7 +349,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   if (w.framework.attention == AttentionKernel::kUnfused) bytes += 2 * h / t * e;
   out.memory_forward_s = elementwise_time(gpu, bytes * tokens, params).time_s;
   out.memory_backward_s = 2 * out.memory_forward_s;
-  if (fp8) {
+  if (low_precision) {
     out.memory_forward_s +=
         elementwise_time(gpu, cast_forward * cast_bytes_per_element, params).time_s;
     out.memory_backward_s +=

@@ -142,7 +142,9 @@ constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "ep_comm_overlap",     "pp_comm_overlap",
                                                "ep_dispatcher",
                                                "fp8_recipe",          "fp8_param_gather",
+                                               "fp4_param_gather",
                                                "grad_reduce_overlap", "weights_in_fp32",
+                                               "param_gather_overlap",
                                                "gradients_in_backward",
                                                "fp32_gradients",      "zero1_grad_reduce",
                                                "moe_layer_host_time"};
@@ -269,6 +271,7 @@ const std::vector<OverrideField<GpuSpec>>& gpu_fields() {
       num("bf16", K::kFlops, &GpuSpec::bf16_flops),
       num("fp16", K::kFlops, &GpuSpec::fp16_flops),
       num("fp8", K::kFlops, &GpuSpec::fp8_flops),
+      num("fp4", K::kFlops, &GpuSpec::fp4_flops),
       num("tf32", K::kFlops, &GpuSpec::tf32_flops),
       num("fp32", K::kFlops, &GpuSpec::fp32_flops),
       num("hbm", K::kBytes, &GpuSpec::hbm_bytes),
@@ -1135,7 +1138,8 @@ bool Loader::load_workload(const YAML::Node& node) {
       {"tf32", Precision::kTf32},
       {"bf16", Precision::kBf16},
       {"fp16", Precision::kFp16},
-      {"fp8", Precision::kFp8}};
+      {"fp8", Precision::kFp8},
+      {"fp4", Precision::kFp4}};
   if (!load_model(node) || !read_int(node, path, "seq_len", 1, &w.seq_len) ||
       !read_int(node, path, "global_batch", 1, &w.global_batch) ||
       !read_int(node, path, "micro_batch", 1, &w.micro_batch) ||
@@ -1154,8 +1158,10 @@ bool Loader::load_workload(const YAML::Node& node) {
         {"fused", KernelFusion::kFused},
         {"eager", KernelFusion::kEager},
         {"compiled", KernelFusion::kCompiled}};
-    static constexpr std::pair<std::string_view, bool> kFp8Recipes[] = {{"tensorwise", false},
-                                                                       {"blockwise", true}};
+    static constexpr std::pair<std::string_view, Fp8Recipe> kFp8Recipes[] = {
+        {"tensorwise", Fp8Recipe::kTensorwise},
+        {"blockwise", Fp8Recipe::kBlockwise},
+        {"mxfp8", Fp8Recipe::kMxfp8}};
     static constexpr std::pair<std::string_view, bool> kDispatchers[] = {{"alltoall", false},
                                                                         {"hierarchical", true}};
     static constexpr std::pair<std::string_view, bool> kLossInputs[] = {{"fp32", false},
@@ -1172,9 +1178,11 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_bool(fw, fp, "ep_comm_overlap", &f.ep_comm_overlap) ||
         !read_bool(fw, fp, "pp_comm_overlap", &f.pp_comm_overlap) ||
         !read_enum(fw, fp, "ep_dispatcher", kDispatchers, &f.ep_hierarchical) ||
-        !read_enum(fw, fp, "fp8_recipe", kFp8Recipes, &f.fp8_blockwise) ||
-        !read_bool(fw, fp, "fp8_param_gather", &f.fp8_param_gather) ||
+        !read_enum(fw, fp, "fp8_recipe", kFp8Recipes, &f.fp8_recipe) ||
+        !read_bool(fw, fp, "fp8_param_gather", &f.quantized_param_gather) ||
+        !read_bool(fw, fp, "fp4_param_gather", &f.quantized_param_gather) ||
         !read_bool(fw, fp, "grad_reduce_overlap", &f.grad_reduce_overlap) ||
+        !read_bool(fw, fp, "param_gather_overlap", &f.param_gather_overlap) ||
         !read_bool(fw, fp, "weights_in_fp32", &f.weights_in_fp32) ||
         !read_bool(fw, fp, "gradients_in_backward", &f.gradients_in_backward) ||
         !read_bool(fw, fp, "fp32_gradients", &f.fp32_gradients) ||
@@ -1188,11 +1196,13 @@ bool Loader::load_workload(const YAML::Node& node) {
                   "applies to kernels: eager or compiled (fused kernels have their own "
                   "cross-entropy)");
     }
-    for (const char* key : {"fp8_recipe", "fp8_param_gather"}) {
-      if (fw[key].IsDefined() && w.precision != Precision::kFp8) {
+    for (const auto& [key, precision] : {std::pair{"fp8_recipe", Precision::kFp8},
+                                         std::pair{"fp8_param_gather", Precision::kFp8},
+                                         std::pair{"fp4_param_gather", Precision::kFp4}}) {
+      if (fw[key].IsDefined() && w.precision != precision) {
         return fail(fw[key], child(fp, key),
-                    "applies to precision: fp8 (the workload trains in " +
-                        std::string(to_string(w.precision)) + ")");
+                    "applies to precision: " + std::string(to_string(precision)) +
+                        " (the workload trains in " + std::string(to_string(w.precision)) + ")");
       }
     }
     for (const char* key : {"ep_dispatcher", "ep_comm_overlap", "moe_layer_host_time"}) {
@@ -1269,6 +1279,21 @@ bool Loader::check_combinations() {
     return fail_key(cite("workload.precision", "workload"),
                     n.gpu.id + " has no " + std::string(to_string(w.precision)) +
                         " tensor-core peak (use bf16)");
+  }
+  // MXFP8's 1 x 32 block scales are applied inside Blackwell's tensor cores (its block-scaled
+  // MMA); earlier GPUs have no such instruction (Transformer Engine refuses the recipe there).
+  if (w.precision == Precision::kFp8 && w.framework.fp8_recipe == Fp8Recipe::kMxfp8 &&
+      arch_family(n.gpu.arch) != "sm_100") {
+    return fail_key(cite("workload.framework.fp8_recipe", "workload"),
+                    "mxfp8 needs Blackwell's block-scaled tensor cores (sm_100, sm_103); " +
+                        n.gpu.id + " is " + (n.gpu.arch.empty() ? "not NVIDIA" : n.gpu.arch) +
+                        " (use tensorwise)");
+  }
+  if (given("workload.framework.param_gather_overlap") &&
+      (w.parallelism.zero < 1 || w.parallelism.zero > 2)) {
+    return fail_key("workload.framework.param_gather_overlap",
+                    "applies to zero: 1 or 2 (the workload has zero: " + str(w.parallelism.zero) +
+                        "; 0 gathers nothing, 3 gathers each layer as it runs)");
   }
   if (given("workload.framework.zero1_grad_reduce") && w.parallelism.zero != 1) {
     return fail_key("workload.framework.zero1_grad_reduce",

@@ -165,6 +165,20 @@ std::string_view to_string(KernelFusion k);
 
 // What the training framework does that the step's time depends on (workload.framework).
 // Defaults: Megatron-Core / NeMo as commonly configured.
+// How fp8 training scales its tensors.
+enum class Fp8Recipe {
+  // Per tensor: Transformer Engine's delayed or current scaling (the default).
+  kTensorwise,
+  // DeepSeek-V3's 1 x 128 / 128 x 128 scales (DeepGEMM, TE's Float8BlockScaling), whose GEMMs
+  // pay more per tile (blockwise_fp8_k_overhead).
+  kBlockwise,
+  // MXFP8 (OCP microscaling: an E8M0 scale per 32 elements along the reduction, TE's
+  // MXFP8BlockScaling): applied inside Blackwell's block-scaled tensor cores at the fp8 rate;
+  // each tensor is quantized along both of its dimensions (the weight-gradient GEMM reduces
+  // over the other one).
+  kMxfp8,
+};
+
 struct FrameworkConfig {
   AttentionKernel attention = AttentionKernel::kFlash;
   KernelFusion kernels = KernelFusion::kFused;
@@ -185,13 +199,12 @@ struct FrameworkConfig {
   // nll_loss in fp32 on a copy it keeps for the backward. What it holds differs
   // (transformer_model.h).
   bool loss_on_autocast_logits = false;
-  // How fp8 training scales its tensors: per tensor (Transformer Engine's delayed or current
-  // scaling, the default) or blockwise (DeepSeek-V3's 1 x 128 / 128 x 128 scales, DeepGEMM,
-  // TE's Float8BlockScaling), whose GEMMs pay more per tile (blockwise_fp8_k_overhead).
-  bool fp8_blockwise = false;
-  // FP8 weights gathered by ZeRO/FSDP (Megatron-Core --fp8-param-gather, TE's fp8 model
-  // init): the working weights held and all-gathered in 1 byte instead of 2 (fp8 training only).
-  bool fp8_param_gather = false;
+  // How fp8 training scales its tensors (Fp8Recipe).
+  Fp8Recipe fp8_recipe = Fp8Recipe::kTensorwise;
+  // Quantized weights gathered by ZeRO/FSDP (Megatron-Core --fp8-param-gather and
+  // fp4_param_gather, TE's fp8/fp4 model init): the working weights held and all-gathered in the
+  // training precision's bytes (fp8 1, NVFP4 0.5625) instead of 2 (fp8 and fp4 training only).
+  bool quantized_param_gather = false;
   // Pipeline sends and receives posted ahead and waited on only where their data is needed,
   // so that they run beside the neighbouring chunks' compute (Megatron-Core's
   // overlap_p2p_comm, in its interleaved schedule). NeMo's MegatronCommOverlapCallback and
@@ -214,6 +227,11 @@ struct FrameworkConfig {
   // --overlap-grad-reduce, PyTorch DDP/FSDP, DeepSpeed). false: after the whole backward
   // (Megatron-LM of 2021).
   bool grad_reduce_overlap = true;
+  // ZeRO-1/2's parameter all-gather after the optimizer step overlapped with the next step's
+  // forward chunk by chunk (Megatron-Core --overlap-param-gather). false: the whole gather before
+  // the first forward (Megatron-Bridge's MXFP8 recipes turn it off: "keeping this enabled causes
+  // NaN grad norm").
+  bool param_gather_overlap = true;
   // Parameters kept in fp32 and cast to the working precision per use (PyTorch autocast, FSDP
   // mixed precision: 4 bytes + 8 of Adam state). false: 16-bit parameters with an fp32 master
   // copy in the optimizer (Megatron-LM, DeepSpeed: 2 + 12).

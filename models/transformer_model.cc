@@ -147,9 +147,12 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   // optimizer (Megatron-LM, DeepSpeed: 2 + 12 bytes), or fp32 parameters cast per use (PyTorch
   // autocast, FSDP mixed precision: 4 + 8); fp32 or 16-bit gradient buffers.
   const bool fp32_params = fw.weights_in_fp32 || !mixed;
-  // fp8_param_gather: the working weights themselves are FP8 (no separate FP8 copy below).
-  const bool fp8_params = fw.fp8_param_gather && w.precision == Precision::kFp8;
-  const double weight_bytes = fp32_params ? 4 : fp8_params ? 1 : e;
+  // fp8_param_gather / fp4_param_gather: the working weights themselves are quantized (no
+  // separate quantized copy below).
+  const bool quantized_params = fw.quantized_param_gather && quantized(w.precision);
+  const double weight_bytes = fp32_params        ? 4
+                              : quantized_params ? quantized_weight_bytes(w)
+                                                 : e;
   const double grad_bytes = gradient_bytes(w);
   const double state_bytes = fp32_params ? 8 : 12;  // Adam m, v (+ the fp32 master)
   // ZeRO shards the dense weights over dp x cp, the experts over their expert data-parallel
@@ -181,9 +184,11 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
       out.forward_end_casts_bytes = std::min(out.cast_weights_bytes, head);
     }
   }
-  // FP8 training keeps an FP8 copy of every weight for its GEMMs (Transformer Engine's cached
-  // FP8 weights, cast on the first micro-batch of a step): 1 byte per parameter held.
-  if (w.precision == Precision::kFp8 && !fp8_params) out.gathered_weights_bytes += sharded(3);
+  // Quantized training keeps a quantized copy of every weight for its GEMMs (Transformer
+  // Engine's cached FP8/FP4 weights, cast on the first micro-batch of a step).
+  if (quantized(w.precision) && !quantized_params) {
+    out.gathered_weights_bytes += sharded(3) * quantized_weight_bytes(w);
+  }
   if (par.zero >= 3) {
     // The current and the prefetched layer, whole (a MoE layer with its local experts).
     const double layer = pc.moe_layers > 0
@@ -191,7 +196,7 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
                                    pc.router_per_layer +
                                    pc.experts * pc.expert / par.expert_model_parallel()
                              : pc.matmul_per_layer() / t;
-    out.gathered_weights_bytes += 2 * layer * (fp8_params ? 1 : e);
+    out.gathered_weights_bytes += 2 * layer * (quantized_params ? quantized_weight_bytes(w) : e);
   }
 
   // 2. Activations each layer keeps for its backward, bytes per token (transformer_model.h).
@@ -213,10 +218,11 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   // Selective recomputation's modules (none but the attention core unless given).
   const unsigned modules =
       par.recompute == Recompute::kSelective ? par.recompute_modules : 0u;
-  // FP8 training (Transformer Engine) keeps the FP8 cast of each quantized GEMM's input for
-  // its backward instead of the 16-bit tensor: the norms' outputs, the attention output and
-  // the MLP activation's output, 1 byte each.
-  const double e_in = w.precision == Precision::kFp8 ? 1 : e;
+  // Quantized training (Transformer Engine) keeps the quantized cast of each quantized GEMM's
+  // input for its backward instead of the 16-bit tensor: the norms' outputs, the attention
+  // output and the MLP activation's output, 1 byte each in fp8 (MXFP8: + a scale per 32), 0.5625
+  // in NVFP4.
+  const double e_in = quantized(w.precision) ? quantized_tensor_bytes(w) : e;
   double per_token = 2 * (h * residual + h * e_in) / sp;  // norm inputs and outputs
   // The MLP's part, dense and (MoE layers) routed: each routed copy of a token (top_k x the
   // busiest share, on the sequence shard) keeps its permuted input, the expert's up (+ gate)
@@ -328,6 +334,18 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
 bool mixed_precision(Precision p) { return p != Precision::kFp32 && p != Precision::kTf32; }
 
 double working_bytes(Precision p) { return mixed_precision(p) ? 2 : 4; }
+
+double quantized_tensor_bytes(const WorkloadConfig& w) {
+  if (!quantized(w.precision)) return 0;
+  const bool mxfp8 = w.precision == Precision::kFp8 && w.framework.fp8_recipe == Fp8Recipe::kMxfp8;
+  return mxfp8 ? 1 + 1.0 / 32 : bytes_per_element(w.precision);
+}
+
+double quantized_weight_bytes(const WorkloadConfig& w) {
+  const bool block_scaled =
+      w.precision == Precision::kFp4 || w.framework.fp8_recipe == Fp8Recipe::kMxfp8;
+  return (block_scaled ? 2 : 1) * quantized_tensor_bytes(w);
+}
 
 ParameterCount count_parameters(const ModelSpec& model) {
   const double h = model.hidden;
@@ -586,9 +604,9 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
                            const char* gather, const char* z3_fwd, const char* z3_bwd,
                            const char* z3_rs) {
     const double grad_bytes = params * gradient_bytes(w);
-    // ZeRO/FSDP gathers the working weights: FP8 with fp8_param_gather.
-    const bool fp8_gather = w.framework.fp8_param_gather && w.precision == Precision::kFp8;
-    const double weight_bytes = params * (fp8_gather ? 1 : ab);
+    // ZeRO/FSDP gathers the working weights: quantized with fp8_param_gather / fp4_param_gather.
+    const bool quantized_gather = w.framework.quantized_param_gather && quantized(w.precision);
+    const double weight_bytes = params * (quantized_gather ? quantized_weight_bytes(w) : ab);
     switch (par.zero) {
       case 0:
         add(ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllReduce, grad_bytes, 1, size,

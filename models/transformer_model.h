@@ -20,6 +20,16 @@ namespace clustersim::models {
 // and fp8, whose training keeps bf16 copies: Transformer Engine), in 32 bits for fp32/tf32.
 bool mixed_precision(Precision p);
 double working_bytes(Precision p);
+// Bytes per element of a tensor quantized for a GEMM (0 when the workload is not quantized):
+// fp8 1 (MXFP8 1 + 1/32: an E8M0 scale per 32), NVFP4 0.5625.
+double quantized_tensor_bytes(const WorkloadConfig& w);
+// Bytes per parameter of a quantized training's working copy of its weights (0 when the
+// workload is not quantized): per-tensor and blockwise fp8 1; block-scaled formats scale along
+// the reduction, which the forward and the input-gradient GEMMs take along different
+// dimensions of the weight, so Transformer Engine keeps both quantizations: MXFP8 2 x (1 +
+// 1/32), NVFP4 2 x 0.5625 (what Megatron's MXFP8 weight all-gather moves into the 2-byte
+// gradient buffer it reuses: reuse_grad_buf_for_mxfp8_param_ag).
+double quantized_weight_bytes(const WorkloadConfig& w);
 
 // Weights by role. Biases are not counted (Llama has none; GPT-3's are ~0.01% of it).
 struct ParameterCount {

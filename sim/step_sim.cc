@@ -472,6 +472,13 @@ void StepBuilder::emit_dp_start_gathers(int stage) {
       on_dp_stream(stage, t);
       start_gather_[{stage, c, g}] = t;
     }
+  // Not overlapped (param_gather_overlap false): every first forward waits for the whole gather,
+  // whose parts end in order on the DP stream.
+  if (!sc_.workload.framework.param_gather_overlap) {
+    const int last = start_gather_[{stage, chunks_ - 1, groups_ - 1}];
+    for (int c = 0; c < chunks_; ++c)
+      for (int g = 0; g < groups_; ++g) start_gather_[{stage, c, g}] = last;
+  }
 }
 
 void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_backward_of_chunk) {

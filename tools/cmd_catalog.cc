@@ -49,12 +49,13 @@ void print_section(const char* title, const TextTable& table, const std::vector<
 }
 
 void print_gpus() {
-  TextTable t({"id", "bf16", "fp8", "tf32", "fp32", "memory", "mem BW", "NVLink/dir", "PCIe/dir",
+  TextTable t({"id", "bf16", "fp8", "fp4", "tf32", "fp32", "memory", "mem BW", "NVLink/dir", "PCIe/dir",
                "TDP", "price", "SMs", "arch", "PCI id"});
   for (const auto& g : models::gpu_catalog()) {
     std::string ids;
     for (auto d : g.pci_device_ids) ids += (ids.empty() ? "" : ",") + hex(d);
     t.add_row({g.id, format_flops(g.bf16_flops), or_dash(g.fp8_flops, format_flops),
+               or_dash(g.fp4_flops, format_flops),
                format_flops(g.tf32_flops), format_flops(g.fp32_flops), format_size(g.hbm_bytes),
                format_bandwidth(g.hbm_Bps),
                g.nvlink_links > 0 ? std::to_string(g.nvlink_links) + " x " +
@@ -129,6 +130,7 @@ nlohmann::json gpus_json() {
                    {"bf16_flops", g.bf16_flops},
                    {"fp16_flops", g.fp16_flops},
                    {"fp8_flops", g.fp8_flops},
+                   {"fp4_flops", g.fp4_flops},
                    {"tf32_flops", g.tf32_flops},
                    {"fp32_flops", g.fp32_flops},
                    {"hbm_bytes", g.hbm_bytes},

@@ -421,8 +421,8 @@ std::vector<std::string> reasons(const Design& a, const Design& b) {
   if (pa != pb) {
     out.push_back("precision: " + std::string(models::to_string(pa)) + " vs " +
                   std::string(models::to_string(pb)) +
-                  (pa == models::Precision::kFp8 || pb == models::Precision::kFp8
-                       ? " (fp8: weight GEMMs at the fp8 peak, attention and the head in bf16, "
+                  (models::quantized(pa) || models::quantized(pb)
+                       ? " (fp8, fp4: weight GEMMs at that peak, attention and the head in bf16, "
                          "casts added; MFU above is against each design's own peak, the bf16 "
                          "row compares them)"
                        : std::string()));

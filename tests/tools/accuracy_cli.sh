@@ -2,8 +2,8 @@
 # `clustersim accuracy`: the published-run corpus (scenarios/published/) scored by both engines.
 # Gates the corpus: at least 30 runs from 6 sources, every file loads and both engines predict
 # every run (the simulator every run but DeepSeek-V3's DualPipe one), and the errors stay within
-# the current gates (mean |error| 5.2%, a regression gate; leave-one-source-out 8.0%, the
-# target: the corpus stands at 5.04% and 7.95% (analytic), 4.79% and 7.19% (simulator); the
+# the current gates (mean |error| 5.4%, a regression gate; leave-one-source-out 8.0%, the
+# target: the corpus stands at 5.30% and 7.82% (analytic), 5.07% and 7.28% (simulator); the
 # targets of docs/accuracy.md, mean 5%, max 15%, leave-one-out 8%, are not all met; the closing
 # notes give the table); a corpus-fitted constant ships at the corpus's best value.
 # Also: the per-source and leave-one-source-out figures in the JSON agree with the rows, --source,
@@ -12,16 +12,17 @@
 source "$(dirname "$0")/cli_test_lib.bash"
 corpus="$src/scenarios/published"
 
-# The gates of this commit, both engines: mean |error| 5.2%, a little above the analytic
-# engine's 5.04% (the simulator: 4.79%; the target is 5%), leave-one-source-out 8.0%, the
-# target (analytic 7.95%, simulator 7.19%), and the H200 steps we measured ourselves.
+# The gates of this commit, both engines: mean |error| 5.4%, a little above the analytic
+# engine's 5.30% (the simulator: 5.07%; the target is 5%, met at 4.94 / 4.74% before the ten
+# Blackwell MXFP8, NVFP4 and 26.06 rows joined), leave-one-source-out 8.0%, the target (analytic
+# 7.82%, simulator 7.28%), and the H200 steps we measured ourselves.
 # The contention measurements (scenarios/published/contention/) are scored apart, the simulator
 # gated at its current largest error (37.7%) plus a margin: 45% (it overstates ECMP
 # collisions, docs/collectives.md; a regression gate, not the 15% target).
-"$bin" accuracy "$corpus" --json --max-mean-error 0.052 --max-loso-error 0.080 \
+"$bin" accuracy "$corpus" --json --max-mean-error 0.054 --max-loso-error 0.080 \
   --max-collective-error 0.45 >"$tmp/acc.json" 2>"$tmp/err.txt"
 rc=$?
-[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.052 --max-loso-error 0.080 --max-collective-error 0.45 exited $rc ($(tail -3 "$tmp/err.txt"))"
+[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.054 --max-loso-error 0.080 --max-collective-error 0.45 exited $rc ($(tail -3 "$tmp/err.txt"))"
 python3 - "$tmp/acc.json" <<'PY' || fail "accuracy --json content"
 import json, statistics, sys
 d = json.load(open(sys.argv[1]))
@@ -53,7 +54,7 @@ for engine in ("analytic", "des"):
         assert abs(src["mean_abs_error"] - sum(own) / len(own)) < 1e-12
         means.append(src["left_out_mean_abs_error"])
     assert abs(s["leave_one_source_out_mean_abs_error"] - sum(means) / len(means)) < 1e-12
-    assert s["overall"]["mean_abs_error"] <= 0.052, s["overall"]
+    assert s["overall"]["mean_abs_error"] <= 0.054, s["overall"]
     assert s["leave_one_source_out_mean_abs_error"] <= 0.080, s
     h200 = [x for x in s["sources"] if x["source"] == "clustersim-h200"][0]
     assert h200["runs"] >= 16 and h200["mean_abs_error"] <= 0.07, h200
@@ -88,7 +89,7 @@ assert max(errs) <= 0.45, errs
 # The corpus-fitted constants: the shipped value is the corpus's best, refitted per source.
 for c in d["fitted_constants"]:
     assert abs(c["shipped"] - c["corpus_best"]) < 1e-9, c
-    # Fitted on every run of its architecture, from at least three sources (each left out).
+    # Fitted on the runs it applies to, from at least three sources (each left out).
     assert len(c["without_source"]) >= 3 and c["runs"] >= 6, c
 PY
 
