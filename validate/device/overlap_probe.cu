@@ -9,6 +9,11 @@
 // The step model's overlap_compute_slowdown (models/step_model.h) is the slowdown per second of
 // concurrent communication: here the background runs for the whole foreground loop, so the
 // foreground's slowdown is that figure for this kind of background.
+// The copy-engine cases (ce-*) move the same kind of bytes without any SM: a host thread keeps
+// 256 MiB device-to-device copies queued on the background stream, plain cudaMemcpyAsync
+// (ce-memcpy: the driver picks the engine) or cudaMemcpyBatchAsync with
+// cudaMemcpyFlagPreferOverlapWithCompute (ce-batch: a copy engine asked for, as Transformer
+// Engine's userbuffers and NCCL's copy-engine collectives use one), until the foreground ends.
 // Build: nvcc -O3 -arch=sm_90 -o overlap_probe overlap_probe.cu -lcublas
 // Run:   ./overlap_probe [seconds_per_case=1.0]
 #include <cublas_v2.h>
@@ -101,10 +106,60 @@ __global__ void fill(int4* p, size_t n, unsigned seed) {
 
 struct Case {
   std::string name;
-  int blocks;   // 0: alone
+  int blocks;   // 0: alone (or a copy-engine case)
   int copy;     // 1 copy, 0 spin
   unsigned ns;  // throttle
+  int engine = 0;  // 1: cudaMemcpyAsync D2D, 2: cudaMemcpyBatchAsync preferring a copy engine
 };
+
+// Copy-engine background: 256 MiB copies kept queued (at most 4 in flight) on `stream` until
+// *stop; returns the bytes copied and, through seconds, the time from the first copy's start to
+// the last one's end (events on the stream).
+struct EngineCopies {
+  double bytes = 0;
+  double seconds = 0;
+};
+EngineCopies engine_copies(int engine, void* dst, const void* src, cudaStream_t stream,
+                           volatile int* stop, volatile int* started) {
+  const size_t chunk = size_t(256) << 20;
+  std::vector<cudaEvent_t> done(4);
+  for (auto& e : done) CHECK(cudaEventCreate(&e));
+  cudaEvent_t first, last;
+  CHECK(cudaEventCreate(&first));
+  CHECK(cudaEventCreate(&last));
+  CHECK(cudaEventRecord(first, stream));
+  long issued = 0;
+  while (!*stop) {
+    if (issued >= 4) CHECK(cudaEventSynchronize(done[issued % 4]));
+    if (engine == 1) {
+      CHECK(cudaMemcpyAsync(dst, src, chunk, cudaMemcpyDeviceToDevice, stream));
+    } else {
+      void* dsts[1] = {dst};
+      const void* srcs[1] = {src};
+      size_t sizes[1] = {chunk};
+      cudaMemcpyAttributes attr = {};
+      attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+      attr.srcLocHint.type = cudaMemLocationTypeDevice;
+      attr.srcLocHint.id = 0;
+      attr.dstLocHint.type = cudaMemLocationTypeDevice;
+      attr.dstLocHint.id = 0;
+      attr.flags = cudaMemcpyFlagPreferOverlapWithCompute;
+      size_t attr_idx[1] = {0};
+      CHECK(cudaMemcpyBatchAsync(dsts, srcs, sizes, 1, &attr, attr_idx, 1, stream));
+    }
+    CHECK(cudaEventRecord(done[issued % 4], stream));
+    ++issued;
+    if (issued == 2) *started = 1;
+  }
+  CHECK(cudaEventRecord(last, stream));
+  CHECK(cudaEventSynchronize(last));
+  float ms = 0;
+  CHECK(cudaEventElapsedTime(&ms, first, last));
+  for (auto& e : done) CHECK(cudaEventDestroy(e));
+  CHECK(cudaEventDestroy(first));
+  CHECK(cudaEventDestroy(last));
+  return {double(issued) * chunk, ms * 1e-3};
+}
 
 int main(int argc, char** argv) {
   const double seconds = argc > 1 ? std::atof(argv[1]) : 1.0;
@@ -185,7 +240,8 @@ int main(int argc, char** argv) {
   const std::vector<Case> cases = {
       {"alone", 0, 0, 0},          {"spin16", 16, 0, 0},      {"copy16", 16, 1, 0},
       {"copy16-slow", 16, 1, 28000}, {"spin32", 32, 0, 0},      {"copy32", 32, 1, 0},
-      {"copy32-slow", 32, 1, 30000}, {"alone-again", 0, 0, 0},
+      {"copy32-slow", 32, 1, 30000}, {"ce-memcpy", 0, 0, 0, 1},  {"ce-batch", 0, 0, 0, 2},
+      {"alone-again", 0, 0, 0},
   };
   std::printf("# %d SMs; foreground launches: gemm %d, copy %d; background blocks of 512 threads\n",
               sms, fgs[0].launches, fgs[1].launches);
@@ -198,6 +254,12 @@ int main(int argc, char** argv) {
       *started = 0;
       CHECK(cudaMemset(words, 0, sizeof(unsigned long long)));
       CHECK(cudaDeviceSynchronize());
+      EngineCopies ce;
+      std::thread engine;
+      if (c.engine > 0) {
+        engine = std::thread([&] { ce = engine_copies(c.engine, bg_dst, bg_src, bg, stop, started); });
+        while (*(volatile int*)started == 0) std::this_thread::yield();
+      }
       if (c.blocks > 0) {
         CHECK(cudaEventRecord(b0, bg));
         background<<<c.blocks, 512, 0, bg>>>(bg_src, bg_dst, bg_words, c.copy, c.ns, d_stop,
@@ -211,6 +273,10 @@ int main(int argc, char** argv) {
       CHECK(cudaEventSynchronize(e1));
       *(volatile int*)stop = 1;
       double bg_GBps = 0;
+      if (c.engine > 0) {
+        engine.join();
+        bg_GBps = 2.0 * ce.bytes / ce.seconds / 1e9;
+      }
       if (c.blocks > 0) {
         CHECK(cudaEventRecord(b1, bg));
         CHECK(cudaEventSynchronize(b1));
