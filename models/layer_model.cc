@@ -231,9 +231,9 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   double cast_forward = 0, cast_backward = 0;
   for (const Gemm& g : gemms) {
     if (g.m <= 0) continue;
-    const bool quantized = low_precision && g.quantized;
-    WeightGemm wg = weight_gemm(gpu, quantized ? p : unquantized_precision(p), g.m, g.n, g.k,
-                                quantized ? quantized_params : params, g.chunks);
+    const bool gemm_quantized = low_precision && g.quantized;
+    WeightGemm wg = weight_gemm(gpu, gemm_quantized ? p : unquantized_precision(p), g.m, g.n,
+                                g.k, gemm_quantized ? quantized_params : params, g.chunks);
     wg.forward_s *= g.count;
     wg.backward_s *= g.count;
     out.gemm_forward_s += wg.forward_s;
@@ -245,7 +245,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
       case Role::kShared: out.gemm_shared_forward_s += wg.forward_s; break;
       case Role::kAttention: break;
     }
-    if (quantized) {
+    if (gemm_quantized) {
       cast_forward += g.count * g.m * g.k;
       cast_backward += g.count * g.m * g.n;
     }
