@@ -145,6 +145,7 @@ constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "fp4_param_gather",
                                                "grad_reduce_overlap", "weights_in_fp32",
                                                "param_gather_overlap",
+                                               "tp_overlap_copy_engine_share",
                                                "gradients_in_backward",
                                                "fp32_gradients",      "zero1_grad_reduce",
                                                "moe_layer_host_time"};
@@ -1183,6 +1184,8 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_bool(fw, fp, "fp4_param_gather", &f.quantized_param_gather) ||
         !read_bool(fw, fp, "grad_reduce_overlap", &f.grad_reduce_overlap) ||
         !read_bool(fw, fp, "param_gather_overlap", &f.param_gather_overlap) ||
+        !read_quantity(fw, fp, "tp_overlap_copy_engine_share", FieldKind::kFraction, true,
+                       &f.tp_overlap_copy_engine_share) ||
         !read_bool(fw, fp, "weights_in_fp32", &f.weights_in_fp32) ||
         !read_bool(fw, fp, "gradients_in_backward", &f.gradients_in_backward) ||
         !read_bool(fw, fp, "fp32_gradients", &f.fp32_gradients) ||
@@ -1190,6 +1193,10 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_quantity(fw, fp, "moe_layer_host_time", FieldKind::kTime, true,
                        &f.moe_layer_host_s)) {
       return false;
+    }
+    if (fw["tp_overlap_copy_engine_share"].IsDefined() && !f.tp_comm_overlap) {
+      return fail(fw["tp_overlap_copy_engine_share"], child(fp, "tp_overlap_copy_engine_share"),
+                  "applies to tp_comm_overlap: true (the TP collectives are not hidden)");
     }
     if (fw["loss_input"].IsDefined() && f.kernels == KernelFusion::kFused) {
       return fail(fw["loss_input"], child(fp, "loss_input"),

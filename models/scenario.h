@@ -185,6 +185,12 @@ struct FrameworkConfig {
   // TP/SP collectives hidden behind the GEMMs they feed (Transformer Engine userbuffers,
   // NeMo's tp_comm_overlap). false: they sit between the GEMMs (Megatron-LM's default).
   bool tp_comm_overlap = false;
+  // With tp_comm_overlap: the share of the hidden TP traffic that copy engines move (Transformer
+  // Engine's `ring_exchange` overlaps, use_ce by default) rather than SM kernels (`bulk`,
+  // `pipeline`); it costs compute StepParams::overlap_copy_engine_slowdown per second instead of
+  // overlap_compute_slowdown. Megatron-Bridge's FP8 userbuffers configurations: about 0.75;
+  // its BF16 H100 ones and TE's defaults: about 0.5. 0: every overlap on SMs.
+  double tp_overlap_copy_engine_share = 0;
   // Without tp_comm_overlap: each column-parallel linear's input-gradient reduction in the
   // backward (a reduce-scatter with SP, an all-reduce without) runs while that linear's
   // weight-gradient GEMM computes. Megatron-LM and Megatron-Core do it by default since 2022

@@ -89,6 +89,13 @@ double overlap_interference_s(double hidden_comm_s, const StepParams& params,
   return std::max(0.0, hidden_comm_s - host_wait_s) * params.overlap_compute_slowdown;
 }
 
+double sm_equivalent_hidden_s(const StepBreakdown& b, const FrameworkConfig& fw,
+                              const StepParams& params) {
+  const double sm = params.overlap_compute_slowdown;
+  const double relief = sm > 0 ? 1 - params.overlap_copy_engine_slowdown / sm : 0;
+  return b.hidden_comm_s() - b.tp.hidden_s() * fw.tp_overlap_copy_engine_share * relief;
+}
+
 StepParams default_step_params(const ClusterConfig& cluster) {
   StepParams p;
   p.compute = default_compute_params(cluster.node.gpu);
@@ -383,7 +390,8 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   b.optimizer_s = optimizer_seconds(gpu, w, r.memory, params);
 
   // 6. What the hidden collectives take from the compute they overlap.
-  b.overlap_interference_s = overlap_interference_s(b.hidden_comm_s(), params, b.host_wait_s);
+  b.overlap_interference_s =
+      overlap_interference_s(sm_equivalent_hidden_s(b, w.framework, params), params, b.host_wait_s);
   b.compute_s += b.overlap_interference_s;
 
   r.step_time_s = b.compute_s + b.tp.exposed_s + b.cp.exposed_s + b.ep.exposed_s +

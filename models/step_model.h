@@ -40,6 +40,12 @@ struct StepParams {
   // so the communication lasted 1.102 x 1.189 - 1 = 0.310 of the compute and cost
   // 0.189 / 0.310 = 0.61 of its duration. (The SMs alone, 16 of 132, would explain 0.14.)
   double overlap_compute_slowdown = 0.61;
+  // The same for a transfer a copy engine moves, which holds no SM: device call 19 on one H200
+  // (scenarios/measurements/call19/overlap_probe_h200.txt), a cuBLAS bf16 GEMM 8192^3 ran 0.057
+  // slower while a copy engine moved 308 GB/s beside it the whole time (0.27 beside 16 copying
+  // blocks). Applies to the copy-engine share of hidden TP traffic
+  // (FrameworkConfig::tp_overlap_copy_engine_share).
+  double overlap_copy_engine_slowdown = 0.057;
   // The optimizer step's HBM traffic per parameter (Megatron-LM's mixed-precision optimizer,
   // optimizer.py): the gradient norm for clipping (read the fp32 gradient: 4; --clip-grad 1.0
   // is the default), Adam (read master weight, gradient, m, v: 16; write master, m, v: 12),
@@ -128,6 +134,12 @@ struct StepBreakdown {
     return tp.exposed_s + pp.exposed_s + dp.exposed_s + cp.exposed_s + ep.exposed_s;
   }
 };
+
+// The step's hidden communication as SM-driven collectives cost compute: the copy-engine share
+// of its hidden TP traffic (FrameworkConfig::tp_overlap_copy_engine_share) counts at
+// overlap_copy_engine_slowdown / overlap_compute_slowdown of its time.
+double sm_equivalent_hidden_s(const StepBreakdown& b, const FrameworkConfig& fw,
+                              const StepParams& params);
 
 struct StepResult {
   int gpus = 0;

@@ -935,8 +935,14 @@ void StepBuilder::account(DesStepResult* out, const RunStats& run) {
     b.host_wait_s = static_cast<size_t>(stage) < an_.stages.size()
                         ? an_.micro_batches * an_.stages[static_cast<size_t>(stage)].host_wait_s
                         : 0;
+    // The hidden time beside compute, weighted as the step's hidden traffic is (copy engines
+    // cost less than SM kernels).
+    const double hidden = b.hidden_comm_s();
+    const double weight =
+        hidden > 0 ? models::sm_equivalent_hidden_s(b, sc_.workload.framework, params_) / hidden
+                   : 1;
     b.overlap_interference_s = models::overlap_interference_s(
-        std::min(b.hidden_comm_s(), beside), params_, b.host_wait_s);
+        std::min(hidden, beside) * weight, params_, b.host_wait_s);
     b.compute_s += b.overlap_interference_s;
     a.end_s = t + b.overlap_interference_s;
     return a;

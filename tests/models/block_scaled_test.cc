@@ -193,3 +193,46 @@ TEST_SUITE("models") {
     CHECK(b->step_time_s > a->step_time_s);
   }
 }
+
+TEST_SUITE("models") {
+  TEST_CASE("tp_overlap_copy_engine_share: copy engines cost hidden TP traffic 0.057, not 0.61") {
+    // One node, TP only: every hidden second is TP's.
+    auto load = [](const std::string& share) {
+      auto s = load_scenario_text(
+          "cluster: {nodes: 1, node: {gpu: h100-sxm, gpus_per_node: 8, scale_up: nvlink4}}\n"
+          "workload:\n  model: llama3-70b\n  seq_len: 8192\n  global_batch: 8\n"
+          "  framework: {tp_comm_overlap: true" +
+              (share.empty() ? std::string() : ", tp_overlap_copy_engine_share: " + share) +
+              "}\n  parallelism: {tp: 8, sp: true, pp: 1, dp: 1, recompute: none}\n",
+          "ce.yaml");
+      REQUIRE_MESSAGE(s.ok(), s.message());
+      return std::move(s).value();
+    };
+    const Scenario sm = load(""), ce = load("1"), half = load("0.5");
+    const StepParams p = default_step_params(sm.cluster);
+    auto a = predict_step(sm, p), b = predict_step(ce, p), c = predict_step(half, p);
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    REQUIRE(c.ok());
+    REQUIRE(a->breakdown.tp.hidden_s() > 0);
+    CHECK(a->breakdown.hidden_comm_s() == doctest::Approx(a->breakdown.tp.hidden_s()));
+    CHECK(a->breakdown.overlap_interference_s ==
+          doctest::Approx(0.61 * a->breakdown.tp.hidden_s()));
+    CHECK(b->breakdown.overlap_interference_s ==
+          doctest::Approx(0.057 * a->breakdown.tp.hidden_s()));
+    CHECK(c->breakdown.overlap_interference_s ==
+          doctest::Approx((0.61 + 0.057) / 2 * a->breakdown.tp.hidden_s()));
+    CHECK(b->step_time_s < a->step_time_s);
+    // Only where the TP collectives are hidden.
+    CHECK(load_error("cluster: {nodes: 1, node: {gpu: h100-sxm, gpus_per_node: 8, scale_up: "
+                     "nvlink4}}\nworkload:\n  model: llama3-8b\n  seq_len: 4096\n  global_batch: "
+                     "8\n  framework: {tp_overlap_copy_engine_share: 0.5}\n  parallelism: {tp: 8, "
+                     "dp: 1}\n")
+              .find("applies to tp_comm_overlap: true") != std::string::npos);
+    CHECK(load_error("cluster: {nodes: 1, node: {gpu: h100-sxm, gpus_per_node: 8, scale_up: "
+                     "nvlink4}}\nworkload:\n  model: llama3-8b\n  seq_len: 4096\n  global_batch: "
+                     "8\n  framework: {tp_comm_overlap: true, tp_overlap_copy_engine_share: 1.5}\n"
+                     "  parallelism: {tp: 8, dp: 1}\n")
+              .find("expected a fraction between 0 and 1") != std::string::npos);
+  }
+}
