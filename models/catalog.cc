@@ -258,12 +258,12 @@ std::vector<GpuSpec> make_gpus() {
        .arch = "sm_103",
        .pci_device_ids = {0x3182},
        .source = "NVIDIA HGX B300 specifications (8 GPUs): 36 PFLOP/s fp16/bf16 and 72 fp8 sparse "
-                 "(per GPU dense = 2.25 and 4.5), 108 fp4 dense (13.5 per GPU), 2.3 TB of HBM3e (288 GB per GPU) at up to 8 "
-                 "TB/s, "
-                 "NVLink5 1.8 TB/s bidirectional per GPU, 2x attention performance (Blackwell "
-                 "Ultra: 160 SMs, doubled SFU exponentials; NVIDIA, 'Inside NVIDIA Blackwell "
-                 "Ultra'); 270 GiB usable (NVML reports 269 GiB) and a 1,100 W cap as NVML reports "
-                 "them; PCI id 0x3182: NVIDIA open-gpu-kernel-modules README; price approximate"},
+                 "(per GPU dense = 2.25 and 4.5), 108 fp4 dense (13.5 per GPU), 2.3 TB of HBM3e "
+                 "(288 GB per GPU) at up to 8 TB/s, NVLink5 1.8 TB/s bidirectional per GPU, 2x "
+                 "attention performance (Blackwell Ultra: 160 SMs, doubled SFU exponentials; "
+                 "NVIDIA, 'Inside NVIDIA Blackwell Ultra'); 270 GiB usable (NVML reports 269 GiB) "
+                 "and a 1,100 W cap as NVML reports them; PCI id 0x3182: NVIDIA "
+                 "open-gpu-kernel-modules README; price approximate"},
       // GB200 NVL72 and GB300 NVL72: 72 GPUs joined by NVLink 5 through the rack's NVSwitch
       // trays, one 900 GB/s-per-direction domain across 18 compute trays of 4 GPUs. clustersim's
       // node is its NVLink domain: an NVL72 rack (or the part of it a job uses, e.g. 64 GPUs on
@@ -288,11 +288,11 @@ std::vector<GpuSpec> make_gpus() {
        .sm_count = 148,
        .arch = "sm_100",
        .pci_device_ids = {0x2941},
-       .source = "NVIDIA GB200 NVL72 specifications, per Blackwell GPU: 5 PFLOP/s fp16/bf16, "
-                 "10 fp8 and 20 fp4 sparse (dense = half), 2.5 tf32 sparse, 80 TFLOP/s fp32, 186 GB HBM3e "
-                 "at 8 TB/s, NVLink5 1.8 TB/s bidirectional (18 links x 50 GB/s/dir) in a 72-GPU "
-                 "domain, configurable up to 1,200 W (NVML reports 189,471 MiB and a 1,200 W "
-                 "cap); the B200's die, 148 SMs; PCI id 0x2941: NVIDIA open-gpu-kernel-modules "
+       .source = "NVIDIA GB200 NVL72 specifications, per Blackwell GPU: 5 PFLOP/s fp16/bf16, 10 "
+                 "fp8 and 20 fp4 sparse (dense = half), 2.5 tf32 sparse, 80 TFLOP/s fp32, 186 GB "
+                 "HBM3e at 8 TB/s, NVLink5 1.8 TB/s bidirectional (18 links x 50 GB/s/dir) in a "
+                 "72-GPU domain, configurable up to 1,200 W (NVML reports 189,471 MiB and a 1,200 "
+                 "W cap); the B200's die, 148 SMs; PCI id 0x2941: NVIDIA open-gpu-kernel-modules "
                  "README (compatible GPUs); price approximate (a share of an NVL72 rack)"},
       {.id = "gb300",
        .name = "NVIDIA GB300",
@@ -314,12 +314,12 @@ std::vector<GpuSpec> make_gpus() {
        .arch = "sm_103",
        .pci_device_ids = {0x31C2, 0x31C3},
        .source = "NVIDIA, 'Inside NVIDIA Blackwell Ultra: The Chip Powering the AI Factory Era' "
-                 "(developer blog, 2025): 160 SMs, 15 PFLOP/s dense NVFP4 (GB300 NVL72: 1,080 dense), attention-layer "
-                 "acceleration (SFU exponentials 10.7 T/s, twice Blackwell's), 288 GB HBM3e at 8 "
-                 "TB/s, NVLink5 1.8 TB/s bidirectional, PCIe 6; GB300 NVL72 specifications per "
-                 "GPU: 5 PFLOP/s fp16/bf16 and 10 fp8 sparse (dense = half), up to 1,400 W; 279 "
-                 "GiB usable (NVML reports 278 GiB of the 288 GB); PCI ids 0x31C2, 0x31C3: NVIDIA "
-                 "open-gpu-kernel-modules README; price approximate"},
+                 "(developer blog, 2025): 160 SMs, 15 PFLOP/s dense NVFP4 (GB300 NVL72: 1,080 "
+                 "dense), attention-layer acceleration (SFU exponentials 10.7 T/s, twice "
+                 "Blackwell's), 288 GB HBM3e at 8 TB/s, NVLink5 1.8 TB/s bidirectional, PCIe 6; "
+                 "GB300 NVL72 specifications per GPU: 5 PFLOP/s fp16/bf16 and 10 fp8 sparse (dense "
+                 "= half), up to 1,400 W; 279 GiB usable (NVML reports 278 GiB of the 288 GB); PCI "
+                 "ids 0x31C2, 0x31C3: NVIDIA open-gpu-kernel-modules README; price approximate"},
       {.id = "rtx-4090",
        .name = "NVIDIA GeForce RTX 4090",
        .vendor = "nvidia",

@@ -163,8 +163,6 @@ enum class KernelFusion {
 };
 std::string_view to_string(KernelFusion k);
 
-// What the training framework does that the step's time depends on (workload.framework).
-// Defaults: Megatron-Core / NeMo as commonly configured.
 // How fp8 training scales its tensors.
 enum class Fp8Recipe {
   // Per tensor: Transformer Engine's delayed or current scaling (the default).
@@ -179,6 +177,8 @@ enum class Fp8Recipe {
   kMxfp8,
 };
 
+// What the training framework does that the step's time depends on (workload.framework).
+// Defaults: Megatron-Core / NeMo as commonly configured.
 struct FrameworkConfig {
   AttentionKernel attention = AttentionKernel::kFlash;
   KernelFusion kernels = KernelFusion::kFused;

@@ -149,7 +149,7 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   const bool fp32_params = fw.weights_in_fp32 || !mixed;
   // fp8_param_gather / fp4_param_gather: the working weights themselves are quantized (no
   // separate quantized copy below).
-  const bool quantized_params = fw.quantized_param_gather && quantized(w.precision);
+  const bool quantized_params = gathers_quantized_weights(w);
   const double weight_bytes = fp32_params        ? 4
                               : quantized_params ? quantized_weight_bytes(w)
                                                  : e;
@@ -335,16 +335,24 @@ bool mixed_precision(Precision p) { return p != Precision::kFp32 && p != Precisi
 
 double working_bytes(Precision p) { return mixed_precision(p) ? 2 : 4; }
 
+bool block_scaled(const WorkloadConfig& w) {
+  return w.precision == Precision::kFp4 ||
+         (w.precision == Precision::kFp8 && w.framework.fp8_recipe == Fp8Recipe::kMxfp8);
+}
+
+bool gathers_quantized_weights(const WorkloadConfig& w) {
+  return w.framework.quantized_param_gather && quantized(w.precision);
+}
+
 double quantized_tensor_bytes(const WorkloadConfig& w) {
   if (!quantized(w.precision)) return 0;
-  const bool mxfp8 = w.precision == Precision::kFp8 && w.framework.fp8_recipe == Fp8Recipe::kMxfp8;
+  // MXFP8: an E8M0 scale byte per 32 elements (NVFP4's scales are in bytes_per_element).
+  const bool mxfp8 = w.precision == Precision::kFp8 && block_scaled(w);
   return mxfp8 ? 1 + 1.0 / 32 : bytes_per_element(w.precision);
 }
 
 double quantized_weight_bytes(const WorkloadConfig& w) {
-  const bool block_scaled =
-      w.precision == Precision::kFp4 || w.framework.fp8_recipe == Fp8Recipe::kMxfp8;
-  return (block_scaled ? 2 : 1) * quantized_tensor_bytes(w);
+  return (block_scaled(w) ? 2 : 1) * quantized_tensor_bytes(w);
 }
 
 ParameterCount count_parameters(const ModelSpec& model) {
@@ -605,8 +613,8 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
                            const char* z3_rs) {
     const double grad_bytes = params * gradient_bytes(w);
     // ZeRO/FSDP gathers the working weights: quantized with fp8_param_gather / fp4_param_gather.
-    const bool quantized_gather = w.framework.quantized_param_gather && quantized(w.precision);
-    const double weight_bytes = params * (quantized_gather ? quantized_weight_bytes(w) : ab);
+    const double weight_bytes =
+        params * (gathers_quantized_weights(w) ? quantized_weight_bytes(w) : ab);
     switch (par.zero) {
       case 0:
         add(ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllReduce, grad_bytes, 1, size,

@@ -20,6 +20,12 @@ namespace clustersim::models {
 // and fp8, whose training keeps bf16 copies: Transformer Engine), in 32 bits for fp32/tf32.
 bool mixed_precision(Precision p);
 double working_bytes(Precision p);
+// MXFP8 or NVFP4: block scales along each GEMM's reduction, so every tensor is quantized along
+// both of its dimensions (the forward and the gradient GEMMs reduce over different ones).
+bool block_scaled(const WorkloadConfig& w);
+// fp8_param_gather / fp4_param_gather under quantized training: ZeRO/FSDP holds and gathers the
+// quantized weights themselves.
+bool gathers_quantized_weights(const WorkloadConfig& w);
 // Bytes per element of a tensor quantized for a GEMM (0 when the workload is not quantized):
 // fp8 1 (MXFP8 1 + 1/32: an E8M0 scale per 32), NVFP4 0.5625.
 double quantized_tensor_bytes(const WorkloadConfig& w);

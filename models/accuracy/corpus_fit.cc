@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "models/compute_model.h"
+#include "models/transformer_model.h"
 
 namespace clustersim::models {
 
@@ -39,10 +40,7 @@ const std::vector<CorpusConstant>& corpus_constants() {
        // it. They are scored like every run, with the clock fitted here.
        .applies =
            [](const Scenario& s) {
-             const WorkloadConfig& w = s.workload;
-             return arch_family(s.cluster.node.gpu.arch) == "sm_100" &&
-                    w.precision != Precision::kFp4 &&
-                    !(w.precision == Precision::kFp8 && w.framework.fp8_recipe == Fp8Recipe::kMxfp8);
+             return arch_family(s.cluster.node.gpu.arch) == "sm_100" && !block_scaled(s.workload);
            },
        .set = [](const Scenario& s, StepParams* p, double v) {
          const double a = p->compute.power_exponent;

@@ -33,6 +33,17 @@ Scenario llama70b(const std::string& gpu, const std::string& precision,
   return std::move(s).value();
 }
 
+// The elements the forward casts per layer of llama70b(): each quantized GEMM's input on 8,192
+// tokens at TP 8 (QKV and the up projection read the hidden size, the output projection h / 8,
+// the down projection ffn / 8); and the fused kernels' copy rate they move at.
+double forward_cast_elements() {
+  const double tokens = 8192, h = 8192, ffn = 28672, t = 8;
+  return tokens * (h + h / t + h + ffn / t);
+}
+double cast_rate(const GpuSpec& gpu, const ComputeParams& p) {
+  return gpu.hbm_Bps * p.elementwise_efficiency;
+}
+
 std::string load_error(const std::string& text) {
   auto s = load_scenario_text(text, "bad.yaml");
   REQUIRE_FALSE(s.ok());
@@ -70,12 +81,8 @@ TEST_SUITE("models") {
     CHECK(b.gemm_backward_s == doctest::Approx(a.gemm_backward_s));
     CHECK(b.attention_forward_s == doctest::Approx(a.attention_forward_s));
     // Casts: read 2 bytes, write two copies; per-tensor 1 + 1, MXFP8 2 x (1 + 1/32).
-    const double tokens = 8192;
-    const double h = 8192, ffn = 28672, t = 8;
-    const double inputs = tokens * (h + h / t + h + ffn / t);
-    const double rate = gpu.hbm_Bps * p.elementwise_efficiency;
     CHECK(b.memory_forward_s - a.memory_forward_s ==
-          doctest::Approx(inputs * 2 / 32 / rate).epsilon(1e-6));
+          doctest::Approx(forward_cast_elements() * 2 / 32 / cast_rate(gpu, p)).epsilon(1e-6));
   }
 
   TEST_CASE("block scaling: NVFP4 GEMMs at the fp4 peak times the measured ratio") {
@@ -93,11 +100,8 @@ TEST_SUITE("models") {
     CHECK(b.attention_forward_s == doctest::Approx(a.attention_forward_s));
     CHECK(b.attention_backward_s == doctest::Approx(a.attention_backward_s));
     // Casts: read 2 bytes, write both quantizations at 0.5625 each: 3.125 bytes per element.
-    const double tokens = 8192;
-    const double h = 8192, ffn = 28672, t = 8;
-    const double inputs = tokens * (h + h / t + h + ffn / t);
-    const double rate = gpu.hbm_Bps * p.elementwise_efficiency;
-    CHECK(b.memory_forward_s - a.memory_forward_s == doctest::Approx(3.125 * inputs / rate));
+    CHECK(b.memory_forward_s - a.memory_forward_s ==
+          doctest::Approx(3.125 * forward_cast_elements() / cast_rate(gpu, p)));
   }
 
   TEST_CASE("block scaling: memory keeps both quantizations of the weights") {
