@@ -138,6 +138,7 @@ constexpr std::string_view kMoeKeys[] = {"experts",       "top_k",           "ex
                                          "imbalance",     "max_nodes_per_token"};
 constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "tp_comm_overlap",     "tp_wgrad_overlap",
+                                               "sp_input_regather",
                                                "loss_input",
                                                "ep_comm_overlap",     "pp_comm_overlap",
                                                "ep_dispatcher",
@@ -1175,6 +1176,7 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_enum(fw, fp, "kernels", kKernels, &f.kernels) ||
         !read_bool(fw, fp, "tp_comm_overlap", &f.tp_comm_overlap) ||
         !read_bool(fw, fp, "tp_wgrad_overlap", &f.tp_wgrad_overlap) ||
+        !read_bool(fw, fp, "sp_input_regather", &f.sp_input_regather) ||
         !read_enum(fw, fp, "loss_input", kLossInputs, &f.loss_on_autocast_logits) ||
         !read_bool(fw, fp, "ep_comm_overlap", &f.ep_comm_overlap) ||
         !read_bool(fw, fp, "pp_comm_overlap", &f.pp_comm_overlap) ||

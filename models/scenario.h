@@ -188,16 +188,24 @@ struct FrameworkConfig {
   // With tp_comm_overlap: the share of the hidden TP traffic that copy engines move (Transformer
   // Engine's `ring_exchange` overlaps, use_ce by default) rather than SM kernels (`bulk`,
   // `pipeline`); it costs compute StepParams::overlap_copy_engine_slowdown per second instead of
-  // overlap_compute_slowdown. Megatron-Bridge's FP8 userbuffers configurations: about 0.75;
-  // its BF16 H100 ones and TE's defaults: about 0.5. 0: every overlap on SMs.
+  // overlap_compute_slowdown. Of a layer's ten TP collectives (four forward, six backward with
+  // SP's second gathers), Megatron-Bridge's FP8 userbuffers configurations move six by ring
+  // exchange (0.6); its BF16 H100 ones and TE's defaults four (0.4). 0: every overlap on SMs.
   double tp_overlap_copy_engine_share = 0;
   // Without tp_comm_overlap: each column-parallel linear's input-gradient reduction in the
   // backward (a reduce-scatter with SP, an all-reduce without) runs while that linear's
-  // weight-gradient GEMM computes. Megatron-LM and Megatron-Core do it by default since 2022
+  // weight-gradient GEMM computes, and its input's second gather (sp_input_regather) while its
+  // data-gradient GEMM does. Megatron-LM and Megatron-Core do it by default since 2022
   // (tensor_parallel/layers.py, LinearWithGradAccumulationAndAsyncCommunication: the collective
   // is launched asynchronously before the weight-gradient GEMM; Korthikanti et al. 2022, sec.
   // 6.2); PyTorch's DTensor TP does not. The other TP collectives stay exposed.
   bool tp_wgrad_overlap = false;
+  // With SP: each column-parallel linear (QKV, the MLP's first) keeps its input as the sequence
+  // shard and all-gathers it again in the backward for its weight gradient (Megatron-LM/Core
+  // and Transformer Engine; under tp_wgrad_overlap the gather runs beside the data-gradient
+  // GEMM). false: the gathered input is kept for the backward (PyTorch DTensor SP, where
+  // autograd saves the matmul's input), with no second gather.
+  bool sp_input_regather = true;
   // PyTorch kernels (eager, compiled): what the cross-entropy over the vocabulary is given.
   // false: the logits cast to fp32 first (`logits.float()`: TorchTitan, Hugging Face), so its
   // log-softmax runs in fp32. true: the 16-bit logits as autocast leaves them

@@ -78,6 +78,7 @@ double optimizer_seconds(const GpuSpec& gpu, const WorkloadConfig& w, const Memo
 double tp_wgrad_overlapped_share(const WorkloadConfig& w, const CommCall& call) {
   if (!w.framework.tp_wgrad_overlap || w.framework.tp_comm_overlap) return 0;
   if (call.dim != ParallelDim::kTp || call.phase != CommPhase::kBackward) return 0;
+  if (call.regather) return 1;  // beside the data-gradient GEMM, every backward
   const CollectiveOp reduction = w.parallelism.sp ? CollectiveOp::kReduceScatter
                                                   : CollectiveOp::kAllReduce;
   if (call.op != reduction) return 0;
@@ -253,7 +254,7 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
     x.tp = tp_overlap ? n * (std::max(0.0, tp_fwd_layer - st.gemm_forward_s / g) +
                              std::max(0.0, tp_bwd_layer - st.gemm_backward_s / g))
                       : n * (tp_fwd_layer + tp_bwd_layer -
-                             std::min(tp_wgrad_layer, tp_wgrad_cover_s(st.gemm_backward_s / g)));
+                             std::min(tp_wgrad_layer, tp_wgrad_cover_s(w, st.gemm_backward_s / g)));
     x.tp *= 1 - params.tp_overlap_fraction;
     // Ring attention overlaps each K/V step with the attention of the chunk in hand.
     x.cp = std::max(0.0, n * cp_fwd_layer - st.attention_forward_s) +

@@ -67,12 +67,15 @@ inline double weight_gradient_s(double gemm_backward_s) { return 0.5 * gemm_back
 // framework.tp_wgrad_overlap: the share of `call`'s calls that are a column-parallel linear's
 // input-gradient reduction in the backward (reduce-scatter with SP, all-reduce without; the
 // full-recompute forward's half of the backward's calls is not), which run beside that linear's
-// weight-gradient GEMM. 0 for any other call, or when the framework does not overlap them.
+// weight-gradient GEMM, or its input's second gather (CommCall::regather), which runs beside
+// its data-gradient GEMM. 0 for any other call, or when the framework does not overlap them.
 double tp_wgrad_overlapped_share(const WorkloadConfig& w, const CommCall& call);
-// The weight-gradient GEMM time those reductions can hide behind: the column-parallel linears'
-// (QKV and the MLP's first, about half a layer's weights), given a backward's GEMM time.
-inline double tp_wgrad_cover_s(double gemm_backward_s) {
-  return 0.5 * weight_gradient_s(gemm_backward_s);
+// The GEMM time those collectives can hide behind, given a backward's GEMM time: the
+// column-parallel linears' (QKV and the MLP's first, about half a layer's weights)
+// weight-gradient GEMMs, and their data-gradient GEMMs too where SP gathers their inputs again.
+inline double tp_wgrad_cover_s(const WorkloadConfig& w, double gemm_backward_s) {
+  const bool regather = w.parallelism.sp && w.framework.sp_input_regather;
+  return (regather ? 1.0 : 0.5) * weight_gradient_s(gemm_backward_s);
 }
 
 // Of a stage's forward passes (per micro-batch and model chunk, m x v in a step), how many run

@@ -223,7 +223,10 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   // output and the MLP activation's output, 1 byte each in fp8 (MXFP8: + a scale per 32), 0.5625
   // in NVFP4.
   const double e_in = quantized(w.precision) ? quantized_tensor_bytes(w) : e;
-  double per_token = 2 * (h * residual + h * e_in) / sp;  // norm inputs and outputs
+  // Norm inputs and outputs; the outputs feed the column-parallel linears, which keep them
+  // gathered where SP does not gather them again in the backward (sp_input_regather false).
+  const double sp_linear_in = fw.sp_input_regather ? sp : 1;
+  double per_token = 2 * (h * residual / sp + h * e_in / sp_linear_in);
   // The MLP's part, dense and (MoE layers) routed: each routed copy of a token (top_k x the
   // busiest share, on the sequence shard) keeps its permuted input, the expert's up (+ gate)
   // output and activation; the shared experts like a dense MLP; the router's fp32 scores.
@@ -264,7 +267,7 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   }
   if (modules & kRecomputeMlp) mlp_dense = 0;
   // Recomputed norms keep their inputs (the residual stream) but not their outputs.
-  if (modules & kRecomputeLayerNorm) per_token -= 2 * h * e_in / sp;
+  if (modules & kRecomputeLayerNorm) per_token -= 2 * h * e_in / sp_linear_in;
   if (drop) per_token += 2 * h / sp;                   // 1-byte masks of the two dropouts
   const bool keep_scores = w.framework.attention == AttentionKernel::kUnfused &&
                            par.recompute == Recompute::kNone;
@@ -520,6 +523,7 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
     if (count > 0 && size_ranks > 1) {
       calls.push_back({dim, phase, op, size, count, size_ranks, stride, what, dispatch});
     }
+    return count > 0 && size_ranks > 1;
   };
 
   const double moe_layers = moe_layers_per_stage(w);
@@ -537,6 +541,16 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
           "sequence-parallel block inputs/outputs");
       add(ParallelDim::kTp, CommPhase::kBackward, op, activation_bytes, tp_backward, par.tp, 1,
           "sequence-parallel block gradients (and recompute)");
+    }
+    // Each block's column-parallel linear (QKV, the MLP's first) keeps its input as the
+    // sequence shard and gathers it again for its weight gradient: once per backward, whether
+    // or not the forward was recomputed (Megatron-LM tensor_parallel/layers.py,
+    // LinearWithGradAccumulationAndAsyncCommunication.backward; Transformer Engine's Linear and
+    // LayerNormLinear: the ub_bulk_dgrad overlap, or an async gather beside the data gradient).
+    if (w.framework.sp_input_regather &&
+        add(ParallelDim::kTp, CommPhase::kBackward, CollectiveOp::kAllGather, activation_bytes,
+            tp_per_pass, par.tp, 1, "sequence-parallel inputs gathered again for weight gradients")) {
+      calls.back().regather = true;
     }
   } else {
     add(ParallelDim::kTp, CommPhase::kForward, CollectiveOp::kAllReduce, activation_bytes,

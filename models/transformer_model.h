@@ -293,6 +293,9 @@ struct CommCall {
   int group_stride = 1;   // global-rank distance between group members (rank order tp, cp, dp, pp)
   const char* what = "";  // "attention+MLP outputs", "ZeRO-3 parameter gather", ...
   ExpertDispatch dispatch;  // alltoall of a MoE layer
+  // SP: the column-parallel linears' inputs all-gathered again in the backward for their
+  // weight gradients (FrameworkConfig::sp_input_regather).
+  bool regather = false;
 };
 
 // An all-to-all's CollectiveRequest::dispatch on its group (`group`: parallel_group_topology of

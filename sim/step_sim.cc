@@ -558,7 +558,7 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
     const double wgrad_cover =
         tp_wgrad_calls.empty()
             ? 0
-            : std::min(beside_att, models::tp_wgrad_cover_s(gc.gemm_bwd_s - deferred));
+            : std::min(beside_att, models::tp_wgrad_cover_s(sc_.workload, gc.gemm_bwd_s - deferred));
     const int stream_before = last_stream_[stage];
     int first = -1, last = -1;
     if (!cp_calls.empty() && att > 0) {

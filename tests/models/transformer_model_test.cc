@@ -348,6 +348,11 @@ TEST_SUITE("models") {
     w.parallelism.cp = 2;
     w.parallelism.pp = 4;
     CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(4 * 24 * sbh / 2 * 32 / t));
+    // DTensor SP (no second gather in the backward) keeps the two norms' outputs gathered: 2 x
+    // 2 sbh instead of 2 x 2 sbh / t.
+    w.framework.sp_input_regather = false;
+    CHECK(memory_per_gpu(w).activations_bytes ==
+          doctest::Approx(4 * 24 * sbh / 2 * (32 / t + 4 * (1 - 1 / t))));
   }
 
   TEST_CASE("transformer: op-level selective checkpointing keeps every other matmul output") {
@@ -489,6 +494,29 @@ TEST_SUITE("models") {
         find_call(calls, ParallelDim::kTp, CommPhase::kBackward, CollectiveOp::kReduceScatter);
     REQUIRE(rs_bwd != nullptr);
     CHECK(rs_bwd->count == 320);
+    // The QKV and first MLP linears gather their inputs again for their weight gradients: 2 per
+    // layer and backward, recompute or not; none without SP or where autograd keeps the
+    // gathered input (DTensor).
+    auto second_gathers = [](const std::vector<CommCall>& cs) {
+      std::vector<const CommCall*> out;
+      for (const auto& c : cs) {
+        if (c.regather) out.push_back(&c);
+      }
+      return out;
+    };
+    const auto regathers = second_gathers(calls);
+    REQUIRE(regathers.size() == 1);
+    CHECK(regathers[0]->dim == ParallelDim::kTp);
+    CHECK(regathers[0]->phase == CommPhase::kBackward);
+    CHECK(regathers[0]->op == CollectiveOp::kAllGather);
+    CHECK(regathers[0]->size_bytes == doctest::Approx(act));
+    CHECK(regathers[0]->count == 160);
+    auto no_sp = w;
+    no_sp.parallelism.sp = false;
+    CHECK(second_gathers(communication_per_step(no_sp)).empty());
+    auto dtensor = w;
+    dtensor.framework.sp_input_regather = false;
+    CHECK(second_gathers(communication_per_step(dtensor)).empty());
     // ZeRO-3 over dp 4, stride tp 8: parameter gathers both ways, fp32 gradient reduce-scatter.
     auto gather = find_call(calls, ParallelDim::kDp, CommPhase::kForward, CollectiveOp::kAllGather);
     REQUIRE(gather != nullptr);

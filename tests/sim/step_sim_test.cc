@@ -130,8 +130,9 @@ TEST_SUITE("sim") {
   TEST_CASE("tp_wgrad_overlap: the input-gradient reductions hide behind weight-gradient GEMMs") {
     // TP 8 with SP on one node: the backward's reduce-scatters of the column-parallel linears'
     // input gradients (all of them; with full recompute, the backward's half of the calls) run
-    // during the weight-gradient GEMMs; the rest of TP stays exposed. The formula subtracts
-    // them; the simulator runs them beside a GEMM task and agrees.
+    // during the weight-gradient GEMMs, and the second gathers of their inputs during the
+    // data-gradient GEMMs; the rest of TP stays exposed. The formula subtracts them; the
+    // simulator runs them beside a GEMM task and agrees.
     for (const char* recompute : {"none", "full"}) {
       CAPTURE(recompute);
       Knobs k;
@@ -158,7 +159,10 @@ TEST_SUITE("sim") {
       const double hidden_share = (a_off.exposed_s - a_on.exposed_s) / a_off.total_s;
       CHECK(hidden_share > 0.5 * hidden_s / tp_calls_s);
       CHECK(hidden_share <= hidden_s / tp_calls_s + 1e-9);
-      CHECK(hidden_s / tp_calls_s == doctest::Approx(std::string(recompute) == "full" ? 1.0 / 6 : 0.25)
+      // Per layer, forward 2 gathers + 2 reduce-scatters; backward as many again (twice with
+      // full recompute) + 2 second gathers. Hidden: the backward's 2 reduce-scatters and the 2
+      // second gathers: 4 of 10 calls, 4 of 14 with full recompute.
+      CHECK(hidden_s / tp_calls_s == doctest::Approx(std::string(recompute) == "full" ? 4.0 / 14 : 0.4)
                                          .epsilon(0.02));
       CHECK(r_on.step.step_time_s == doctest::Approx(r_on.analytic.step_time_s).epsilon(0.01));
       CHECK(r_on.step.breakdown.tp.exposed_s == doctest::Approx(a_on.exposed_s).epsilon(0.01));
@@ -417,7 +421,7 @@ TEST_SUITE("sim") {
     CAPTURE(bs.dp.exposed_s);
     REQUIRE(bs.dp.total_s > backward_mb);
     CHECK(bs.dp.exposed_s == doctest::Approx(bs.dp.total_s - backward_mb).epsilon(0.1));
-    CHECK(bs.dp.exposed_s > 0.5 * bs.dp.total_s - 1e-9);
+    CHECK(bs.dp.exposed_s > 0.25 * bs.dp.total_s);
   }
 
   TEST_CASE("interleaved ZeRO-1: the DP collectives overlap chunk by chunk, as the formula") {

@@ -9,13 +9,14 @@
 # of 32 chips, 1.5% x 2.07 = 3.1% below the mean chip's), x 256 = 46.1 s of compute on the
 # busiest stage; TP all_gather / reduce_scatter of 64 MiB (4096 x 8192 x 2 B) on 4
 # GPUs: 3/4 x 64 MiB / 370.8 GB/s = 136 us + ring latency 19 us + pipeline fill 23 us = 177 us,
-# x 4 per layer x 20 layers x 256 = 7.25 s exposed; PP sends of 16 MiB through one NIC 379 us;
+# x 10 per layer (forward 2 + 2, backward 2 + 2 and SP's 2 second gathers of the QKV and first
+# MLP inputs) x 20 layers x 256 = 9.06 s exposed; PP sends of 16 MiB through one NIC 379 us;
 # DP reduce-scatter of 17.4 GB fp32 gradients between the two halves of a node over NVLink
 # 1/2 x 17.4 GB / 370.8 GB/s = 23.5 ms; memory 8.09 GiB weights (stage 0 with the embedding),
 # fp32 gradients twice that, optimizer 12 B / parameter over dp 2 = three times that, 24.1 GiB
 # of activations (interleaved 1F1B's in-flight micro-batches on stage 0): 75.5 of 80 GiB.
-# The des golden was reviewed against the analytic one: the same layout, step 54.4 vs 54.4 s;
-# TP 7.55 vs 7.25 s and PP 1.27 vs 0.97 s exposed (the simulated sends share the NICs with
+# The des golden was reviewed against the analytic one: the same layout, step 56.18 vs 56.27 s;
+# TP 9.33 vs 9.06 s and PP 1.30 vs 0.97 s exposed (the simulated sends share the NICs with
 # the other pipeline's traffic), compute 45.4 vs 46.1 s (less hidden communication slowing it).
 # When a model change
 # moves it on purpose, regenerate it with `clustersim plan --engine analytic --json > tests/golden/plan_default.json`,
