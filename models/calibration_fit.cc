@@ -472,11 +472,12 @@ void fit_transfer(const CalibrationInput& input, const CalibrationOptions& optio
 // bf16), launch- and latency-bound where the tile model (fitted bf16 in-tile 0.713) puts them at
 // 2.0 and 4.1 us; the median is unmoved by them and max_rel_residual shows them.
 void fit_gemm(const CalibrationInput& input, const GpuSpec& gpu, Calibration* out) {
-  const ComputeParams shape_params;  // the tile model's own k overhead
   for (Precision p :
        {Precision::kBf16, Precision::kFp16, Precision::kTf32, Precision::kFp8, Precision::kFp32}) {
     const double peak = gpu.peak_flops(p);
     if (peak <= 0) continue;
+    ComputeParams shape_params;  // the tile model's own k overhead, at this precision's peak
+    shape_params.gemm_k_overhead = gemm_k_overhead(gpu, p, shape_params);
     std::vector<const GemmSample*> shorts, sustained;
     for (const auto& g : input.gemm) {
       if (g.precision != p || g.flops_per_s <= 0 || g.m <= 0 || g.n <= 0 || g.k <= 0) continue;

@@ -132,16 +132,24 @@ double power_clock(double tensor_share, const ComputeParams& params) {
   return std::min(1.0, params.sustained_clock / std::pow(load, 1 / params.power_exponent));
 }
 
-ComputeParams fp8_gemm_params(const ComputeParams& params, bool blockwise) {
+double gemm_k_overhead(const GpuSpec& gpu, Precision p, const ComputeParams& params) {
+  const double base = gpu.peak_flops(Precision::kBf16);
+  if (!quantized(p) || base <= 0 || gpu.peak_flops(p) <= 0) return params.gemm_k_overhead;
+  return params.gemm_k_overhead * gpu.peak_flops(p) / base;
+}
+
+ComputeParams fp8_gemm_params(const GpuSpec& gpu, const ComputeParams& params, bool blockwise) {
   ComputeParams p = params;
   p.gemm_max_efficiency *= params.fp8_gemm_ratio;
-  if (blockwise) p.gemm_k_overhead = params.blockwise_fp8_k_overhead;
+  p.gemm_k_overhead = blockwise ? params.blockwise_fp8_k_overhead
+                                : gemm_k_overhead(gpu, Precision::kFp8, params);
   return p;
 }
 
-ComputeParams fp4_gemm_params(const ComputeParams& params) {
+ComputeParams fp4_gemm_params(const GpuSpec& gpu, const ComputeParams& params) {
   ComputeParams p = params;
   p.gemm_max_efficiency *= params.fp4_gemm_ratio;
+  p.gemm_k_overhead = gemm_k_overhead(gpu, Precision::kFp4, params);
   return p;
 }
 

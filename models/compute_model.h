@@ -114,23 +114,26 @@ struct ComputeParams {
   // efficiency bf16 GEMMs reach (gemm_max_efficiency), each of its own peak (fp8_gemm_params;
   // a calibration with both precisions replaces it): call 8 on one H200, cuBLAS at the 700 W
   // cap (scenarios/measurements/call8/h200-1gpu-shapes.json), fp8 1224.6 TFLOP/s of 1979 at
-  // 8192^3 and 1222.2 at 16384^3 against bf16's 678.9 and 684.1 of 989: 0.901, 0.893.
-  double fp8_gemm_ratio = 0.90;
+  // 8192^3 and 1222.2 at 16384^3 against bf16's 678.9 and 684.1 of 989, with the tile's fixed
+  // time at fp8's peak (gemm_k_overhead(gpu, p)): 0.915, 0.900.
+  double fp8_gemm_ratio = 0.91;
   // Blockwise-scaled FP8 GEMMs (1 x 128 activation tiles, 128 x 128 weight blocks, partial sums
   // promoted to fp32 every 128 of the reduction: DeepSeek-V3's recipe, DeepGEMM) pay a larger
-  // fixed cost per output tile than per-tensor scaling: the tile model with this gemm_k_overhead
-  // (and the same in-tile rate) puts DeepGEMM's ten published H800 shapes (deepseek-ai/DeepGEMM
-  // README of 2025-02-25, "Normal GEMMs for dense models" M 4096 and the contiguous grouped
-  // ones, 590-1358 TFLOP/s) within 3.4%, 1.6% RMS, with the in-tile rate times 0.99 (within 5%
-  // at the shipped in-tile rate).
-  double blockwise_fp8_k_overhead = 704;
+  // fixed cost per output tile than per-tensor scaling (in steps at the fp8 peak, 3x per-tensor
+  // fp8's 256): the tile model with this gemm_k_overhead (and the same in-tile rate) puts
+  // DeepGEMM's ten published H800 shapes (deepseek-ai/DeepGEMM README of 2025-02-25, "Normal
+  // GEMMs for dense models" M 4096 and the contiguous grouped ones, 590-1358 TFLOP/s) within
+  // 3.3%, 1.9% RMS (the least RMS, in steps of 16).
+  double blockwise_fp8_k_overhead = 768;
   // NVFP4 GEMMs (E2M1 operands, an E4M3 scale per 16, Blackwell's block-scaled tensor cores)
   // reach this fraction of the in-tile efficiency bf16 GEMMs reach, each of its own peak
   // (fp4_gemm_params): cuBLAS on a B200 (torchao's bench_matmul.py, pytorch/ao PR #2427, 2025),
   // nvfp4 5.50 and 5.37 PFLOP/s of 9 at 6144^3 and 8192^3 against bf16's 1.45 and 1.42 of
-  // 2.25 in the same run: 0.946 both. MXFP8 has no such measurement: its block scales are
-  // applied in the tensor core at the fp8 rate, so it takes fp8_gemm_ratio.
-  double fp4_gemm_ratio = 0.946;
+  // 2.25 in the same run: 0.946 both, all of it the tile's fixed time at the fp4 peak
+  // (gemm_k_overhead(gpu, p), 4 x bf16's): the in-tile ratio is 1.00 (1.006, 0.989). MXFP8 has
+  // no such measurement: its block scales are applied in the tensor core at the fp8 rate, so it
+  // takes fp8_gemm_ratio.
+  double fp4_gemm_ratio = 1.0;
 };
 
 // Ampere's in-tile GEMM efficiency at full clock: fitted on the accuracy corpus's A100 runs
@@ -147,7 +150,7 @@ inline constexpr double kAmpereMicrobenchmarkGemmEfficiency = 0.87;
 // accuracy corpus's Blackwell runs in bf16 or per-tensor fp8 (models/accuracy/corpus_fit.h; no
 // public B200 clock-under-load measurement was found). The other Blackwell SKUs follow from it by
 // blackwell_sustained_clock.
-inline constexpr double kBlackwellSustainedClock = 0.925;
+inline constexpr double kBlackwellSustainedClock = 0.915;
 // The clock under tensor load, over the SKU's own full clock, of a Blackwell SKU (sm_100 family:
 // B200, GB200, GB300) given the B200's: the SKUs share the SM (power per SM ~ clock^power_exponent,
 // the law power_clock() uses) and differ in their power cap per SM and the full clock their
@@ -183,11 +186,18 @@ double expected_max_standard_normal(int n);
 // tensor-core kernels (GEMMs, attention) runs under the power cap (see sustained_clock).
 double power_clock(double tensor_share, const ComputeParams& params);
 
-// `params` for FP8 GEMMs: the in-tile efficiency times fp8_gemm_ratio; blockwise scaling takes
-// blockwise_fp8_k_overhead as the tile's fixed cost.
-ComputeParams fp8_gemm_params(const ComputeParams& params, bool blockwise = false);
-// `params` for NVFP4 GEMMs: the in-tile efficiency times fp4_gemm_ratio.
-ComputeParams fp4_gemm_params(const ComputeParams& params);
+// A tile's prologue and epilogue (its first operand loads, its 16-bit output written) take the
+// same time whatever its operands' precision, so in reduction steps at a faster peak they count
+// as more: gemm_k_overhead x peak(p) / peak(bf16) for the quantized precisions (fp8 2x, NVFP4
+// 4-6x); the others keep gemm_k_overhead.
+double gemm_k_overhead(const GpuSpec& gpu, Precision p, const ComputeParams& params);
+// `params` for FP8 GEMMs on `gpu`: the in-tile efficiency times fp8_gemm_ratio, the tile's fixed
+// cost gemm_k_overhead(gpu, fp8); blockwise scaling takes blockwise_fp8_k_overhead instead.
+ComputeParams fp8_gemm_params(const GpuSpec& gpu, const ComputeParams& params,
+                              bool blockwise = false);
+// `params` for NVFP4 GEMMs on `gpu`: the in-tile efficiency times fp4_gemm_ratio, the tile's
+// fixed cost gemm_k_overhead(gpu, fp4).
+ComputeParams fp4_gemm_params(const GpuSpec& gpu, const ComputeParams& params);
 
 // `params` with the tensor-core rates (GEMM and attention ceilings) scaled to that clock;
 // memory-bound kernels keep their rate (HBM does not slow with the SM clock).

@@ -226,8 +226,8 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   const bool low_precision = quantized(p);
   const ComputeParams quantized_params =
       p == Precision::kFp4
-          ? fp4_gemm_params(params)
-          : fp8_gemm_params(params, w.framework.fp8_recipe == Fp8Recipe::kBlockwise);
+          ? fp4_gemm_params(gpu, params)
+          : fp8_gemm_params(gpu, params, w.framework.fp8_recipe == Fp8Recipe::kBlockwise);
   double cast_forward = 0, cast_backward = 0;
   for (const Gemm& g : gemms) {
     if (g.m <= 0) continue;

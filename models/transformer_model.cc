@@ -536,10 +536,18 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
   const double tp_per_pass = 2 * (layers - moe_layers) + (1 + mlp_blocks_moe) * moe_layers;
   const double tp_backward = tp_per_pass * (full ? 2 : 1);  // the recompute forward repeats it
   if (par.sp) {
+    // Quantized training gathers what the next GEMM takes, quantized before the gather
+    // (Transformer Engine's gather_along_first_dim with a quantizer, and its userbuffers' FP8
+    // all-gather buffers; torchao's float8 TP likewise); the reduce-scatters carry the GEMMs'
+    // 16-bit outputs.
+    const double gathered_bytes =
+        quantized(w.precision) ? activation_bytes / ab * quantized_tensor_bytes(w)
+                               : activation_bytes;
     for (auto op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
-      add(ParallelDim::kTp, CommPhase::kForward, op, activation_bytes, tp_per_pass, par.tp, 1,
+      const double bytes = op == CollectiveOp::kAllGather ? gathered_bytes : activation_bytes;
+      add(ParallelDim::kTp, CommPhase::kForward, op, bytes, tp_per_pass, par.tp, 1,
           "sequence-parallel block inputs/outputs");
-      add(ParallelDim::kTp, CommPhase::kBackward, op, activation_bytes, tp_backward, par.tp, 1,
+      add(ParallelDim::kTp, CommPhase::kBackward, op, bytes, tp_backward, par.tp, 1,
           "sequence-parallel block gradients (and recompute)");
     }
     // Each block's column-parallel linear (QKV, the MLP's first) keeps its input as the
@@ -548,7 +556,7 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
     // LinearWithGradAccumulationAndAsyncCommunication.backward; Transformer Engine's Linear and
     // LayerNormLinear: the ub_bulk_dgrad overlap, or an async gather beside the data gradient).
     if (w.framework.sp_input_regather &&
-        add(ParallelDim::kTp, CommPhase::kBackward, CollectiveOp::kAllGather, activation_bytes,
+        add(ParallelDim::kTp, CommPhase::kBackward, CollectiveOp::kAllGather, gathered_bytes,
             tp_per_pass, par.tp, 1, "sequence-parallel inputs gathered again for weight gradients")) {
       calls.back().regather = true;
     }

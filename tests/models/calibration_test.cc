@@ -284,7 +284,8 @@ TEST_SUITE("models") {
     apply_calibration(both, Precision::kFp8, &fp8_fit);
     CHECK(fp8_fit.gemm_max_efficiency == doctest::Approx(0.79));
     CHECK(fp8_fit.fp8_gemm_ratio == doctest::Approx(0.632 / 0.79));
-    CHECK(fp8_gemm_params(fp8_fit).gemm_max_efficiency == doctest::Approx(0.632));
+    CHECK(fp8_gemm_params(*find_gpu("h200-sxm"), fp8_fit).gemm_max_efficiency ==
+          doctest::Approx(0.632));
     StepParams sp = default_step_params(h200s(8));
     CHECK(apply_calibration(sample(), h200s(8), Precision::kBf16, &sp).ok());
     CHECK(sp.collective.fits.size() == 2);

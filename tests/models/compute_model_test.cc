@@ -244,3 +244,51 @@ TEST_SUITE("models") {
     CHECK(rate(*find_gpu("a100-sxm-80gb"), false) == doctest::Approx(ramp * 0.60));
   }
 }
+
+TEST_SUITE("models") {
+  TEST_CASE("compute: quantized GEMMs against bf16, call 8's fp8 and torchao's nvfp4 shapes") {
+    // A tile's fixed time (gemm_k_overhead) is the same whatever the operands: at fp8's twice
+    // faster peak it counts twice the reduction steps. Measured fp8 / bf16 rate on one H200
+    // (cuBLAS at the 700 W cap, scenarios/measurements/call8/h200-1gpu-shapes.json); the model
+    // at full clock (the cap's clock is common to both).
+    const GpuSpec& h200 = *find_gpu("h200-sxm");
+    const ComputeParams p = default_compute_params(h200);
+    auto rate = [](const GpuSpec& g, Precision pr, GemmShape s, const ComputeParams& q) {
+      const KernelTime t = gemm_time(g, pr, s, q);
+      return t.flops / t.time_s;
+    };
+    struct Row {
+      double m, n, k, fp8_over_bf16, tolerance;
+    };
+    // The two large shapes set fp8_gemm_ratio; the shorter reductions follow from the fixed
+    // time (with the bf16 overhead at fp8's steps they came out 4-16% fast); 2048^3's fp8
+    // kernel is slower than any tile of the menu explains.
+    const Row rows[] = {{16384, 16384, 16384, 1222.2 / 684.1, 0.01},
+                        {8192, 8192, 8192, 1224.6 / 678.9, 0.01},
+                        {4096, 4096, 4096, 1156.0 / 669.0, 0.03},
+                        {4096, 4096, 16384, 1202.0 / 703.0, 0.06},
+                        {16384, 4096, 1024, 936.4 / 594.8, 0.05},
+                        {2048, 2048, 2048, 1035.0 / 670.4, 0.12}};
+    const ComputeParams fp8 = fp8_gemm_params(h200, p);
+    CHECK(fp8.gemm_k_overhead == doctest::Approx(2 * p.gemm_k_overhead).epsilon(0.01));
+    for (const Row& r : rows) {
+      CAPTURE(r.k);
+      const double model = rate(h200, Precision::kFp8, {r.m, r.n, r.k}, fp8) /
+                           rate(h200, Precision::kBf16, {r.m, r.n, r.k}, p);
+      CHECK(model == doctest::Approx(r.fp8_over_bf16).epsilon(r.tolerance));
+    }
+    // NVFP4 on a B200 (pytorch/ao PR #2427): 5.50 / 1.45 and 5.37 / 1.42 PFLOP/s at 6144^3 and
+    // 8192^3, from the fp4 peak (4 x bf16's), the tile's fixed time at it, and an in-tile ratio
+    // of 1.
+    const GpuSpec& b200 = *find_gpu("b200");
+    const ComputeParams pb = default_compute_params(b200);
+    const ComputeParams fp4 = fp4_gemm_params(b200, pb);
+    CHECK(fp4.gemm_k_overhead == doctest::Approx(4 * pb.gemm_k_overhead));
+    for (const auto& [n, measured] : {std::pair{6144.0, 5.50 / 1.45}, std::pair{8192.0, 5.37 / 1.42}}) {
+      CAPTURE(n);
+      const double model = rate(b200, Precision::kFp4, {n, n, n}, fp4) /
+                           rate(b200, Precision::kBf16, {n, n, n}, pb);
+      CHECK(model == doctest::Approx(measured).epsilon(0.015));
+    }
+  }
+}

@@ -96,13 +96,13 @@ TEST_SUITE("models") {
                         {8192, 4096, 7168, 4, 1297}, {8192, 7168, 2048, 4, 1099},
                         {4096, 4096, 7168, 8, 1288}, {4096, 7168, 2048, 8, 1093}};
     const GpuSpec& h800 = *find_gpu("h800");
-    const ComputeParams p = fp8_gemm_params(default_compute_params(h800), true);
-    const ComputeParams per_tensor = fp8_gemm_params(default_compute_params(h800), false);
+    const ComputeParams p = fp8_gemm_params(h800, default_compute_params(h800), true);
+    const ComputeParams per_tensor = fp8_gemm_params(h800, default_compute_params(h800), false);
     for (const Row& r : rows) {
       CAPTURE(r.k);
       CAPTURE(r.n);
       const KernelTime t = gemm_time(h800, Precision::kFp8, {r.m, r.n, r.k, r.groups}, p);
-      CHECK(t.flops / t.time_s / 1e12 == doctest::Approx(r.tflops).epsilon(0.05));
+      CHECK(t.flops / t.time_s / 1e12 == doctest::Approx(r.tflops).epsilon(0.035));
       // Per-tensor scaling would be faster, the more so the shorter the reduction.
       const KernelTime u = gemm_time(h800, Precision::kFp8, {r.m, r.n, r.k, r.groups}, per_tensor);
       CHECK(u.time_s < t.time_s);

@@ -339,7 +339,8 @@ TEST_SUITE("validate") {
     REQUIRE(c.ok());
     // In-tile efficiency (the median over the 8 shapes of measured / (peak x the shape's tile
     // efficiency)): bf16 0.713 short, 0.708 scaled to the 10 s burn; fp16 0.678, tf32 0.711,
-    // fp8 0.597 (validate/NOTES.md, call 8).
+    // fp8 0.623 with its tile's fixed time at the fp8 peak (0.597 with bf16's; validate/NOTES.md,
+    // call 8).
     using clustersim::models::ComputeParams;
     using clustersim::models::KernelTime;
     using clustersim::models::Precision;
@@ -347,7 +348,7 @@ TEST_SUITE("validate") {
     const std::map<Precision, double> want = {{Precision::kBf16, 0.7132},
                                               {Precision::kFp16, 0.6784},
                                               {Precision::kTf32, 0.7110},
-                                              {Precision::kFp8, 0.5972}};
+                                              {Precision::kFp8, 0.6232}};
     REQUIRE(c->gemm.size() == want.size());
     for (const auto& g : c->gemm) {
       CAPTURE(to_string(g.precision));
@@ -356,6 +357,7 @@ TEST_SUITE("validate") {
       CHECK(g.sustained_scaled == (g.precision == Precision::kBf16));
       ComputeParams fitted;
       fitted.gemm_max_efficiency = g.short_max_efficiency;
+      fitted.gemm_k_overhead = clustersim::models::gemm_k_overhead(h200, g.precision, fitted);
       for (const auto& row : input->gemm) {
         if (row.precision != g.precision || row.sustained) continue;
         CAPTURE(row.m);
@@ -364,7 +366,8 @@ TEST_SUITE("validate") {
             clustersim::models::gemm_time(h200, row.precision, {row.m, row.n, row.k}, fitted);
         const double error = t.flops / t.time_s / row.flops_per_s - 1;
         if (row.m * row.n * row.k >= 2048.0 * 2048 * 2048) {
-          // 2048^3 and up: within 10% (worst: fp8 16384x4096x1024, the model 8.8% above it).
+          // 2048^3 and up: within 10% (worst: tf32 16384x4096x1024, the model 8.5% below it;
+          // fp8's rows within 5.3% with its tile's fixed time at the fp8 peak, 8.8% without).
           CHECK(std::fabs(error) <= 0.10);
         } else {
           // 512^3 and 1024^3 take ~7.7 us each, launch-bound: the model, with no launch cost,
