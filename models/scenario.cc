@@ -1222,7 +1222,13 @@ bool Loader::load_workload(const YAML::Node& node) {
     }
   }
   const YAML::Node par = node["parallelism"];
-  return !par.IsDefined() || load_parallelism(par, child(path, "parallelism"));
+  if (par.IsDefined() && !load_parallelism(par, child(path, "parallelism"))) return false;
+  if (fw.IsDefined() && fw["sp_input_regather"].IsDefined() && !w.parallelism.sp) {
+    return fail(fw["sp_input_regather"], child(child(path, "framework"), "sp_input_regather"),
+                "applies to parallelism.sp: true (without SP each linear's input is whole, "
+                "with nothing to gather again)");
+  }
+  return true;
 }
 
 // Rules between keys, each citing the key a user would change.

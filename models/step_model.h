@@ -74,8 +74,7 @@ double tp_wgrad_overlapped_share(const WorkloadConfig& w, const CommCall& call);
 // column-parallel linears' (QKV and the MLP's first, about half a layer's weights)
 // weight-gradient GEMMs, and their data-gradient GEMMs too where SP gathers their inputs again.
 inline double tp_wgrad_cover_s(const WorkloadConfig& w, double gemm_backward_s) {
-  const bool regather = w.parallelism.sp && w.framework.sp_input_regather;
-  return (regather ? 1.0 : 0.5) * weight_gradient_s(gemm_backward_s);
+  return (sp_regathers_inputs(w) ? 1.0 : 0.5) * weight_gradient_s(gemm_backward_s);
 }
 
 // Of a stage's forward passes (per micro-batch and model chunk, m x v in a step), how many run

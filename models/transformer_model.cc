@@ -225,7 +225,7 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   const double e_in = quantized(w.precision) ? quantized_tensor_bytes(w) : e;
   // Norm inputs and outputs; the outputs feed the column-parallel linears, which keep them
   // gathered where SP does not gather them again in the backward (sp_input_regather false).
-  const double sp_linear_in = fw.sp_input_regather ? sp : 1;
+  const double sp_linear_in = sp_regathers_inputs(w) ? sp : 1;
   double per_token = 2 * (h * residual / sp + h * e_in / sp_linear_in);
   // The MLP's part, dense and (MoE layers) routed: each routed copy of a token (top_k x the
   // busiest share, on the sequence shard) keeps its permuted input, the expert's up (+ gate)
@@ -345,6 +345,10 @@ bool block_scaled(const WorkloadConfig& w) {
 
 bool gathers_quantized_weights(const WorkloadConfig& w) {
   return w.framework.quantized_param_gather && quantized(w.precision);
+}
+
+bool sp_regathers_inputs(const WorkloadConfig& w) {
+  return w.parallelism.sp && w.framework.sp_input_regather;
 }
 
 double quantized_tensor_bytes(const WorkloadConfig& w) {
@@ -515,7 +519,8 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
   const double ab = working_bytes(w.precision);
   const double layers = layers_per_stage(w);
   const double s = double(w.seq_len) / par.cp;
-  const double activation_bytes = s * w.micro_batch * m.hidden * ab;
+  const double activation_elements = s * w.micro_batch * m.hidden;  // one block's input or output
+  const double activation_bytes = activation_elements * ab;
   const bool full = par.recompute == Recompute::kFull;
   std::vector<CommCall> calls;
   auto add = [&](ParallelDim dim, CommPhase phase, CollectiveOp op, double size, double count,
@@ -541,8 +546,7 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
     // all-gather buffers; torchao's float8 TP likewise); the reduce-scatters carry the GEMMs'
     // 16-bit outputs.
     const double gathered_bytes =
-        quantized(w.precision) ? activation_bytes / ab * quantized_tensor_bytes(w)
-                               : activation_bytes;
+        activation_elements * (quantized(w.precision) ? quantized_tensor_bytes(w) : ab);
     for (auto op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
       const double bytes = op == CollectiveOp::kAllGather ? gathered_bytes : activation_bytes;
       add(ParallelDim::kTp, CommPhase::kForward, op, bytes, tp_per_pass, par.tp, 1,
@@ -555,7 +559,7 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
     // or not the forward was recomputed (Megatron-LM tensor_parallel/layers.py,
     // LinearWithGradAccumulationAndAsyncCommunication.backward; Transformer Engine's Linear and
     // LayerNormLinear: the ub_bulk_dgrad overlap, or an async gather beside the data gradient).
-    if (w.framework.sp_input_regather &&
+    if (sp_regathers_inputs(w) &&
         add(ParallelDim::kTp, CommPhase::kBackward, CollectiveOp::kAllGather, gathered_bytes,
             tp_per_pass, par.tp, 1, "sequence-parallel inputs gathered again for weight gradients")) {
       calls.back().regather = true;

@@ -26,6 +26,9 @@ bool block_scaled(const WorkloadConfig& w);
 // fp8_param_gather / fp4_param_gather under quantized training: ZeRO/FSDP holds and gathers the
 // quantized weights themselves.
 bool gathers_quantized_weights(const WorkloadConfig& w);
+// SP with framework.sp_input_regather: each column-parallel linear keeps its input as the sequence
+// shard and all-gathers it again in the backward for its weight gradient.
+bool sp_regathers_inputs(const WorkloadConfig& w);
 // Bytes per element of a tensor quantized for a GEMM (0 when the workload is not quantized):
 // fp8 1 (MXFP8 1 + 1/32: an E8M0 scale per 32), NVFP4 0.5625.
 double quantized_tensor_bytes(const WorkloadConfig& w);

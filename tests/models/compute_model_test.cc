@@ -243,9 +243,7 @@ TEST_SUITE("models") {
     CHECK(rate(*find_gpu("h100-sxm"), false) == doctest::Approx(ramp * fwd));
     CHECK(rate(*find_gpu("a100-sxm-80gb"), false) == doctest::Approx(ramp * 0.60));
   }
-}
 
-TEST_SUITE("models") {
   TEST_CASE("compute: quantized GEMMs against bf16, call 8's fp8 and torchao's nvfp4 shapes") {
     // A tile's fixed time (gemm_k_overhead) is the same whatever the operands: at fp8's twice
     // faster peak it counts twice the reduction steps. Measured fp8 / bf16 rate on one H200

@@ -530,6 +530,18 @@ TEST_SUITE("models") {
     CHECK_PREFIX(error_of("name: x\n"), "t.yaml:1:1: missing key 'cluster'");
   }
 
+  TEST_CASE("framework.sp_input_regather applies to sequence parallelism only") {
+    const std::string fw = "  global_batch: 64\n  framework: {sp_input_regather: false}";
+    const std::string m = error_of(with("  global_batch: 64", fw));
+    CHECK_PREFIX(m, "t.yaml:14:");
+    CHECK(m.find("workload.framework.sp_input_regather: applies to parallelism.sp: true") !=
+          std::string::npos);
+    auto r = load(with("    dp: 2", "    dp: 2\n    sp: true").replace(
+        std::string(kBase).find("  global_batch: 64"), 18, fw));
+    REQUIRE_MESSAGE(r.ok(), r.message());
+    CHECK_FALSE(r->workload.framework.sp_input_regather);
+  }
+
   TEST_CASE("files: missing, a directory, and calibration resolved next to the scenario") {
     auto missing = load_scenario_file("/nonexistent/dir/s.yaml");
     REQUIRE_FALSE(missing.ok());
