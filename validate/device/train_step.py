@@ -1,9 +1,15 @@
 """Real training steps on one GPU, for the accuracy corpus (scenarios/published/clustersim-h200/):
 a Llama-style decoder (RMSNorm, rotary embedding, multi-head causal attention through
 scaled_dot_product_attention, SwiGLU MLP, untied output head, cross-entropy over the vocabulary)
-trained as PyTorch users commonly do on one GPU: fp32 parameters, bf16 autocast, fused AdamW,
-optionally every block checkpointed (full recompute) and optionally each block compiled
-(torch.compile per block, as TorchTitan does). Per configuration: the median step time of the
+or a GPT-style one as MosaicML's MPT has it (llm-foundry's MPTBlock with its benchmark settings:
+learned positions added to the token embedding, LayerNorm with biases computed in 16 bits
+(low_precision_layernorm) or torch's nn.LayerNorm, linears with biases, a 4h GELU MLP, the
+output head tied to the embedding), trained as PyTorch users commonly do on one GPU: fp32
+parameters, bf16 autocast, fused AdamW, optionally every block checkpointed (full recompute) and
+optionally each block compiled (torch.compile per block, as TorchTitan does); or under FSDP2 on a
+one-rank process group (fully_shard per block and on the model, MixedPrecisionPolicy bf16
+parameters and fp32 gradient reduction, no autocast, the logits cast to fp32 for the loss: the
+path TorchTitan and FSDP users run, the all-gathers and reduce-scatters being copies on one rank). Per configuration: the median step time of the
 timed steps (CUDA-synchronised wall clock), forward / backward / optimizer split (synchronised
 separately in extra steps), peak allocated and reserved memory, and with --profile the GPU time
 by kernel class from torch.profiler.
@@ -24,15 +30,23 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-# name: layers, hidden, heads, ffn, vocab
+# name: layers, hidden, heads, ffn, vocab[, architecture] ("llama" unless given)
 MODELS = {
     "134m": (12, 768, 12, 2048, 32000),
     "374m": (24, 1024, 16, 2816, 32000),
     "1.4b": (24, 2048, 16, 5632, 32000),
     "4.3b": (36, 3072, 24, 8192, 32000),
+    # MPT's benchmark dimensions (llm-foundry scripts/train/yamls/pretrain/mpt-1b.yaml and
+    # mpt-7b.yaml: d_model, n_heads, n_layers, expansion_ratio 4, vocab 50368); the 7B's width
+    # with 8 of its 32 layers, so that fp32 parameters and Adam fit one GPU.
+    "mpt-1b": (24, 2048, 16, 8192, 50368, "mpt"),
+    "mpt-7b-8l": (8, 4096, 32, 16384, 50368, "mpt"),
+    # The same 1B with torch's nn.LayerNorm (fp32 under autocast), as GPT-2-style code has it.
+    "gpt-1b": (24, 2048, 16, 8192, 50368, "gpt"),
 }
 
-# name, model, seq, micro-batch, recompute, compile
+# name, model, seq, micro-batch, recompute, compile[, recipe] ("autocast" unless given, or
+# "fsdp": FSDP2 on one rank, bf16 parameters, no autocast)
 CONFIGS = [
     ("134m-s2k-b8", "134m", 2048, 8, "none", False),
     ("134m-s8k-b2", "134m", 8192, 2, "none", False),
@@ -54,7 +68,22 @@ CONFIGS = [
     ("1.4b-s8k-b2-compiled", "1.4b", 8192, 2, "none", True),
     ("1.4b-s8k-b2-full-compiled", "1.4b", 8192, 2, "full", True),
     ("4.3b-s8k-b1-compiled", "4.3b", 8192, 1, "none", True),
+    ("mpt-1b-s2k-b8", "mpt-1b", 2048, 8, "none", False),
+    ("mpt-1b-s2k-b8-fsdp", "mpt-1b", 2048, 8, "none", False, "fsdp"),
+    ("mpt-7b-8l-s2k-b6", "mpt-7b-8l", 2048, 6, "none", False),
+    ("mpt-7b-8l-s2k-b6-fsdp", "mpt-7b-8l", 2048, 6, "none", False, "fsdp"),
+    ("gpt-1b-s2k-b8", "gpt-1b", 2048, 8, "none", False),
+    ("1.4b-s2k-b8-fsdp", "1.4b", 2048, 8, "none", False, "fsdp"),
 ]
+
+
+def model_dims(name):
+    spec = MODELS[name]
+    return spec[:5] + ((spec[5],) if len(spec) > 5 else ("llama",))
+
+
+def recipe_of(cfg):
+    return cfg[6] if len(cfg) > 6 else "autocast"
 
 
 def rope_tables(seq, head_dim, device):
@@ -106,6 +135,7 @@ class Decoder(nn.Module):
         self.head = nn.Linear(hidden, vocab, bias=False)
         self.recompute = recompute
         self.head_dim = hidden // heads
+        self.logits_fp32 = False
 
     def forward(self, tokens, targets, cos, sin):
         x = self.embed(tokens)
@@ -115,6 +145,74 @@ class Decoder(nn.Module):
             else:
                 x = blk(x, cos, sin)
         logits = self.head(self.norm(x))
+        if self.logits_fp32:
+            logits = logits.float()
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+
+class LPLayerNorm(nn.LayerNorm):
+    """llm-foundry's low_precision_layernorm: input, weight and bias cast to autocast's dtype and
+    the norm computed in it (autocast would otherwise run layer_norm in fp32)."""
+
+    def forward(self, x):
+        if torch.is_autocast_enabled():
+            dt = (torch.get_autocast_dtype("cuda") if hasattr(torch, "get_autocast_dtype")
+                  else torch.get_autocast_gpu_dtype())
+            with torch.autocast("cuda", enabled=False):
+                return F.layer_norm(x.to(dt), self.normalized_shape, self.weight.to(dt),
+                                    self.bias.to(dt), self.eps)
+        return super().forward(x)
+
+
+class GPTBlock(nn.Module):
+    """llm-foundry's MPTBlock with no_bias False, ffn mptmlp (GELU), no dropout; attention
+    through SDPA (MPT's benchmarks use flash or triton kernels)."""
+
+    def __init__(self, hidden, heads, ffn, low_precision_norm):
+        super().__init__()
+        norm = LPLayerNorm if low_precision_norm else nn.LayerNorm
+        self.heads = heads
+        self.norm_1 = norm(hidden)
+        self.Wqkv = nn.Linear(hidden, 3 * hidden)
+        self.out_proj = nn.Linear(hidden, hidden)
+        self.norm_2 = norm(hidden)
+        self.up_proj = nn.Linear(hidden, ffn)
+        self.down_proj = nn.Linear(ffn, hidden)
+
+    def forward(self, x, cos=None, sin=None):
+        b, s, h = x.shape
+        d = h // self.heads
+        q, k, v = self.Wqkv(self.norm_1(x)).chunk(3, dim=2)
+        q = q.view(b, s, self.heads, d).transpose(1, 2)
+        k = k.view(b, s, self.heads, d).transpose(1, 2)
+        v = v.view(b, s, self.heads, d).transpose(1, 2)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.out_proj(a.transpose(1, 2).reshape(b, s, h))
+        return x + self.down_proj(F.gelu(self.up_proj(self.norm_2(x))))
+
+
+class GPTDecoder(nn.Module):
+    def __init__(self, layers, hidden, heads, ffn, vocab, recompute, seq, low_precision_norm):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, hidden)
+        self.wpe = nn.Embedding(seq, hidden)
+        self.blocks = nn.ModuleList(GPTBlock(hidden, heads, ffn, low_precision_norm)
+                                    for _ in range(layers))
+        self.norm_f = (LPLayerNorm if low_precision_norm else nn.LayerNorm)(hidden)
+        self.recompute = recompute
+        self.logits_fp32 = False
+
+    def forward(self, tokens, targets, cos=None, sin=None):
+        pos = torch.arange(tokens.shape[1], device=tokens.device)
+        x = self.wte(tokens) + self.wpe(pos)[None]
+        for blk in self.blocks:
+            if self.recompute == "full":
+                x = checkpoint(blk, x, use_reentrant=False)
+            else:
+                x = blk(x)
+        logits = F.linear(self.norm_f(x), self.wte.weight)  # tied output head
+        if self.logits_fp32:
+            logits = logits.float()
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
 
@@ -124,6 +222,8 @@ def count_params(model):
 
 def kernel_class(name):
     n = name.lower()
+    if re.search(r"nccl", n):
+        return "communication"
     if re.search(r"flash|fmha|attention|sdpa", n):
         return "attention"
     if re.search(r"gemm|cutlass|xmma|nvjet|sm90_|sm80_|ampere_|cublas|matmul", n):
@@ -137,17 +237,44 @@ def kernel_class(name):
     return "elementwise"
 
 
+def fsdp_wrap(model):
+    """FSDP2 on a one-rank process group: each block and the model fully_shard-ed with bf16
+    parameters and fp32 gradient reduction (TorchTitan's defaults); the logits cast to fp32."""
+    import os
+    import torch.distributed as dist
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    if not dist.is_initialized():
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29511")
+        dist.init_process_group("nccl", rank=0, world_size=1)
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    for blk in model.blocks:
+        fully_shard(blk, mp_policy=mp)
+    fully_shard(model, mp_policy=mp)
+    model.logits_fp32 = True
+    return model
+
+
 def build(cfg, dev):
-    """A configuration's model (blocks compiled if asked), fused AdamW, rotary tables and one
-    micro-batch of random tokens and targets."""
-    _, model_name, seq, mb, recompute, compiled = cfg
-    layers, hidden, heads, ffn, vocab = MODELS[model_name]
+    """A configuration's model (blocks compiled if asked, FSDP2 if its recipe says), fused AdamW,
+    rotary tables and one micro-batch of random tokens and targets."""
+    _, model_name, seq, mb, recompute, compiled = cfg[:6]
+    layers, hidden, heads, ffn, vocab, arch = model_dims(model_name)
     torch.manual_seed(0)
-    model = Decoder(layers, hidden, heads, ffn, vocab, recompute).to(dev)
+    if arch == "llama":
+        model = Decoder(layers, hidden, heads, ffn, vocab, recompute).to(dev)
+    else:
+        model = GPTDecoder(layers, hidden, heads, ffn, vocab, recompute, seq,
+                           low_precision_norm=(arch == "mpt")).to(dev)
     if compiled:
         for blk in model.blocks:
             blk.compile()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    if recipe_of(cfg) == "fsdp":
+        model = fsdp_wrap(model)
+        # TorchTitan's default optimizer implementation over FSDP2's DTensor parameters.
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     cos, sin = rope_tables(seq, hidden // heads, dev)
     tokens = torch.randint(0, vocab, (mb, seq), device=dev)
     targets = torch.randint(0, vocab, (mb, seq), device=dev)
@@ -155,17 +282,21 @@ def build(cfg, dev):
 
 
 def run_config(cfg, steps, profile, dev):
-    name, model_name, seq, mb, recompute, compiled = cfg
-    layers, hidden, heads, ffn, vocab = MODELS[model_name]
-    out = {"name": name, "model": model_name, "layers": layers, "hidden": hidden, "heads": heads,
+    name, model_name, seq, mb, recompute, compiled = cfg[:6]
+    layers, hidden, heads, ffn, vocab, arch = model_dims(model_name)
+    recipe = recipe_of(cfg)
+    out = {"name": name, "model": model_name, "architecture": arch, "recipe": recipe,
+           "layers": layers, "hidden": hidden, "heads": heads,
            "kv_heads": heads, "ffn_hidden": ffn, "vocab": vocab, "seq_len": seq,
            "micro_batch": mb, "recompute": recompute, "compiled": compiled,
-           "precision": "bf16-autocast", "params_dtype": "fp32", "optimizer": "AdamW(fused)"}
+           "precision": "bf16-autocast" if recipe == "autocast" else "bf16-fsdp-mixed",
+           "params_dtype": "fp32",
+           "optimizer": "AdamW(fused)" if recipe == "autocast" else "AdamW(foreach)"}
     model, opt, cos, sin, tokens, targets = build(cfg, dev)
     out["parameters"] = count_params(model)
 
     def step(phases=None):
-        with torch.autocast("cuda", dtype=torch.bfloat16):
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=(recipe == "autocast")):
             loss = model(tokens, targets, cos, sin)
         if phases is not None:
             torch.cuda.synchronize()
