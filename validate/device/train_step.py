@@ -9,8 +9,8 @@ parameters, bf16 autocast, fused AdamW, optionally every block checkpointed (ful
 optionally each block compiled (torch.compile per block, as TorchTitan does); or under FSDP2 on a
 one-rank process group (fully_shard per block and on the model, MixedPrecisionPolicy bf16
 parameters and fp32 gradient reduction, no autocast, the logits cast to fp32 for the loss: the
-path TorchTitan and FSDP users run, the all-gathers and reduce-scatters being copies on one rank). Per configuration: the median step time of the
-timed steps (CUDA-synchronised wall clock), forward / backward / optimizer split (synchronised
+path TorchTitan and FSDP users run, the all-gathers and reduce-scatters being copies on one
+rank). Per configuration: the median step time of the timed steps (CUDA-synchronised wall clock), forward / backward / optimizer split (synchronised
 separately in extra steps), peak allocated and reserved memory, and with --profile the GPU time
 by kernel class from torch.profiler.
 
@@ -21,6 +21,7 @@ import argparse
 import gc
 import json
 import math
+import os
 import re
 import sys
 import time
@@ -126,6 +127,14 @@ class Block(nn.Module):
         return x + self.down(F.silu(gate) * up)
 
 
+def cross_entropy(logits, targets, logits_fp32):
+    """The loss over the vocabulary, on the logits as they are (16-bit under autocast) or cast to
+    fp32 first (`logits.float()`, as TorchTitan does)."""
+    if logits_fp32:
+        logits = logits.float()
+    return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+
 class Decoder(nn.Module):
     def __init__(self, layers, hidden, heads, ffn, vocab, recompute):
         super().__init__()
@@ -144,10 +153,7 @@ class Decoder(nn.Module):
                 x = checkpoint(blk, x, cos, sin, use_reentrant=False)
             else:
                 x = blk(x, cos, sin)
-        logits = self.head(self.norm(x))
-        if self.logits_fp32:
-            logits = logits.float()
-        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+        return cross_entropy(self.head(self.norm(x)), targets, self.logits_fp32)
 
 
 class LPLayerNorm(nn.LayerNorm):
@@ -168,9 +174,8 @@ class GPTBlock(nn.Module):
     """llm-foundry's MPTBlock with no_bias False, ffn mptmlp (GELU), no dropout; attention
     through SDPA (MPT's benchmarks use flash or triton kernels)."""
 
-    def __init__(self, hidden, heads, ffn, low_precision_norm):
+    def __init__(self, hidden, heads, ffn, norm):
         super().__init__()
-        norm = LPLayerNorm if low_precision_norm else nn.LayerNorm
         self.heads = heads
         self.norm_1 = norm(hidden)
         self.Wqkv = nn.Linear(hidden, 3 * hidden)
@@ -194,11 +199,11 @@ class GPTBlock(nn.Module):
 class GPTDecoder(nn.Module):
     def __init__(self, layers, hidden, heads, ffn, vocab, recompute, seq, low_precision_norm):
         super().__init__()
+        norm = LPLayerNorm if low_precision_norm else nn.LayerNorm
         self.wte = nn.Embedding(vocab, hidden)
         self.wpe = nn.Embedding(seq, hidden)
-        self.blocks = nn.ModuleList(GPTBlock(hidden, heads, ffn, low_precision_norm)
-                                    for _ in range(layers))
-        self.norm_f = (LPLayerNorm if low_precision_norm else nn.LayerNorm)(hidden)
+        self.blocks = nn.ModuleList(GPTBlock(hidden, heads, ffn, norm) for _ in range(layers))
+        self.norm_f = norm(hidden)
         self.recompute = recompute
         self.logits_fp32 = False
 
@@ -211,9 +216,7 @@ class GPTDecoder(nn.Module):
             else:
                 x = blk(x)
         logits = F.linear(self.norm_f(x), self.wte.weight)  # tied output head
-        if self.logits_fp32:
-            logits = logits.float()
-        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+        return cross_entropy(logits, targets, self.logits_fp32)
 
 
 def count_params(model):
@@ -240,12 +243,11 @@ def kernel_class(name):
 def fsdp_wrap(model):
     """FSDP2 on a one-rank process group: each block and the model fully_shard-ed with bf16
     parameters and fp32 gradient reduction (TorchTitan's defaults); the logits cast to fp32."""
-    import os
     import torch.distributed as dist
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     if not dist.is_initialized():
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-        os.environ.setdefault("MASTER_PORT", "29511")
+        os.environ.setdefault("MASTER_PORT", "29511")  # any free port: one rank, this host only
         dist.init_process_group("nccl", rank=0, world_size=1)
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     for blk in model.blocks:
@@ -290,9 +292,9 @@ def run_config(cfg, steps, profile, dev):
            "kv_heads": heads, "ffn_hidden": ffn, "vocab": vocab, "seq_len": seq,
            "micro_batch": mb, "recompute": recompute, "compiled": compiled,
            "precision": "bf16-autocast" if recipe == "autocast" else "bf16-fsdp-mixed",
-           "params_dtype": "fp32",
-           "optimizer": "AdamW(fused)" if recipe == "autocast" else "AdamW(foreach)"}
+           "params_dtype": "fp32"}
     model, opt, cos, sin, tokens, targets = build(cfg, dev)
+    out["optimizer"] = "AdamW(fused)" if opt.defaults.get("fused") else "AdamW(foreach)"
     out["parameters"] = count_params(model)
 
     def step(phases=None):
