@@ -631,6 +631,7 @@ std::vector<ModelSpec> make_models() {
        .vocab = 50257,
        .gated_ffn = false,
        .tied_embeddings = true,
+       .linear_biases = true,
        .normalization = Normalization::kLayerNorm,
        .position_embedding = PositionEmbedding::kLearned,
        .source = "Radford et al. 2019, 'Language Models are Unsupervised Multitask Learners'; "
@@ -646,6 +647,7 @@ std::vector<ModelSpec> make_models() {
        .vocab = 50257,
        .gated_ffn = false,
        .tied_embeddings = true,
+       .linear_biases = true,
        .normalization = Normalization::kLayerNorm,
        .position_embedding = PositionEmbedding::kLearned,
        .source = "Brown et al. 2020, 'Language Models are Few-Shot Learners', Table 2.1 (96 "

@@ -159,6 +159,9 @@ struct ModelSpec {
   int vocab = 0;
   bool gated_ffn = true;        // SwiGLU: three FFN matrices instead of two
   bool tied_embeddings = false;  // input and output embedding share weights
+  // Biases on the linears (GPT-2, GPT-3, MPT, BLOOM); only PyTorch eager's bias-gradient
+  // reductions are timed (their parameters, under 0.1%, are not counted).
+  bool linear_biases = false;
   Normalization normalization = Normalization::kRmsNorm;
   PositionEmbedding position_embedding = PositionEmbedding::kRope;
   int head_dim_override = 0;  // 0: hidden / heads (Qwen3-235B-A22B: 128 with 64 heads of 4096)

@@ -140,7 +140,7 @@ struct ComputeParams {
 // (models/accuracy/corpus_fit.h, cross-validated leaving each source out by `clustersim
 // accuracy`). Public microbenchmarks reach higher (ml-engineering MAMF: 267.9 of 312 TFLOP/s,
 // 0.87 in-tile, on their best shape), training runs do not.
-inline constexpr double kAmpereGemmMaxEfficiency = 0.755;
+inline constexpr double kAmpereGemmMaxEfficiency = 0.76;
 // What an A100 GEMM microbenchmark reaches in a tile at full clock: ml-engineering MAMF's 267.9
 // of 312 TFLOP/s on its best shape (CUDA 12.1), ~0.985 of which the shape allows.
 inline constexpr double kAmpereMicrobenchmarkGemmEfficiency = 0.87;

@@ -281,38 +281,85 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   // 3. Memory-bound kernels, bytes per token (see the header).
   const double e = working_bytes(p);
   const double sp = par.sp ? t : 1;  // the sequence-parallel shard of the residual stream
+  // PyTorch FSDP with mixed precision (zero 3 over fp32 shards): per micro-batch each layer's
+  // parameters are cast to 16 bits on the shard (read 4, write 2 per parameter of the shard)
+  // and all-gathered, then copied out of the gathered buffer into the parameters (read 2,
+  // write 2), in the forward and again for the backward (FSDP reshards after the forward); the
+  // 16-bit gradients are cast to fp32 into the reduce-scatter's buffer (read 2, write 4):
+  // (6 / shard + 4) forward and (6 / shard + 4 + 6) backward bytes per parameter, at the cast
+  // rate. One rank of FSDP2 on our H200 (device call 20, scenarios/measurements/call20):
+  // chunk_cat, the device-to-device copies and the casts took 15.1 ms a step for 1.32 B
+  // parameters, where this counts 16.2 ms.
+  const bool fsdp_mixed = par.zero >= 3 && w.framework.weights_in_fp32 && mixed_precision(p);
+  double fsdp_forward_s = 0, fsdp_backward_s = 0;
+  if (fsdp_mixed) {
+    const double layer_params = (2 * h * h + 2 * h * kv_dim + (ffn_out + m.ffn_hidden) * h) / t;
+    const double shard = double(par.dp) * par.cp;
+    const double cast_rate = gpu.hbm_Bps * params.eager_elementwise_efficiency;
+    fsdp_forward_s = (6 / shard + 4) * layer_params / cast_rate;
+    fsdp_backward_s = (6 / shard + 10) * layer_params / cast_rate;
+  }
   if (w.framework.kernels != KernelFusion::kFused) {
-    // PyTorch eager under autocast with fp32 parameters, op by op (bytes per token; fp32
-    // residual stream x, 16-bit GEMM outputs): forward 132 h + 10 f, two fused rms_norms on
-    // fp32 (8 h each), their casts to 16 bits (6 h each), rotary on Q and K in fp32 (x1 c, x2 s,
-    // their difference, x1 s, x2 c, their sum, the concatenation: 32 h each), SDPA's casts of
-    // Q and K (12 h) and V's contiguous copy (4 h), the output's transpose copy (4 h), two
-    // residual adds of a 16-bit output to the fp32 stream (10 h each), SiLU (4 f) and the gate
-    // product (6 f). Backward 196 h + 26 f: the same ops' gradients, the rotary slices and
-    // casts, the q/k/v and gate/up gradients concatenated. Every weight is cast to 16 bits in
-    // the forward (read 4, write 2) and its 16-bit gradient to fp32 in the backward (read 2,
-    // write 4): 6 bytes per parameter each way.
-    // Without rotary embedding the 64 h forward and 92 h backward of its ops go.
-    // With TP, the ops on the residual stream (the norms, their casts, the residual adds: 48 h
-    // of the forward's 68 h besides rotary, and the same share of the backward's 104 h) run on
-    // the sequence-parallel shard (all of it without SP), the rest on this GPU's heads and FFN
-    // columns: 1 / t of them.
-    const double weights = 2 * h * h + 2 * h * kv_dim + (ffn_out + m.ffn_hidden) * h;
-    const double cast_per_token = 6 * weights / t / tokens;
+    // PyTorch eager, op by op, bytes per token. Under autocast with fp32 parameters (outside
+    // FSDP) the residual stream x is fp32 and every weight is cast to 16 bits each forward (read
+    // 4, write 2) and its 16-bit gradient to fp32 each backward (read 2, write 4); FSDP's mixed
+    // precision runs the layer on 16-bit parameters and a 16-bit stream. GEMM outputs are
+    // 16-bit; the linears' biases are added in the GEMMs' epilogues.
+    // Forward on the residual stream: two norms, each in fp32 on x (torch's fused rms_norm or
+    // LayerNorm under autocast: 8 h, and the next linear's cast of its output 6 h), on a 16-bit
+    // stream 4 h, or in 16 bits on a 16-bit cast of x (framework.low_precision_norm: the cast
+    // 6 h, the norm 4 h); two residual adds of a 16-bit output (to an fp32 stream 10 h each,
+    // else 6 h).
+    // Forward on this GPU's heads and FFN columns: the attention output's transpose copy (4 h);
+    // with rotary embedding, rotary on Q and K in fp32 (x1 c, x2 s, their difference, x1 s,
+    // x2 c, their sum, the concatenation: 32 h each), SDPA's casts of them back (12 h) and V's
+    // contiguous copy (4 h) (without it SDPA takes strided views of the QKV output); SiLU (4 f)
+    // and the gate product (6 f), or GELU (4 f).
+    // Backward on the stream: the two branch outputs' gradients cast to 16 bits (fp32 stream:
+    // 6 h each); each norm's backward with its cast's backward and the gradient accumulated into
+    // the stream's (in fp32 26 h; in 16 bits on a cast 28 h: input gradient 6 h, weight and bias
+    // gradients 4 h, the cast 6 h, the fp32 accumulation 12 h; on a 16-bit stream the norm's
+    // 6 h (+ 4 h for LayerNorm's bias and weight) and a 6 h accumulation).
+    // Backward on this GPU's heads and columns: the transpose copy (4 h); rotary's slices and
+    // sums (92 h), SDPA's casts' gradients (12 h) and Q's and K's fp32 gradients cast back
+    // (12 h); Q, K and V's gradients concatenated (12 h); the gate product's and SiLU's
+    // gradients and the gate and up gradients concatenated (26 f), or GELU's (6 f); with biases,
+    // each linear's bias gradient reads its output gradient (2 bytes per output column).
+    // Llama under autocast: forward 132 h + 10 f, backward 196 h + 26 f; MPT's GPT-style layer
+    // (low-precision LayerNorm, GELU, biases, no rotary) under autocast: 44 h + 4 f and
+    // 94 h + 8 f. Against device call 20's profiles (one H200, torch 2.11): MPT-1B's and the 7B
+    // layer's elementwise GPU time 66.1 and 40.1 ms a step where this counts 78 and 46 (eager
+    // kernels that convert no dtype, GELU, LayerNorm, copies, run at 2.6-4 TB/s against the
+    // casts' 2.1), the Llama 1.4B's 156.8 where it counts 170.
+    // With TP, the ops on the residual stream run on the sequence-parallel shard (all of it
+    // without SP), the rest on this GPU's heads and FFN columns: 1 / t of them.
+    const bool stream32 = w.framework.weights_in_fp32 && par.zero < 3;
     const bool rope = m.position_embedding == PositionEmbedding::kRope;
-    const double stream_share = 48.0 / 68;
-    auto sharded = [&](double rotary, double other_h, double per_f) {
-      return (rotary * h + (1 - stream_share) * other_h * h + per_f * m.ffn_hidden) / t +
-             stream_share * other_h * h / sp;
-    };
-    const double fwd = sharded(rope ? 64 : 0, 68, 10) + cast_per_token;
-    const double bwd = sharded(rope ? 92 : 0, 104, 26) + cast_per_token;
+    const bool rms = m.normalization == Normalization::kRmsNorm;
+    const double f = m.ffn_hidden;
+    double stream_fwd = 0, stream_bwd = 0, local_fwd = 4 * h, local_bwd = 4 * h + 12 * h;
+    const bool cast_norm = stream32 && w.framework.low_precision_norm;
+    stream_fwd += 2 * (!stream32 ? 4 : cast_norm ? 10 : 14) * h;
+    stream_bwd += 2 * ((!stream32 ? 12 : cast_norm ? 28 : 26) + (!stream32 && !rms ? 4 : 0)) * h;
+    stream_fwd += 2 * (stream32 ? 10 : 6) * h;
+    if (stream32) stream_bwd += 2 * 6 * h;
+    if (rope) {
+      local_fwd += (64 + 12 + 4) * h;
+      local_bwd += (92 + 12 + 12) * h;
+    }
+    local_fwd += (m.gated_ffn ? 10 : 4) * f;
+    local_bwd += (m.gated_ffn ? 26 : 6) * f;
+    if (m.linear_biases) local_bwd += 2 * (q_width + kv_dim + m.v_width() + h + ffn_out + h);
+    const double weights = 2 * h * h + 2 * h * kv_dim + (ffn_out + m.ffn_hidden) * h;
+    const double cast_per_token = stream32 ? 6 * weights / t / tokens : 0;
+    const double fwd = local_fwd / t + stream_fwd / sp + cast_per_token;
+    const double bwd = local_bwd / t + stream_bwd / sp + cast_per_token;
     // torch.compile fuses those ops: a measured share of eager's time (call 14).
     const double share =
         w.framework.kernels == KernelFusion::kCompiled ? params.compiled_elementwise_share : 1.0;
     const double rate = gpu.hbm_Bps * params.eager_elementwise_efficiency;
-    out.memory_forward_s = share * fwd * tokens / rate;
-    out.memory_backward_s = share * bwd * tokens / rate;
+    out.memory_forward_s = share * fwd * tokens / rate + fsdp_forward_s;
+    out.memory_backward_s = share * bwd * tokens / rate + fsdp_backward_s;
     return out;
   }
   const double drop_mask = w.dropout > 0 ? kMaskBytes : 0;
@@ -349,6 +396,8 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   if (w.framework.attention == AttentionKernel::kUnfused) bytes += 2 * h / t * e;
   out.memory_forward_s = elementwise_time(gpu, bytes * tokens, params).time_s;
   out.memory_backward_s = 2 * out.memory_forward_s;
+  out.memory_forward_s += fsdp_forward_s;
+  out.memory_backward_s += fsdp_backward_s;
   if (low_precision) {
     out.memory_forward_s +=
         elementwise_time(gpu, cast_forward * cast_bytes_per_element, params).time_s;

@@ -127,7 +127,8 @@ constexpr std::string_view kFabricKeys[] = {
 constexpr std::string_view kStorageKeys[] = {"write_bandwidth"};
 constexpr std::string_view kWorkloadKeys[] = {
     "model",   "layers",    "hidden",       "heads",       "kv_heads",  "ffn_hidden",
-    "vocab",   "gated_ffn", "tied_embeddings", "normalization", "position_embedding",
+    "vocab",   "gated_ffn", "tied_embeddings", "linear_biases", "normalization",
+    "position_embedding",
     "head_dim", "mla", "moe", "mtp_layers",
     "seq_len", "global_batch", "micro_batch", "precision", "dropout", "framework",
     "parallelism", "train_tokens"};
@@ -139,7 +140,8 @@ constexpr std::string_view kMoeKeys[] = {"experts",       "top_k",           "ex
 constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "tp_comm_overlap",     "tp_wgrad_overlap",
                                                "sp_input_regather",
-                                               "loss_input",
+                                               "loss_input",          "optimizer_kernel",
+                                               "low_precision_norm",
                                                "ep_comm_overlap",     "pp_comm_overlap",
                                                "ep_dispatcher",
                                                "fp8_recipe",          "fp8_param_gather",
@@ -969,7 +971,8 @@ bool Loader::load_model(const YAML::Node& node) {
   if (!dim("layers", &m.layers) || !dim("hidden", &m.hidden) || !dim("heads", &m.heads) ||
       !dim("kv_heads", &m.kv_heads) || !dim("ffn_hidden", &m.ffn_hidden) ||
       !dim("vocab", &m.vocab) || !flag_dim("gated_ffn", &m.gated_ffn) ||
-      !flag_dim("tied_embeddings", &m.tied_embeddings)) {
+      !flag_dim("tied_embeddings", &m.tied_embeddings) ||
+      !flag_dim("linear_biases", &m.linear_biases)) {
     return false;
   }
   static constexpr std::pair<std::string_view, Normalization> kNorms[] = {
@@ -1166,18 +1169,23 @@ bool Loader::load_workload(const YAML::Node& node) {
         {"mxfp8", Fp8Recipe::kMxfp8}};
     static constexpr std::pair<std::string_view, bool> kDispatchers[] = {{"alltoall", false},
                                                                         {"hierarchical", true}};
-    static constexpr std::pair<std::string_view, bool> kLossInputs[] = {{"fp32", false},
-                                                                       {"autocast", true}};
+    static constexpr std::pair<std::string_view, int> kLossInputs[] = {
+        {"fp32", 0}, {"autocast", 1}, {"fused", 2}};
+    static constexpr std::pair<std::string_view, bool> kOptimizerKernels[] = {{"fused", false},
+                                                                             {"foreach", true}};
     static constexpr std::pair<std::string_view, bool> kZero1Reduce[] = {
         {"reduce_scatter", false}, {"all_reduce", true}};
     FrameworkConfig& f = w.framework;
+    int loss_input = f.fused_loss ? 2 : f.loss_on_autocast_logits ? 1 : 0;
     if (!open_map(fw, fp, kFrameworkKeys) ||
         !read_enum(fw, fp, "attention", kAttention, &f.attention) ||
         !read_enum(fw, fp, "kernels", kKernels, &f.kernels) ||
         !read_bool(fw, fp, "tp_comm_overlap", &f.tp_comm_overlap) ||
         !read_bool(fw, fp, "tp_wgrad_overlap", &f.tp_wgrad_overlap) ||
         !read_bool(fw, fp, "sp_input_regather", &f.sp_input_regather) ||
-        !read_enum(fw, fp, "loss_input", kLossInputs, &f.loss_on_autocast_logits) ||
+        !read_enum(fw, fp, "loss_input", kLossInputs, &loss_input) ||
+        !read_enum(fw, fp, "optimizer_kernel", kOptimizerKernels, &f.foreach_optimizer) ||
+        !read_bool(fw, fp, "low_precision_norm", &f.low_precision_norm) ||
         !read_bool(fw, fp, "ep_comm_overlap", &f.ep_comm_overlap) ||
         !read_bool(fw, fp, "pp_comm_overlap", &f.pp_comm_overlap) ||
         !read_enum(fw, fp, "ep_dispatcher", kDispatchers, &f.ep_hierarchical) ||
@@ -1199,6 +1207,12 @@ bool Loader::load_workload(const YAML::Node& node) {
     if (fw["tp_overlap_copy_engine_share"].IsDefined() && !f.tp_comm_overlap) {
       return fail(fw["tp_overlap_copy_engine_share"], child(fp, "tp_overlap_copy_engine_share"),
                   "applies to tp_comm_overlap: true (the TP collectives are not hidden)");
+    }
+    f.loss_on_autocast_logits = loss_input == 1;
+    f.fused_loss = loss_input == 2;
+    if (fw["low_precision_norm"].IsDefined() && f.kernels == KernelFusion::kFused) {
+      return fail(fw["low_precision_norm"], child(fp, "low_precision_norm"),
+                  "applies to kernels: eager or compiled (fused kernels have their own norms)");
     }
     if (fw["loss_input"].IsDefined() && f.kernels == KernelFusion::kFused) {
       return fail(fw["loss_input"], child(fp, "loss_input"),

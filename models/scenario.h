@@ -213,6 +213,19 @@ struct FrameworkConfig {
   // nll_loss in fp32 on a copy it keeps for the backward. What it holds differs
   // (transformer_model.h).
   bool loss_on_autocast_logits = false;
+  // PyTorch kernels: the cross-entropy is one fused kernel on the 16-bit logits (flash-attn's
+  // CrossEntropyLoss, llm-foundry's default fused_crossentropy; Liger's): it holds what the fused
+  // kernels' loss does (loss_input: fused).
+  bool fused_loss = false;
+  // The optimizer's kernels. false: one fused kernel per step (Megatron's and Apex's fused
+  // Adam, torch.optim.AdamW(fused=True)); true: PyTorch's foreach implementation, one pass over
+  // the parameters per arithmetic op (TorchTitan's default, optimizer.fused = false).
+  bool foreach_optimizer = false;
+  // PyTorch kernels under autocast with fp32 parameters: each norm computed in 16 bits on a
+  // 16-bit cast of the fp32 residual stream (MosaicML's low_precision_layernorm, which MPT's
+  // benchmarks force). false: autocast runs the norm in fp32 on the stream (torch's LayerNorm,
+  // fused rms_norm) and the next linear casts its output.
+  bool low_precision_norm = false;
   // How fp8 training scales its tensors (Fp8Recipe).
   Fp8Recipe fp8_recipe = Fp8Recipe::kTensorwise;
   // Quantized weights gathered by ZeRO/FSDP (Megatron-Core --fp8-param-gather and

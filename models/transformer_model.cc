@@ -226,17 +226,24 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   // Norm inputs and outputs; the outputs feed the column-parallel linears, which keep them
   // gathered where SP does not gather them again in the backward (sp_input_regather false).
   const double sp_linear_in = sp_regathers_inputs(w) ? sp : 1;
-  double per_token = 2 * (h * residual / sp + h * e_in / sp_linear_in);
+  // A norm computed in 16 bits on a cast of the fp32 stream (framework.low_precision_norm)
+  // keeps that cast, not the stream.
+  const double norm_in =
+      fw.kernels != KernelFusion::kFused && fw.low_precision_norm ? e : residual;
+  double per_token = 2 * (h * norm_in / sp + h * e_in / sp_linear_in);
   // The MLP's part, dense and (MoE layers) routed: each routed copy of a token (top_k x the
   // busiest share, on the sequence shard) keeps its permuted input, the expert's up (+ gate)
   // output and activation; the shared experts like a dense MLP; the router's fp32 scores.
   double mlp_dense = 0, mlp_moe = 0;
   if (eager) {
-    // PyTorch eager keeps the whole QKV output (Q, K, V are views of it), SDPA's 16-bit casts
-    // of rotated Q and K and its output, the output projection's input copy, and the whole
-    // up+gate output, SiLU's output and the gate product (layer_model.cc's op list).
-    per_token += (2 * h + 3 * kv + 2 * h) / t * e;
-    mlp_dense = 4 * f / t * e;
+    // PyTorch eager keeps the whole QKV output (Q, K, V are views of it), with rotary SDPA's
+    // 16-bit casts of rotated Q and K, its output and the output projection's input copy, and
+    // the whole up+gate output, SiLU's output and the gate product; without a gate, GELU's input
+    // and output (layer_model.cc's op list). MPT-1B and the 7B layer under autocast and under
+    // FSDP on one H200 (device call 20) check the GPT-style counts.
+    const bool rope = m.position_embedding == PositionEmbedding::kRope;
+    per_token += ((rope ? 2 * h + 3 * kv : h + 2 * kv) + 2 * h) / t * e;
+    mlp_dense = (m.gated_ffn ? 4 : 2) * f / t * e;
   } else if (m.mla.enabled()) {
     // MLA: the two latents (and their norms' outputs), every head's Q, K, V (unless the up-
     // projections are recomputed) and the output.
@@ -311,7 +318,7 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
     // on the fp32 one the backward reuses the forward's, 12 (both measured, call 17: 12.03,
     // 12.00 bytes per logit; the peaks 8.03 / 10.03 and 10.00 / 12.00 as counted above).
     double backward = 4 + e, forward = 4 + e, reserved = 4 + e;
-    if (fw.kernels != KernelFusion::kFused) {
+    if (fw.kernels != KernelFusion::kFused && !fw.fused_loss) {
       backward = fw.loss_on_autocast_logits ? e + 8 : 12;
       forward = fw.loss_on_autocast_logits ? 2 * e + 4 : e + 8;
       reserved = fw.loss_on_autocast_logits ? 2 * e + 8 : 12;

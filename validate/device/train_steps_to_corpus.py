@@ -8,35 +8,64 @@ import json
 import os
 import sys
 
-HEADER = """# A real training step on one H200, measured by clustersim (device call 9, {date}):
+HEADER = """# A real training step on one H200, measured by clustersim (device call {call}, {date}):
 # validate/device/train_step.py run {name}, {file}.
-# Llama-style decoder: {layers} layers, hidden {hidden}, {heads} heads (no GQA), SwiGLU MLP
-# {ffn}, vocabulary {vocab} (untied head), RMSNorm (torch's fused rms_norm), rotary embedding
-# computed in fp32 (cos/sin tables in fp32: q and k promoted), causal attention through
-# scaled_dot_product_attention (cuDNN flash kernels), cross-entropy over the vocabulary.
-# Recipe: fp32 parameters under bf16 autocast, fused AdamW (torch.optim.AdamW(fused=True)),
-# {recompute}{compiled}. {parameters:,} parameters.
+# {architecture}
+# Recipe: {recipe}, {recompute}{compiled}. {parameters:,} parameters.
 # Measured: median of {steps} timed steps (wall clock, CUDA-synchronised) after 3 warm-up steps:
 # {step:.4f} s (forward {fwd:.4f} s, backward {bwd:.4f} s, optimizer {opt:.4f} s, each
 # synchronised in two further steps); peak allocated {alloc:.2f} GiB, peak reserved {res:.2f} GiB.
-# Framework keys: weights_in_fp32 and fp32_gradients (the parameters and their .grad are fp32);
-# flash attention; no dropout; one GPU, so no communication.
+# {keys}
 """
 
+LLAMA = """Llama-style decoder: {layers} layers, hidden {hidden}, {heads} heads (no GQA), SwiGLU MLP
+# {ffn}, vocabulary {vocab} (untied head), RMSNorm (torch's fused rms_norm), rotary embedding
+# computed in fp32 (cos/sin tables in fp32: q and k promoted), causal attention through
+# scaled_dot_product_attention (cuDNN flash kernels), cross-entropy over the vocabulary."""
+GPT = """GPT-style decoder as MosaicML's MPT has it: {layers} layers, hidden {hidden}, {heads} heads,
+# a 4h GELU MLP ({ffn}) and linears with biases, {norm} with biases, learned positions added
+# to the token embedding, vocabulary {vocab} with the output head tied to the embedding, causal
+# attention through scaled_dot_product_attention (cuDNN flash kernels), cross-entropy over the
+# vocabulary."""
+AUTOCAST = ("fp32 parameters under bf16 autocast, fused AdamW (torch.optim.AdamW(fused=True))")
+FSDP = ("FSDP2 on a one-rank process group (fully_shard per block and on the model,\n"
+        "# MixedPrecisionPolicy: bf16 parameters, fp32 gradient reduction; no autocast; the logits\n"
+        "# cast to fp32 for the loss), AdamW(foreach=True) on the fp32 shards")
+KEYS_AUTOCAST = ("Framework keys: weights_in_fp32 and fp32_gradients (the parameters and their .grad "
+                 "are fp32);\n# flash attention; no dropout; one GPU, so no communication.")
+KEYS_FSDP = ("Framework keys: zero 3 with weights_in_fp32 and fp32_gradients (FSDP's fp32 shards "
+             "and fp32\n# reduction); flash attention; no dropout; one GPU: the all-gathers and "
+             "reduce-scatters are copies.")
 
-def yaml_for(run, file, date):
+
+def yaml_for(run, file, date, call):
     name = run["name"]
+    arch = run.get("architecture", "llama")
+    fsdp = run.get("recipe", "autocast") == "fsdp"
     recompute = ("every block checkpointed (torch.utils.checkpoint, full recompute)"
                  if run["recompute"] == "full" else "no activation checkpointing")
     compiled = (", each block compiled (torch.compile per block, default mode)"
                 if run["compiled"] else ", eager (no torch.compile)")
-    text = HEADER.format(date=date, name=name, file=file, layers=run["layers"],
-                         hidden=run["hidden"], heads=run["heads"], ffn=run["ffn_hidden"],
-                         vocab=run["vocab"], recompute=recompute, compiled=compiled,
+    dims = dict(layers=run["layers"], hidden=run["hidden"], heads=run["heads"],
+                ffn=run["ffn_hidden"], vocab=run["vocab"])
+    architecture = (LLAMA.format(**dims) if arch == "llama" else GPT.format(
+        norm=("llm-foundry's low_precision_layernorm (computed in bf16)" if arch == "mpt"
+              else "torch's nn.LayerNorm (fp32 under autocast)"), **dims))
+    text = HEADER.format(call=call, date=date, name=name, file=file, architecture=architecture,
+                         recipe=FSDP if fsdp else AUTOCAST, keys=KEYS_FSDP if fsdp else KEYS_AUTOCAST,
+                         recompute=recompute, compiled=compiled,
                          parameters=run["parameters"], steps=len(run["step_times_s"]),
                          step=run["step_time_s"], fwd=run["forward_s"], bwd=run["backward_s"],
                          opt=run["optimizer_s"], alloc=run["peak_allocated_bytes"] / 2**30,
                          res=run["peak_reserved_bytes"] / 2**30)
+    loss_input = ("fp32         # logits.float() before F.cross_entropy (train_step.py, FSDP recipe)"
+                  if fsdp else
+                  "autocast       # F.cross_entropy on the 16-bit logits inside autocast (train_step.py)")
+    zero = "\n    zero: 3" if fsdp else ""
+    biases = "" if arch == "llama" else "\n  linear_biases: true"
+    optimizer = "\n    optimizer_kernel: foreach   # AdamW(foreach=True)" if fsdp else ""
+    if arch == "mpt":
+        optimizer += "\n    low_precision_norm: true   # llm-foundry's low_precision_layernorm"
     text += f"""name: clustersim-h200-{name}
 cluster:
   nodes: 1
@@ -50,10 +79,10 @@ workload:
   kv_heads: {run['kv_heads']}
   ffn_hidden: {run['ffn_hidden']}
   vocab: {run['vocab']}
-  gated_ffn: true
-  tied_embeddings: false
-  normalization: rmsnorm
-  position_embedding: rope
+  gated_ffn: {'true' if arch == 'llama' else 'false'}
+  tied_embeddings: {'false' if arch == 'llama' else 'true'}{biases}
+  normalization: {'rmsnorm' if arch == 'llama' else 'layernorm'}
+  position_embedding: {'rope' if arch == 'llama' else 'learned'}
   seq_len: {run['seq_len']}
   global_batch: {run['micro_batch']}
   micro_batch: {run['micro_batch']}
@@ -61,18 +90,18 @@ workload:
   framework:
     attention: flash
     kernels: {'compiled' if run['compiled'] else 'eager'}
-    loss_input: autocast       # F.cross_entropy on the 16-bit logits inside autocast (train_step.py)
+    loss_input: {loss_input}{optimizer}
     weights_in_fp32: true
     fp32_gradients: true
   parallelism:
     tp: 1
     pp: 1
-    dp: 1
+    dp: 1{zero}
     recompute: {run['recompute']}
 published:
   source: clustersim-h200
-  citation: "clustersim device call 9, validate/device/train_step.py, run {name}
-    (scenarios/measurements/call9/{file})"
+  citation: "clustersim device call {call}, validate/device/train_step.py, run {name}
+    (scenarios/measurements/call{call}/{file})"
   metric: step_time
   value: {run['step_time_s']:.5f}s
   memory_per_gpu: {run['peak_reserved_bytes']}B
@@ -80,15 +109,22 @@ published:
     return f"clustersim-h200-{name}.yaml", text
 
 
+# The device call and date of each measurement file (scenarios/measurements/callN/).
+CALLS = {"train-steps-eager.json": (9, "2026-12-01"), "train-steps-compiled.json": (9, "2026-12-01"),
+         "train-steps-gpt.json": (20, "2026-12-04")}
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
+    only = set(os.environ.get("ONLY", "").split(",")) - {""}
     for path in sys.argv[2:]:
         data = json.load(open(path))
+        call, date = CALLS.get(os.path.basename(path), (9, "2026-12-01"))
         for run in data["runs"]:
-            if "error" in run:
+            if "error" in run or (only and run["name"] not in only):
                 continue
-            fname, text = yaml_for(run, os.path.basename(path), "2026-12-01")
+            fname, text = yaml_for(run, os.path.basename(path), date, call)
             with open(os.path.join(out, fname), "w") as f:
                 f.write(text)
 
