@@ -335,7 +335,10 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   for (int size : {par.tp, par.cp, par.dp * par.cp, par.pp}) communicators += size > 1;
   out.outside_allocator_bytes =
       params.context_bytes + communicators * params.nccl_bytes_per_communicator;
-  out.allocator_slack_bytes = params.allocator_slack * out.activations_bytes;
+  out.layer_activations_bytes = layer;
+  out.allocator_slack_bytes =
+      (params.allocator_layer_slack - (out.recompute_layer_bytes > 0 ? 1 : 0)) * layer;
+  out.gradients_own_pool = par.zero >= 3 && fw.weights_in_fp32;
   return out;
 }
 

@@ -130,10 +130,14 @@ struct MemoryParams {
   double context_bytes = 1.0 * 1024 * 1024 * 1024;
   double nccl_bytes_per_communicator = 0.6 * 1024 * 1024 * 1024;
   // PyTorch's caching allocator reserves more than it hands out: beyond the segments of the
-  // loss's tensors (MemoryBreakdown::allocator_bytes), in proportion to the activations, whose
-  // many blocks of many sizes fragment its cache. In call 9's 20 single-H200 training steps
-  // (scenarios/measurements/call9) that excess was 7-60% of the activations, a median 20%.
-  double allocator_slack = 0.20;
+  // loss's tensors (MemoryBreakdown::allocator_bytes), the transients of a layer's forward and
+  // backward, freed layer by layer and kept cached, which no stored activation can use at the
+  // peak: a multiple of one layer's activations (one micro-batch), whatever the number of layers
+  // or micro-batches in flight. Where the backward recomputes the layer, its rebuilt activations
+  // take one layer's worth of that cache (MemoryBreakdown::allocator_slack_bytes). The median
+  // over our 26 single-H200 steps (device calls 9, 20 and 21; scenarios/measurements/call21 has
+  // the allocator's own trace of 13 of them): 2.2 layers without recompute, 1.8 with.
+  double allocator_layer_slack = 2.0;
 };
 
 // Peak memory of one GPU in the busiest pipeline stage, by kind, bytes. Each kind is given at
@@ -168,7 +172,14 @@ struct MemoryBreakdown {
   // eager ops' casts (the output head's) are cached (call 18).
   double forward_end_casts_bytes = 0;
   double outside_allocator_bytes = 0;  // the CUDA context and NCCL's buffers
-  double allocator_slack_bytes = 0;    // MemoryParams::allocator_slack x activations
+  double allocator_slack_bytes = 0;    // MemoryParams::allocator_layer_slack x one layer's
+  double layer_activations_bytes = 0;  // one layer's activations, one micro-batch (recomputed
+                                       // in the backward under recompute)
+  // PyTorch FSDP (fully_shard with mixed precision) allocates the reduce-scattered gradient
+  // shards on its reduce-scatter stream, and the caching allocator keeps a pool per stream:
+  // what they free serves no activation, and the gradients add to the reserve (measured on one
+  // H200, device call 21: that stream's pool is the fp32 gradients, 4.95 GiB for 4.90).
+  bool gradients_own_pool = false;
   // PyTorch frees every gradient between steps (zero_grad(set_to_none=True), its default since
   // 2.0) and allocates them as the backward frees the activations, so the two do not add up:
   // the peak holds the larger. Megatron-LM and DeepSpeed keep persistent gradient buffers.
@@ -228,7 +239,7 @@ struct MemoryBreakdown {
   double allocator_bytes() const {
     const double transient = activations_bytes + logits_bytes - loss_backward_bytes +
                              loss_reserved_bytes + gathered_weights_bytes;
-    const double during_backward = gradients_replace_activations
+    const double during_backward = gradients_replace_activations && !gradients_own_pool
                                        ? std::max(gradients_bytes, transient)
                                        : gradients_bytes + transient;
     return std::max(tensor_bytes(), weights_bytes + optimizer_bytes + during_backward) +

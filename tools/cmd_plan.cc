@@ -365,13 +365,13 @@ void print_assumptions(const models::WorkloadConfig& w, const models::StepResult
       format_count(p.dp_bucket_params).c_str(),
       format_significant(models::gradient_bytes(w), 2).c_str());
   std::printf(
-      "  - memory: %s; CUDA context %s, NCCL %s per communicator, allocator slack %s of "
-      "activations\n",
+      "  - memory: %s; CUDA context %s, NCCL %s per communicator, allocator cache %s x one "
+      "layer's activations\n",
       fw.weights_in_fp32 ? "fp32 parameters cast per use (4 + 8 B/parameter before ZeRO)"
                          : "16-bit weights with fp32 masters (2 + 12 B/parameter before ZeRO)",
       format_size(p.memory.context_bytes).c_str(),
       format_size(p.memory.nccl_bytes_per_communicator).c_str(),
-      format_percent(p.memory.allocator_slack).c_str());
+      format_significant(p.memory.allocator_layer_slack, 2).c_str());
   std::printf("  - checkpoint %s B/parameter; restart %s unless the scenario says\n",
               format_significant(cost.checkpoint_bytes_per_param, 3).c_str(),
               format_time(cost.default_restart_s).c_str());

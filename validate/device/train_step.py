@@ -14,7 +14,11 @@ rank). Per configuration: the median step time of the timed steps (CUDA-synchron
 separately in extra steps), peak allocated and reserved memory, and with --profile the GPU time
 by kernel class from torch.profiler.
 
-Usage: python3 train_step.py OUT.json [--only NAME,...] [--profile NAME,...] [--steps N]
+With --memory, one more step from an emptied cache records where the caching allocator reserves
+beyond the tensors (memory_probe: per phase, and per CUDA stream at the allocated peak).
+
+Usage: python3 train_step.py OUT.json [--only NAME,...] [--profile NAME,...] [--memory NAME,...]
+       [--steps N]
 Each configuration is written to OUT.json as soon as it is done (a partial file survives a
 timeout)."""
 import argparse
@@ -283,7 +287,79 @@ def build(cfg, dev):
     return model, opt, cos, sin, tokens, targets
 
 
-def run_config(cfg, steps, profile, dev):
+def memory_probe(step):
+    """Where PyTorch's caching allocator reserves beyond the tensors, over one step begun from an
+    emptied cache: allocated and reserved at the end of each phase and their peaks in it, and,
+    replaying the allocator's own trace (torch.cuda.memory._record_memory_history), what each
+    CUDA stream held allocated and reserved at the moment of the step's allocated peak and at
+    its end. The allocator keeps a pool per stream: a block freed on one stream serves only
+    that stream's later requests."""
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    stats = torch.cuda.memory_stats
+    phases = []
+    torch.cuda.memory._record_memory_history(max_entries=400000)
+    marks = []
+
+    def mark(name):
+        torch.cuda.synchronize()
+        st = stats()
+        phases.append({"phase": name,
+                       "allocated_bytes": st["allocated_bytes.all.current"],
+                       "allocated_peak_bytes": st["allocated_bytes.all.peak"],
+                       "reserved_bytes": st["reserved_bytes.all.current"],
+                       "reserved_peak_bytes": st["reserved_bytes.all.peak"]})
+        torch.cuda.reset_peak_memory_stats()
+
+    step(mark)
+    snap = torch.cuda.memory._snapshot()
+    torch.cuda.memory._record_memory_history(enabled=None)
+    out = {"phases": phases}
+    # The end state per stream, from the segments; then the trace replayed backwards to the
+    # state at its start, and forwards to find the allocated peak.
+    end_alloc, end_res = {}, {}
+    for seg in snap["segments"]:
+        k = str(seg["stream"])
+        end_res[k] = end_res.get(k, 0) + seg["total_size"]
+        end_alloc[k] = end_alloc.get(k, 0) + seg["allocated_size"]
+    trace = snap["device_traces"][0] if snap.get("device_traces") else []
+    dalloc = {"alloc": 1, "free_completed": -1}
+    dres = {"segment_alloc": 1, "segment_free": -1, "segment_map": 1, "segment_unmap": -1}
+    alloc, res = dict(end_alloc), dict(end_res)
+    for e in trace:
+        k = str(e.get("stream", 0))
+        a = e.get("action")
+        if a in dalloc:
+            alloc[k] = alloc.get(k, 0) - dalloc[a] * e["size"]
+        elif a in dres:
+            res[k] = res.get(k, 0) - dres[a] * e["size"]
+    peak, at_peak, sizes_at_peak = -1, None, None
+    live = {}
+    for i, e in enumerate(trace):
+        k = str(e.get("stream", 0))
+        a = e.get("action")
+        if a in dalloc:
+            alloc[k] = alloc.get(k, 0) + dalloc[a] * e["size"]
+        elif a in dres:
+            res[k] = res.get(k, 0) + dres[a] * e["size"]
+        total = sum(alloc.values())
+        if total > peak:
+            peak = total
+            at_peak = {"event": i, "allocated_by_stream": dict(alloc),
+                       "reserved_by_stream": dict(res)}
+    out["trace_events"] = len(trace)
+    out["at_allocated_peak"] = at_peak
+    out["at_end"] = {"allocated_by_stream": end_alloc, "reserved_by_stream": end_res,
+                     "segments": len(snap["segments"]),
+                     "segment_sizes_by_stream": {
+                         k: sorted((s["total_size"] for s in snap["segments"]
+                                    if str(s["stream"]) == k), reverse=True)[:40]
+                         for k in end_res}}
+    return out
+
+
+def run_config(cfg, steps, profile, dev, memory=False):
     name, model_name, seq, mb, recompute, compiled = cfg[:6]
     layers, hidden, heads, ffn, vocab, arch = model_dims(model_name)
     recipe = recipe_of(cfg)
@@ -298,17 +374,23 @@ def run_config(cfg, steps, profile, dev):
     out["parameters"] = count_params(model)
 
     def step(phases=None):
+        # phases: a list (the times of the forward's and backward's ends are appended) or a
+        # callable (called with the phase's name at each phase's end: memory_probe).
+        def at(name):
+            if callable(phases):
+                phases(name)
+            elif phases is not None:
+                torch.cuda.synchronize()
+                phases.append(time.perf_counter())
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=(recipe == "autocast")):
             loss = model(tokens, targets, cos, sin)
-        if phases is not None:
-            torch.cuda.synchronize()
-            phases.append(time.perf_counter())
+        at("forward")
         loss.backward()
-        if phases is not None:
-            torch.cuda.synchronize()
-            phases.append(time.perf_counter())
+        at("backward")
         opt.step()
         opt.zero_grad(set_to_none=True)
+        if callable(phases):
+            phases("optimizer")
         return loss
 
     t0 = time.perf_counter()
@@ -339,6 +421,8 @@ def run_config(cfg, steps, profile, dev):
     out["forward_s"] = min(s[0] for s in split)
     out["backward_s"] = min(s[1] for s in split)
     out["optimizer_s"] = min(s[2] for s in split)
+    if memory:
+        out["memory_probe"] = memory_probe(step)
     if profile:
         from torch.profiler import ProfilerActivity, profile as prof
         with prof(activities=[ProfilerActivity.CUDA]) as p:
@@ -367,10 +451,13 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--profile", default="")
     ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--memory", default="",
+                    help="configurations whose allocator use is probed (memory_probe)")
     args = ap.parse_args()
     dev = torch.device("cuda:0")
     only = set(filter(None, args.only.split(",")))
     profile = set(filter(None, args.profile.split(",")))
+    memory = set(filter(None, args.memory.split(",")))
     result = {"torch": torch.__version__, "cuda": torch.version.cuda,
               "device": torch.cuda.get_device_name(0),
               "memory_total_bytes": torch.cuda.get_device_properties(0).total_memory,
@@ -382,7 +469,7 @@ def main():
             continue
         t0 = time.time()
         try:
-            r = run_config(cfg, args.steps, cfg[0] in profile, dev)
+            r = run_config(cfg, args.steps, cfg[0] in profile, dev, cfg[0] in memory)
         except torch.cuda.OutOfMemoryError as e:
             r = {"name": cfg[0], "error": "out of memory: " + str(e)[:200]}
         except Exception as e:  # report and go on to the next configuration
