@@ -104,6 +104,85 @@ TEST_SUITE("models") {
     CHECK(memory_per_gpu(w).activations_bytes > compiled_memory.activations_bytes);
   }
 
+  TEST_CASE("transformer: MPT's GPT-style eager layer and FSDP's casts by hand") {
+    // MPT-7B's layer (llm-foundry): LayerNorm computed in 16 bits on a cast of the fp32 stream
+    // (low_precision_layernorm), a 4h GELU MLP, biases on every linear, learned positions (no
+    // rotary ops). Bytes per token under autocast (layer_model.cc's op list): forward 44 h + 4 f
+    // (two norms' casts and norms 2 x 10 h, two residual adds to the fp32 stream 2 x 10 h, the
+    // attention output's transpose copy 4 h, GELU 4 f); backward 94 h + 8 f (the norms with their
+    // casts and fp32 accumulation 2 x 28 h, the branch gradients' casts 2 x 6 h, the transpose
+    // 4 h, the Q K V gradients concatenated 12 h, GELU's gradient 6 f, the bias gradients
+    // 2 (5 h + f)); plus each weight's cast, 6 bytes a parameter each way.
+    WorkloadConfig w;
+    w.model.layers = 32;
+    w.model.hidden = 4096;
+    w.model.heads = 32;
+    w.model.kv_heads = 32;
+    w.model.ffn_hidden = 16384;
+    w.model.vocab = 50368;
+    w.model.gated_ffn = false;
+    w.model.tied_embeddings = true;
+    w.model.linear_biases = true;
+    w.model.normalization = Normalization::kLayerNorm;
+    w.model.position_embedding = PositionEmbedding::kLearned;
+    w.seq_len = 2048;
+    w.micro_batch = 6;
+    w.global_batch = 6;
+    w.framework.kernels = KernelFusion::kEager;
+    w.framework.weights_in_fp32 = true;
+    w.framework.low_precision_norm = true;
+    const GpuSpec& gpu = *find_gpu("h200-sxm");
+    const ComputeParams params = default_compute_params(gpu);
+    const double h = 4096, f = 16384, tokens = 2048 * 6;
+    const double weights = 4 * h * h + 2 * f * h;
+    const double rate = gpu.hbm_Bps * params.eager_elementwise_efficiency;
+    const LayerKernels autocast = layer_kernels(gpu, w, params);
+    CHECK(autocast.memory_forward_s ==
+          doctest::Approx(((44 * h + 4 * f) * tokens + 6 * weights) / rate));
+    CHECK(autocast.memory_backward_s ==
+          doctest::Approx(((94 * h + 8 * f) * tokens + 6 * weights) / rate));
+    // torch's LayerNorm in fp32 on the stream instead: 4 h more forward (8 h + the next
+    // linear's cast 6 h, against the cast 6 h + the norm 4 h), 2 x 2 h less backward.
+    w.framework.low_precision_norm = false;
+    const LayerKernels torch_norm = layer_kernels(gpu, w, params);
+    CHECK(torch_norm.memory_forward_s - autocast.memory_forward_s ==
+          doctest::Approx(2 * 4 * h * tokens / rate));
+    CHECK(torch_norm.memory_backward_s - autocast.memory_backward_s ==
+          doctest::Approx(-2 * 2 * h * tokens / rate));
+    // FSDP's mixed precision over 8 ranks: the layer runs on a 16-bit stream (norms 2 x 4 h,
+    // residual adds 2 x 6 h forward; norm gradients with LayerNorm's weight and bias 2 x 16 h
+    // backward), no per-use casts, and FSDP's own copies: (6 / 8 + 4) bytes a parameter
+    // forward, (6 / 8 + 10) backward.
+    w.parallelism.zero = 3;
+    w.parallelism.dp = 8;
+    w.global_batch = 48;
+    const LayerKernels fsdp = layer_kernels(gpu, w, params);
+    CHECK(fsdp.memory_forward_s ==
+          doctest::Approx(((24 * h + 4 * f) * tokens + (6.0 / 8 + 4) * weights) / rate));
+    CHECK(fsdp.memory_backward_s ==
+          doctest::Approx(((58 * h + 8 * f) * tokens + (6.0 / 8 + 10) * weights) / rate));
+    // The biases' gradients are PyTorch eager's only: fused kernels fold them into the GEMMs.
+    w.model.linear_biases = false;
+    CHECK(fsdp.memory_backward_s - layer_kernels(gpu, w, params).memory_backward_s ==
+          doctest::Approx(2 * (5 * h + f) * tokens / rate));
+
+    // Memory under autocast: a norm computed on a 16-bit cast of the stream keeps that cast (2
+    // bytes), not the fp32 stream (4), for each of a layer's two norms; a fused loss kernel
+    // holds the fused loss's 4 + 2 bytes a logit at its backward where the fp32 path holds 12.
+    w.parallelism.zero = 0;
+    w.parallelism.dp = 1;
+    w.global_batch = 6;
+    const MemoryBreakdown torch_norm_memory = memory_per_gpu(w);
+    w.framework.low_precision_norm = true;
+    const MemoryBreakdown cast_norm_memory = memory_per_gpu(w);
+    CHECK(torch_norm_memory.activations_bytes - cast_norm_memory.activations_bytes ==
+          doctest::Approx(32 * 2 * h * (4 - 2) * tokens));
+    w.framework.fused_loss = true;
+    const double logits = tokens * 50368;
+    CHECK(cast_norm_memory.loss_backward_bytes - memory_per_gpu(w).loss_backward_bytes ==
+          doctest::Approx((12 - 6) * logits));
+  }
+
   TEST_CASE("transformer: parameter counts of the presets") {
     CHECK(count_parameters(preset("llama2-70b")).total() == doctest::Approx(69.0e9).epsilon(0.01));
     CHECK(count_parameters(preset("llama2-70b")).total() == doctest::Approx(70e9).epsilon(0.02));
