@@ -172,9 +172,11 @@ struct MemoryBreakdown {
   // eager ops' casts (the output head's) are cached (call 18).
   double forward_end_casts_bytes = 0;
   double outside_allocator_bytes = 0;  // the CUDA context and NCCL's buffers
-  double allocator_slack_bytes = 0;    // MemoryParams::allocator_layer_slack x one layer's
-  double layer_activations_bytes = 0;  // one layer's activations, one micro-batch (recomputed
-                                       // in the backward under recompute)
+  // One layer's activations of one micro-batch (the layer the backward rebuilds under
+  // recompute), and the allocator's cache of transients: MemoryParams::allocator_layer_slack of
+  // them, one fewer where the layer is recomputed.
+  double layer_activations_bytes = 0;
+  double allocator_slack_bytes = 0;
   // PyTorch FSDP (fully_shard with mixed precision) allocates the reduce-scattered gradient
   // shards on its reduce-scatter stream, and the caching allocator keeps a pool per stream:
   // what they free serves no activation, and the gradients add to the reserve (measured on one
