@@ -48,6 +48,11 @@ MODELS = {
     "mpt-7b-8l": (8, 4096, 32, 16384, 50368, "mpt"),
     # The same 1B with torch's nn.LayerNorm (fp32 under autocast), as GPT-2-style code has it.
     "gpt-1b": (24, 2048, 16, 8192, 50368, "gpt"),
+    # The 1.4B's layer, 8 and 48 of them; MPT-7B's layer, 4 of them (call 21: does the
+    # allocator's cache follow the number of layers?).
+    "1.4b-8l": (8, 2048, 16, 5632, 32000),
+    "1.4b-48l": (48, 2048, 16, 5632, 32000),
+    "mpt-7b-4l": (4, 4096, 32, 16384, 50368, "mpt"),
 }
 
 # name, model, seq, micro-batch, recompute, compile[, recipe] ("autocast" unless given, or
@@ -79,6 +84,11 @@ CONFIGS = [
     ("mpt-7b-8l-s2k-b6-fsdp", "mpt-7b-8l", 2048, 6, "none", False, "fsdp"),
     ("gpt-1b-s2k-b8", "gpt-1b", 2048, 8, "none", False),
     ("1.4b-s2k-b8-fsdp", "1.4b", 2048, 8, "none", False, "fsdp"),
+    ("1.4b-8l-s2k-b4", "1.4b-8l", 2048, 4, "none", False),
+    ("1.4b-s2k-b4", "1.4b", 2048, 4, "none", False),
+    ("1.4b-48l-s2k-b4", "1.4b-48l", 2048, 4, "none", False),
+    ("1.4b-48l-s2k-b4-full", "1.4b-48l", 2048, 4, "full", False),
+    ("mpt-7b-4l-s2k-b6-fsdp", "mpt-7b-4l", 2048, 6, "none", False, "fsdp"),
 ]
 
 

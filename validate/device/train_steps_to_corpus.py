@@ -111,7 +111,8 @@ published:
 
 # The device call and date of each measurement file (scenarios/measurements/callN/).
 CALLS = {"train-steps-eager.json": (9, "2026-12-01"), "train-steps-compiled.json": (9, "2026-12-01"),
-         "train-steps-gpt.json": (20, "2026-12-04")}
+         "train-steps-gpt.json": (20, "2026-12-04"), "train-steps-memory.json": (21, "2026-12-04"),
+         "train-steps-layers.json": (22, "2026-12-04")}
 
 
 def main():
