@@ -136,7 +136,8 @@ struct MemoryParams {
   // or micro-batches in flight. Where the backward recomputes the layer, its rebuilt activations
   // take one layer's worth of that cache (MemoryBreakdown::allocator_slack_bytes). The median
   // over our 26 single-H200 steps (device calls 9, 20 and 21; scenarios/measurements/call21 has
-  // the allocator's own trace of 13 of them): 2.2 layers without recompute, 1.8 with.
+  // the allocator's own trace of 13 of them): 2.2 layers without recompute, 1.8 with. Five more
+  // steps, predicted before they ran (call 22), came out within 5.3%.
   double allocator_layer_slack = 2.0;
 };
 
