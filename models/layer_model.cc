@@ -290,14 +290,15 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   // rate. One rank of FSDP2 on our H200 (device call 20, scenarios/measurements/call20):
   // chunk_cat, the device-to-device copies and the casts took 15.1 ms a step for 1.32 B
   // parameters, where this counts 16.2 ms.
-  const bool fsdp_mixed = par.zero >= 3 && w.framework.weights_in_fp32 && mixed_precision(p);
+  // This GPU's share of the layer's matmul weights, and the rate of PyTorch's eager
+  // elementwise kernels (casts and copies included).
+  const double layer_weights = (2 * h * h + 2 * h * kv_dim + (ffn_out + m.ffn_hidden) * h) / t;
+  const double eager_rate = gpu.hbm_Bps * params.eager_elementwise_efficiency;
   double fsdp_forward_s = 0, fsdp_backward_s = 0;
-  if (fsdp_mixed) {
-    const double layer_params = (2 * h * h + 2 * h * kv_dim + (ffn_out + m.ffn_hidden) * h) / t;
+  if (pytorch_fsdp(w) && mixed_precision(p)) {
     const double shard = double(par.dp) * par.cp;
-    const double cast_rate = gpu.hbm_Bps * params.eager_elementwise_efficiency;
-    fsdp_forward_s = (6 / shard + 4) * layer_params / cast_rate;
-    fsdp_backward_s = (6 / shard + 10) * layer_params / cast_rate;
+    fsdp_forward_s = (6 / shard + 4) * layer_weights / eager_rate;
+    fsdp_backward_s = (6 / shard + 10) * layer_weights / eager_rate;
   }
   if (w.framework.kernels != KernelFusion::kFused) {
     // PyTorch eager, op by op, bytes per token. Under autocast with fp32 parameters (outside
@@ -333,33 +334,38 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     // casts' 2.1), the Llama 1.4B's 156.8 where it counts 170.
     // With TP, the ops on the residual stream run on the sequence-parallel shard (all of it
     // without SP), the rest on this GPU's heads and FFN columns: 1 / t of them.
-    const bool stream32 = w.framework.weights_in_fp32 && par.zero < 3;
-    const bool rope = m.position_embedding == PositionEmbedding::kRope;
-    const bool rms = m.normalization == Normalization::kRmsNorm;
+    const bool stream32 = fp32_residual_stream(w);
     const double f = m.ffn_hidden;
-    double stream_fwd = 0, stream_bwd = 0, local_fwd = 4 * h, local_bwd = 4 * h + 12 * h;
-    const bool cast_norm = stream32 && w.framework.low_precision_norm;
-    stream_fwd += 2 * (!stream32 ? 4 : cast_norm ? 10 : 14) * h;
-    stream_bwd += 2 * ((!stream32 ? 12 : cast_norm ? 28 : 26) + (!stream32 && !rms ? 4 : 0)) * h;
-    stream_fwd += 2 * (stream32 ? 10 : 6) * h;
-    if (stream32) stream_bwd += 2 * 6 * h;
-    if (rope) {
+    // Each of the two norms and each of the two residual adds, forward and backward (h each).
+    double norm_fwd = 14, norm_bwd = 26;  // in fp32 on the fp32 stream
+    if (!stream32) {                      // on a 16-bit stream
+      norm_fwd = 4;
+      norm_bwd = m.normalization == Normalization::kRmsNorm ? 12 : 16;
+    } else if (w.framework.low_precision_norm) {  // in 16 bits on a cast of the fp32 stream
+      norm_fwd = 10;
+      norm_bwd = 28;
+    }
+    const double add_fwd = stream32 ? 10 : 6, add_bwd = stream32 ? 6 : 0;
+    const double stream_fwd = 2 * (norm_fwd + add_fwd) * h;
+    const double stream_bwd = 2 * (norm_bwd + add_bwd) * h;
+    // On this GPU's heads and columns: the transpose copy (and the Q, K, V gradients'
+    // concatenation), rotary with its casts, the MLP's activation (and gate).
+    double local_fwd = 4 * h, local_bwd = (4 + 12) * h;
+    if (m.position_embedding == PositionEmbedding::kRope) {
       local_fwd += (64 + 12 + 4) * h;
       local_bwd += (92 + 12 + 12) * h;
     }
     local_fwd += (m.gated_ffn ? 10 : 4) * f;
     local_bwd += (m.gated_ffn ? 26 : 6) * f;
     if (m.linear_biases) local_bwd += 2 * (q_width + kv_dim + m.v_width() + h + ffn_out + h);
-    const double weights = 2 * h * h + 2 * h * kv_dim + (ffn_out + m.ffn_hidden) * h;
-    const double cast_per_token = stream32 ? 6 * weights / t / tokens : 0;
+    const double cast_per_token = stream32 ? 6 * layer_weights / tokens : 0;
     const double fwd = local_fwd / t + stream_fwd / sp + cast_per_token;
     const double bwd = local_bwd / t + stream_bwd / sp + cast_per_token;
     // torch.compile fuses those ops: a measured share of eager's time (call 14).
     const double share =
         w.framework.kernels == KernelFusion::kCompiled ? params.compiled_elementwise_share : 1.0;
-    const double rate = gpu.hbm_Bps * params.eager_elementwise_efficiency;
-    out.memory_forward_s = share * fwd * tokens / rate + fsdp_forward_s;
-    out.memory_backward_s = share * bwd * tokens / rate + fsdp_backward_s;
+    out.memory_forward_s = share * fwd * tokens / eager_rate + fsdp_forward_s;
+    out.memory_backward_s = share * bwd * tokens / eager_rate + fsdp_backward_s;
     return out;
   }
   const double drop_mask = w.dropout > 0 ? kMaskBytes : 0;

@@ -1169,21 +1169,22 @@ bool Loader::load_workload(const YAML::Node& node) {
         {"mxfp8", Fp8Recipe::kMxfp8}};
     static constexpr std::pair<std::string_view, bool> kDispatchers[] = {{"alltoall", false},
                                                                         {"hierarchical", true}};
-    static constexpr std::pair<std::string_view, int> kLossInputs[] = {
-        {"fp32", 0}, {"autocast", 1}, {"fused", 2}};
+    static constexpr std::pair<std::string_view, LossInput> kLossInputs[] = {
+        {"fp32", LossInput::kFp32},
+        {"autocast", LossInput::kAutocast},
+        {"fused", LossInput::kFused}};
     static constexpr std::pair<std::string_view, bool> kOptimizerKernels[] = {{"fused", false},
                                                                              {"foreach", true}};
     static constexpr std::pair<std::string_view, bool> kZero1Reduce[] = {
         {"reduce_scatter", false}, {"all_reduce", true}};
     FrameworkConfig& f = w.framework;
-    int loss_input = f.fused_loss ? 2 : f.loss_on_autocast_logits ? 1 : 0;
     if (!open_map(fw, fp, kFrameworkKeys) ||
         !read_enum(fw, fp, "attention", kAttention, &f.attention) ||
         !read_enum(fw, fp, "kernels", kKernels, &f.kernels) ||
         !read_bool(fw, fp, "tp_comm_overlap", &f.tp_comm_overlap) ||
         !read_bool(fw, fp, "tp_wgrad_overlap", &f.tp_wgrad_overlap) ||
         !read_bool(fw, fp, "sp_input_regather", &f.sp_input_regather) ||
-        !read_enum(fw, fp, "loss_input", kLossInputs, &loss_input) ||
+        !read_enum(fw, fp, "loss_input", kLossInputs, &f.loss_input) ||
         !read_enum(fw, fp, "optimizer_kernel", kOptimizerKernels, &f.foreach_optimizer) ||
         !read_bool(fw, fp, "low_precision_norm", &f.low_precision_norm) ||
         !read_bool(fw, fp, "ep_comm_overlap", &f.ep_comm_overlap) ||
@@ -1208,8 +1209,6 @@ bool Loader::load_workload(const YAML::Node& node) {
       return fail(fw["tp_overlap_copy_engine_share"], child(fp, "tp_overlap_copy_engine_share"),
                   "applies to tp_comm_overlap: true (the TP collectives are not hidden)");
     }
-    f.loss_on_autocast_logits = loss_input == 1;
-    f.fused_loss = loss_input == 2;
     if (fw["low_precision_norm"].IsDefined() && f.kernels == KernelFusion::kFused) {
       return fail(fw["low_precision_norm"], child(fp, "low_precision_norm"),
                   "applies to kernels: eager or compiled (fused kernels have their own norms)");

@@ -177,6 +177,16 @@ enum class Fp8Recipe {
   kMxfp8,
 };
 
+// What a PyTorch cross-entropy over the vocabulary is given:
+// - kFp32: the logits cast to fp32 first (`logits.float()`: TorchTitan, Hugging Face), so its
+//   log-softmax runs in fp32;
+// - kAutocast: the 16-bit logits as autocast leaves them (F.cross_entropy inside autocast):
+//   log-softmax in 16 bits, and autocast runs nll_loss in fp32 on a copy it keeps for the
+//   backward;
+// - kFused: one fused kernel on the 16-bit logits (flash-attn's CrossEntropyLoss, llm-foundry's
+//   default fused_crossentropy; Liger's), holding what the fused kernels' loss does.
+enum class LossInput { kFp32, kAutocast, kFused };
+
 // What the training framework does that the step's time depends on (workload.framework).
 // Defaults: Megatron-Core / NeMo as commonly configured.
 struct FrameworkConfig {
@@ -206,17 +216,9 @@ struct FrameworkConfig {
   // GEMM). false: the gathered input is kept for the backward (PyTorch DTensor SP, where
   // autograd saves the matmul's input), with no second gather.
   bool sp_input_regather = true;
-  // PyTorch kernels (eager, compiled): what the cross-entropy over the vocabulary is given.
-  // false: the logits cast to fp32 first (`logits.float()`: TorchTitan, Hugging Face), so its
-  // log-softmax runs in fp32. true: the 16-bit logits as autocast leaves them
-  // (F.cross_entropy(logits) inside autocast): log-softmax in 16 bits, and autocast runs
-  // nll_loss in fp32 on a copy it keeps for the backward. What it holds differs
-  // (transformer_model.h).
-  bool loss_on_autocast_logits = false;
-  // PyTorch kernels: the cross-entropy is one fused kernel on the 16-bit logits (flash-attn's
-  // CrossEntropyLoss, llm-foundry's default fused_crossentropy; Liger's): it holds what the fused
-  // kernels' loss does (loss_input: fused).
-  bool fused_loss = false;
+  // PyTorch kernels (eager, compiled): what the cross-entropy over the vocabulary is given
+  // (LossInput; transformer_model.cc counts what each holds).
+  LossInput loss_input = LossInput::kFp32;
   // The optimizer's kernels. false: one fused kernel per step (Megatron's and Apex's fused
   // Adam, torch.optim.AdamW(fused=True)); true: PyTorch's foreach implementation, one pass over
   // the parameters per arithmetic op (TorchTitan's default, optimizer.fused = false).

@@ -172,7 +172,7 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
       fw.weights_in_fp32 || (fw.gradients_in_backward && forwards_before_first_backward(w, stage));
   // Autocast keeps a 16-bit copy of every fp32 weight it casts from the forward until the
   // backward has used it; FSDP instead gathers 16-bit layers (below).
-  if (fp32_params && mixed && par.zero < 3) {
+  if (fp32_residual_stream(w) && mixed) {
     out.gathered_weights_bytes = out.cast_weights_bytes = (out.parameters + experts) * e;
     out.casts_freed_after_forward = par.recompute == Recompute::kFull;
     out.forward_end_casts_bytes = out.cast_weights_bytes;
@@ -209,7 +209,7 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   const double sp = par.sp ? t : 1;  // the sequence-parallel shard
   // Under autocast with fp32 parameters the embedding's output, and so the residual stream, is
   // fp32; FSDP mixed precision gathers 16-bit parameters and runs the layers in 16 bits.
-  const double residual = fp32_params && par.zero < 3 ? 4 : e;
+  const double residual = fp32_residual_stream(w) ? 4 : e;
   // One micro-batch's residual stream on this GPU (a layer's input, the embedding's output, the
   // final norm's input), bytes.
   const double stream = tokens * h * residual / sp;
@@ -318,10 +318,11 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
     // on the fp32 one the backward reuses the forward's, 12 (both measured, call 17: 12.03,
     // 12.00 bytes per logit; the peaks 8.03 / 10.03 and 10.00 / 12.00 as counted above).
     double backward = 4 + e, forward = 4 + e, reserved = 4 + e;
-    if (fw.kernels != KernelFusion::kFused && !fw.fused_loss) {
-      backward = fw.loss_on_autocast_logits ? e + 8 : 12;
-      forward = fw.loss_on_autocast_logits ? 2 * e + 4 : e + 8;
-      reserved = fw.loss_on_autocast_logits ? 2 * e + 8 : 12;
+    if (fw.kernels != KernelFusion::kFused && fw.loss_input != LossInput::kFused) {
+      const bool autocast = fw.loss_input == LossInput::kAutocast;
+      backward = autocast ? e + 8 : 12;
+      forward = autocast ? 2 * e + 4 : e + 8;
+      reserved = autocast ? 2 * e + 8 : 12;
     }
     const double logits = tokens * m.vocab / t;
     out.loss_backward_bytes = stream + logits * backward;
@@ -338,7 +339,7 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   out.layer_activations_bytes = layer;
   out.allocator_slack_bytes =
       (params.allocator_layer_slack - (out.recompute_layer_bytes > 0 ? 1 : 0)) * layer;
-  out.gradients_own_pool = par.zero >= 3 && fw.weights_in_fp32;
+  out.gradients_own_pool = pytorch_fsdp(w);
   return out;
 }
 
@@ -359,6 +360,14 @@ bool gathers_quantized_weights(const WorkloadConfig& w) {
 
 bool sp_regathers_inputs(const WorkloadConfig& w) {
   return w.parallelism.sp && w.framework.sp_input_regather;
+}
+
+bool pytorch_fsdp(const WorkloadConfig& w) {
+  return w.parallelism.zero >= 3 && w.framework.weights_in_fp32;
+}
+
+bool fp32_residual_stream(const WorkloadConfig& w) {
+  return w.framework.weights_in_fp32 && w.parallelism.zero < 3;
 }
 
 double quantized_tensor_bytes(const WorkloadConfig& w) {

@@ -177,7 +177,7 @@ TEST_SUITE("models") {
     const MemoryBreakdown cast_norm_memory = memory_per_gpu(w);
     CHECK(torch_norm_memory.activations_bytes - cast_norm_memory.activations_bytes ==
           doctest::Approx(32 * 2 * h * (4 - 2) * tokens));
-    w.framework.fused_loss = true;
+    w.framework.loss_input = LossInput::kFused;
     const double logits = tokens * 50368;
     CHECK(cast_norm_memory.loss_backward_bytes - memory_per_gpu(w).loss_backward_bytes ==
           doctest::Approx((12 - 6) * logits));

@@ -310,7 +310,6 @@ def memory_probe(step):
     stats = torch.cuda.memory_stats
     phases = []
     torch.cuda.memory._record_memory_history(max_entries=400000)
-    marks = []
 
     def mark(name):
         torch.cuda.synchronize()
@@ -337,22 +336,19 @@ def memory_probe(step):
     dalloc = {"alloc": 1, "free_completed": -1}
     dres = {"segment_alloc": 1, "segment_free": -1, "segment_map": 1, "segment_unmap": -1}
     alloc, res = dict(end_alloc), dict(end_res)
+
+    def apply(e, sign):  # one trace event onto the per-stream totals, forwards (+1) or back
+        k = str(e.get("stream", 0))
+        a = e.get("action")
+        for delta, totals in ((dalloc, alloc), (dres, res)):
+            if a in delta:
+                totals[k] = totals.get(k, 0) + sign * delta[a] * e["size"]
+
     for e in trace:
-        k = str(e.get("stream", 0))
-        a = e.get("action")
-        if a in dalloc:
-            alloc[k] = alloc.get(k, 0) - dalloc[a] * e["size"]
-        elif a in dres:
-            res[k] = res.get(k, 0) - dres[a] * e["size"]
-    peak, at_peak, sizes_at_peak = -1, None, None
-    live = {}
+        apply(e, -1)
+    peak, at_peak = -1, None
     for i, e in enumerate(trace):
-        k = str(e.get("stream", 0))
-        a = e.get("action")
-        if a in dalloc:
-            alloc[k] = alloc.get(k, 0) + dalloc[a] * e["size"]
-        elif a in dres:
-            res[k] = res.get(k, 0) + dres[a] * e["size"]
+        apply(e, +1)
         total = sum(alloc.values())
         if total > peak:
             peak = total
