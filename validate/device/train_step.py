@@ -35,7 +35,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-# name: layers, hidden, heads, ffn, vocab[, architecture] ("llama" unless given)
+# name: layers, hidden, heads, ffn, vocab[, architecture[, kv_heads]] ("llama" and kv_heads =
+# heads unless given)
 MODELS = {
     "134m": (12, 768, 12, 2048, 32000),
     "374m": (24, 1024, 16, 2816, 32000),
@@ -53,10 +54,17 @@ MODELS = {
     "1.4b-8l": (8, 2048, 16, 5632, 32000),
     "1.4b-48l": (48, 2048, 16, 5632, 32000),
     "mpt-7b-4l": (4, 4096, 32, 16384, 50368, "mpt"),
+    # Llama 3 8B's layer (Llama Team 2024, Table 3: hidden 4096, 32 heads with 8 key-value
+    # heads, FFN 14336, vocabulary 128256), 8 of its 32 layers, as TorchTitan's model code has
+    # it ("titan": TitanBlock) and with the fused projections of this file's Block ("llama"),
+    # for TorchTitan's 8B recipe per GPU (call 23: its compile and op-level checkpointing).
+    "llama3-8b-8l": (8, 4096, 32, 14336, 128256, "titan", 8),
+    "llama3-8b-8l-fused": (8, 4096, 32, 14336, 128256, "llama", 8),
 }
 
 # name, model, seq, micro-batch, recompute, compile[, recipe] ("autocast" unless given, or
-# "fsdp": FSDP2 on one rank, bf16 parameters, no autocast)
+# "fsdp": FSDP2 on one rank, bf16 parameters, no autocast). recompute: "none", "full" (each
+# block checkpointed) or "op" (TorchTitan's op-level selective checkpointing: op_sac_policy).
 CONFIGS = [
     ("134m-s2k-b8", "134m", 2048, 8, "none", False),
     ("134m-s8k-b2", "134m", 8192, 2, "none", False),
@@ -89,12 +97,25 @@ CONFIGS = [
     ("1.4b-48l-s2k-b4", "1.4b-48l", 2048, 4, "none", False),
     ("1.4b-48l-s2k-b4-full", "1.4b-48l", 2048, 4, "full", False),
     ("mpt-7b-4l-s2k-b6-fsdp", "mpt-7b-4l", 2048, 6, "none", False, "fsdp"),
+    ("llama3-8b-8l-fused-s8k-b2-fsdp-op", "llama3-8b-8l-fused", 8192, 2, "op", False, "fsdp"),
+    ("llama3-8b-8l-fused-s8k-b2-fsdp-op-compiled", "llama3-8b-8l-fused", 8192, 2, "op", True,
+     "fsdp"),
+    ("llama3-8b-8l-fused-s8k-b2-fsdp", "llama3-8b-8l-fused", 8192, 2, "none", False, "fsdp"),
+    ("llama3-8b-8l-fused-s8k-b2-fsdp-compiled", "llama3-8b-8l-fused", 8192, 2, "none", True,
+     "fsdp"),
+    ("llama3-8b-8l-s8k-b2-fsdp-op", "llama3-8b-8l", 8192, 2, "op", False, "fsdp"),
+    ("llama3-8b-8l-s8k-b2-fsdp-op-compiled", "llama3-8b-8l", 8192, 2, "op", True, "fsdp"),
+    ("llama3-8b-8l-s8k-b2-fsdp", "llama3-8b-8l", 8192, 2, "none", False, "fsdp"),
+    ("llama3-8b-8l-s8k-b2-fsdp-compiled", "llama3-8b-8l", 8192, 2, "none", True, "fsdp"),
 ]
 
 
 def model_dims(name):
+    """layers, hidden, heads, ffn, vocab, architecture, kv_heads"""
     spec = MODELS[name]
-    return spec[:5] + ((spec[5],) if len(spec) > 5 else ("llama",))
+    arch = spec[5] if len(spec) > 5 else "llama"
+    kv_heads = spec[6] if len(spec) > 6 else spec[2]
+    return spec[:5] + (arch, kv_heads)
 
 
 def recipe_of(cfg):
@@ -117,11 +138,13 @@ def apply_rope(x, cos, sin):
 
 
 class Block(nn.Module):
-    def __init__(self, hidden, heads, ffn):
+    def __init__(self, hidden, heads, ffn, kv_heads=None):
         super().__init__()
         self.heads = heads
+        self.kv_heads = kv_heads or heads
+        self.kv_width = hidden // heads * self.kv_heads
         self.attn_norm = nn.RMSNorm(hidden)
-        self.qkv = nn.Linear(hidden, 3 * hidden, bias=False)
+        self.qkv = nn.Linear(hidden, hidden + 2 * self.kv_width, bias=False)
         self.out = nn.Linear(hidden, hidden, bias=False)
         self.mlp_norm = nn.RMSNorm(hidden)
         self.gate_up = nn.Linear(hidden, 2 * ffn, bias=False)
@@ -130,15 +153,92 @@ class Block(nn.Module):
     def forward(self, x, cos, sin):
         b, s, h = x.shape
         d = h // self.heads
-        q, k, v = self.qkv(self.attn_norm(x)).split(h, dim=-1)
+        q, k, v = self.qkv(self.attn_norm(x)).split((h, self.kv_width, self.kv_width), dim=-1)
         q = q.view(b, s, self.heads, d).transpose(1, 2)
-        k = k.view(b, s, self.heads, d).transpose(1, 2)
-        v = v.view(b, s, self.heads, d).transpose(1, 2)
+        k = k.view(b, s, self.kv_heads, d).transpose(1, 2)
+        v = v.view(b, s, self.kv_heads, d).transpose(1, 2)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        if self.kv_heads != self.heads:
+            # TorchTitan's repeat_kv: each key-value head copied for its query heads.
+            rep = self.heads // self.kv_heads
+            k = k.repeat_interleave(rep, dim=1)
+            v = v.repeat_interleave(rep, dim=1)
         a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = x + self.out(a.transpose(1, 2).reshape(b, s, h))
         gate, up = self.gate_up(self.mlp_norm(x)).chunk(2, dim=-1)
         return x + self.down(F.silu(gate) * up)
+
+
+class TitanRMSNorm(nn.Module):
+    """TorchTitan's RMSNorm (torchtitan/models/norms.py at 9dec370, norm_type "rmsnorm"):
+    computed on an fp32 copy of the input, cast back, then scaled by the weight."""
+
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        xf = x.float()
+        out = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).type_as(x)
+        return out * self.weight
+
+
+def titan_freqs_cis(seq, head_dim, dev, theta=500000.0):
+    freqs = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=dev)[: head_dim // 2].float()
+                             / head_dim))
+    t = torch.arange(seq, device=dev, dtype=torch.float32)
+    return torch.polar(torch.ones(seq, head_dim // 2, device=dev), torch.outer(t, freqs))
+
+
+def titan_rotary(xq, xk, freqs_cis):
+    """TorchTitan's apply_rotary_emb: adjacent pairs as complex numbers, in fp32."""
+    xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    xk_ = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+    f = freqs_cis[None, :, None, :]
+    xq_out = torch.view_as_real(xq_ * f).flatten(3)
+    xk_out = torch.view_as_real(xk_ * f).flatten(3)
+    return xq_out.type_as(xq), xk_out.type_as(xk)
+
+
+class TitanBlock(nn.Module):
+    """TorchTitan's Llama TransformerBlock (torchtitan/models/llama/model.py at 9dec370): its
+    RMSNorm, separate wq/wk/wv/wo and w1/w2/w3 projections (seven matmuls: op-level
+    checkpointing saves every other one), fp32 complex rotary embedding, repeat_kv by
+    expand + reshape, causal SDPA."""
+
+    def __init__(self, hidden, heads, ffn, kv_heads):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, hidden // heads
+        self.attention_norm = TitanRMSNorm(hidden)
+        self.wq = nn.Linear(hidden, hidden, bias=False)
+        self.wk = nn.Linear(hidden, kv_heads * self.head_dim, bias=False)
+        self.wv = nn.Linear(hidden, kv_heads * self.head_dim, bias=False)
+        self.wo = nn.Linear(hidden, hidden, bias=False)
+        self.ffn_norm = TitanRMSNorm(hidden)
+        self.w1 = nn.Linear(hidden, ffn, bias=False)
+        self.w2 = nn.Linear(ffn, hidden, bias=False)
+        self.w3 = nn.Linear(hidden, ffn, bias=False)
+
+    def attention(self, x, freqs_cis):
+        b, s, _ = x.shape
+        xq = self.wq(x).view(b, s, -1, self.head_dim)
+        xk = self.wk(x).view(b, s, -1, self.head_dim)
+        xv = self.wv(x).view(b, s, -1, self.head_dim)
+        xq, xk = titan_rotary(xq, xk, freqs_cis)
+        rep = self.heads // self.kv_heads
+        keys = xk.unsqueeze(3).expand(b, s, self.kv_heads, rep, self.head_dim).reshape(
+            b, s, self.heads, self.head_dim)
+        values = xv.unsqueeze(3).expand(b, s, self.kv_heads, rep, self.head_dim).reshape(
+            b, s, self.heads, self.head_dim)
+        out = F.scaled_dot_product_attention(xq.transpose(1, 2), keys.transpose(1, 2),
+                                             values.transpose(1, 2), is_causal=True)
+        return self.wo(out.transpose(1, 2).contiguous().view(b, s, -1))
+
+    def forward(self, x, freqs_cis, unused=None):
+        h = x + self.attention(self.attention_norm(x), freqs_cis)
+        n = self.ffn_norm(h)
+        return h + self.w2(F.silu(self.w1(n)) * self.w3(n))
 
 
 def cross_entropy(logits, targets, logits_fp32):
@@ -149,12 +249,49 @@ def cross_entropy(logits, targets, logits_fp32):
     return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
 
+def op_sac_policy():
+    """TorchTitan's op-level selective activation checkpointing (torchtitan
+    parallelisms/parallelize_llama.py, _apply_ac_to_transformer_block with selective_ac_option
+    'op'): the outputs of attention and of every other matrix multiply are saved, everything
+    else is recomputed in the backward."""
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+    aten = torch.ops.aten
+    save = {aten.mm.default,
+            aten._scaled_dot_product_efficient_attention.default,
+            aten._scaled_dot_product_flash_attention.default}
+    if hasattr(aten, "_scaled_dot_product_cudnn_attention"):
+        save.add(aten._scaled_dot_product_cudnn_attention.default)
+    meta = {"forward": 0, "recompute": 0}
+
+    def policy(ctx, func, *args, **kwargs):
+        mode = "recompute" if ctx.is_recompute else "forward"
+        if func == aten.mm.default:
+            meta[mode] += 1
+        keep = func in save and not (func == aten.mm.default and meta[mode] % 2 == 0)
+        return CheckpointPolicy.MUST_SAVE if keep else CheckpointPolicy.PREFER_RECOMPUTE
+
+    return create_selective_checkpoint_contexts(policy)
+
+
+def op_checkpointed(block):
+    """A block wrapped for op-level checkpointing, as TorchTitan wraps it (before compiling)."""
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+    return checkpoint_wrapper(block, context_fn=op_sac_policy, preserve_rng_state=False)
+
+
 class Decoder(nn.Module):
-    def __init__(self, layers, hidden, heads, ffn, vocab, recompute):
+    def __init__(self, layers, hidden, heads, ffn, vocab, recompute, kv_heads=None,
+                 titan=False):
         super().__init__()
         self.embed = nn.Embedding(vocab, hidden)
-        self.blocks = nn.ModuleList(Block(hidden, heads, ffn) for _ in range(layers))
-        self.norm = nn.RMSNorm(hidden)
+        if titan:
+            self.blocks = nn.ModuleList(TitanBlock(hidden, heads, ffn, kv_heads)
+                                        for _ in range(layers))
+        else:
+            self.blocks = nn.ModuleList(Block(hidden, heads, ffn, kv_heads) for _ in range(layers))
+        if recompute == "op":
+            self.blocks = nn.ModuleList(op_checkpointed(b) for b in self.blocks)
+        self.norm = TitanRMSNorm(hidden) if titan else nn.RMSNorm(hidden)
         self.head = nn.Linear(hidden, vocab, bias=False)
         self.recompute = recompute
         self.head_dim = hidden // heads
@@ -271,18 +408,24 @@ def fsdp_wrap(model):
     return model
 
 
-def build(cfg, dev):
+def build(cfg, dev, fullgraph=True):
     """A configuration's model (blocks compiled if asked, FSDP2 if its recipe says), fused AdamW,
     rotary tables and one micro-batch of random tokens and targets."""
     _, model_name, seq, mb, recompute, compiled = cfg[:6]
-    layers, hidden, heads, ffn, vocab, arch = model_dims(model_name)
+    layers, hidden, heads, ffn, vocab, arch, kv_heads = model_dims(model_name)
     torch.manual_seed(0)
-    if arch == "llama":
-        model = Decoder(layers, hidden, heads, ffn, vocab, recompute).to(dev)
+    if arch in ("llama", "titan"):
+        model = Decoder(layers, hidden, heads, ffn, vocab, recompute, kv_heads,
+                        titan=(arch == "titan")).to(dev)
     else:
         model = GPTDecoder(layers, hidden, heads, ffn, vocab, recompute, seq,
                            low_precision_norm=(arch == "mpt")).to(dev)
-    if compiled:
+    if compiled and recipe_of(cfg) == "fsdp":
+        # TorchTitan's order: checkpoint wrapper, then torch.compile per block (fullgraph), then
+        # fully_shard on the compiled block, so that FSDP's hooks run outside the graph.
+        for i, blk in enumerate(model.blocks):
+            model.blocks[i] = torch.compile(blk, fullgraph=fullgraph)
+    elif compiled:
         for blk in model.blocks:
             blk.compile()
     if recipe_of(cfg) == "fsdp":
@@ -291,7 +434,10 @@ def build(cfg, dev):
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
     else:
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    cos, sin = rope_tables(seq, hidden // heads, dev)
+    if arch == "titan":  # the complex rotation factors in place of cos, sin
+        cos, sin = titan_freqs_cis(seq, hidden // heads, dev), None
+    else:
+        cos, sin = rope_tables(seq, hidden // heads, dev)
     tokens = torch.randint(0, vocab, (mb, seq), device=dev)
     targets = torch.randint(0, vocab, (mb, seq), device=dev)
     return model, opt, cos, sin, tokens, targets
@@ -365,17 +511,19 @@ def memory_probe(step):
     return out
 
 
-def run_config(cfg, steps, profile, dev, memory=False):
+def run_config(cfg, steps, profile, dev, memory=False, fullgraph=True):
     name, model_name, seq, mb, recompute, compiled = cfg[:6]
-    layers, hidden, heads, ffn, vocab, arch = model_dims(model_name)
+    layers, hidden, heads, ffn, vocab, arch, kv_heads = model_dims(model_name)
     recipe = recipe_of(cfg)
     out = {"name": name, "model": model_name, "architecture": arch, "recipe": recipe,
            "layers": layers, "hidden": hidden, "heads": heads,
-           "kv_heads": heads, "ffn_hidden": ffn, "vocab": vocab, "seq_len": seq,
+           "kv_heads": kv_heads, "ffn_hidden": ffn, "vocab": vocab, "seq_len": seq,
            "micro_batch": mb, "recompute": recompute, "compiled": compiled,
            "precision": "bf16-autocast" if recipe == "autocast" else "bf16-fsdp-mixed",
            "params_dtype": "fp32"}
-    model, opt, cos, sin, tokens, targets = build(cfg, dev)
+    model, opt, cos, sin, tokens, targets = build(cfg, dev, fullgraph)
+    if compiled and recipe == "fsdp":
+        out["fullgraph"] = fullgraph
     out["optimizer"] = "AdamW(fused)" if opt.defaults.get("fused") else "AdamW(foreach)"
     out["parameters"] = count_params(model)
 
@@ -480,6 +628,15 @@ def main():
             r = {"name": cfg[0], "error": "out of memory: " + str(e)[:200]}
         except Exception as e:  # report and go on to the next configuration
             r = {"name": cfg[0], "error": type(e).__name__ + ": " + str(e)[:300]}
+            if cfg[5] and recipe_of(cfg) == "fsdp":  # a graph break: once more without fullgraph
+                print("%s: %s; again with fullgraph=False" % (cfg[0], r["error"][:200]), flush=True)
+                gc.collect()
+                torch.cuda.empty_cache()
+                try:
+                    r = run_config(cfg, args.steps, cfg[0] in profile, dev, cfg[0] in memory,
+                                   fullgraph=False)
+                except Exception as e2:
+                    r = {"name": cfg[0], "error": type(e2).__name__ + ": " + str(e2)[:300]}
         r["wall_s"] = time.time() - t0
         # torch.compile'd blocks sit in a reference cycle: without a collection here the
         # previous compiled model's parameters stay allocated into the next configuration's

@@ -18,9 +18,16 @@ HEADER = """# A real training step on one H200, measured by clustersim (device c
 # {keys}
 """
 
-LLAMA = """Llama-style decoder: {layers} layers, hidden {hidden}, {heads} heads (no GQA), SwiGLU MLP
-# {ffn}, vocabulary {vocab} (untied head), RMSNorm (torch's fused rms_norm), rotary embedding
-# computed in fp32 (cos/sin tables in fp32: q and k promoted), causal attention through
+LLAMA = """Llama-style decoder: {layers} layers, hidden {hidden}, {heads} heads ({gqa}), SwiGLU MLP
+# {ffn}, vocabulary {vocab} (untied head), RMSNorm (torch's fused rms_norm), fused QKV and
+# gate-up projections, rotary embedding computed in fp32 (cos/sin tables in fp32: q and k
+# promoted), causal attention through scaled_dot_product_attention (cuDNN flash kernels),
+# cross-entropy over the vocabulary."""
+TITAN = """Llama-style decoder as TorchTitan's model code has it (torchtitan/models/llama/model.py
+# and norms.py at 9dec370): {layers} layers, hidden {hidden}, {heads} heads ({gqa}, repeat_kv by
+# expand + reshape), separate wq/wk/wv/wo and w1/w2/w3 projections, SwiGLU MLP {ffn},
+# vocabulary {vocab} (untied head), TorchTitan's RMSNorm (on an fp32 copy, cast back, times the
+# weight), rotary embedding as fp32 complex products, causal attention through
 # scaled_dot_product_attention (cuDNN flash kernels), cross-entropy over the vocabulary."""
 GPT = """GPT-style decoder as MosaicML's MPT has it: {layers} layers, hidden {hidden}, {heads} heads,
 # a 4h GELU MLP ({ffn}) and linears with biases, {norm} with biases, learned positions added
@@ -42,13 +49,21 @@ def yaml_for(run, file, date, call):
     name = run["name"]
     arch = run.get("architecture", "llama")
     fsdp = run.get("recipe", "autocast") == "fsdp"
-    recompute = ("every block checkpointed (torch.utils.checkpoint, full recompute)"
-                 if run["recompute"] == "full" else "no activation checkpointing")
-    compiled = (", each block compiled (torch.compile per block, default mode)"
+    recompute = {"full": "every block checkpointed (torch.utils.checkpoint, full recompute)",
+                 "op": "\n# TorchTitan's op-level selective checkpointing per block (attention's output "
+                       "and every\n# other matmul's saved, the rest recomputed)"}.get(
+                     run["recompute"], "no activation checkpointing")
+    compiled = ((",\n# each block compiled (torch.compile per block, fullgraph, after the checkpoint "
+                 "wrapper and\n# before fully_shard: TorchTitan's order)" if fsdp else
+                 ", each block compiled (torch.compile per block, default mode)")
                 if run["compiled"] else ", eager (no torch.compile)")
+    kv = run.get("kv_heads", run["heads"])
     dims = dict(layers=run["layers"], hidden=run["hidden"], heads=run["heads"],
-                ffn=run["ffn_hidden"], vocab=run["vocab"])
-    architecture = (LLAMA.format(**dims) if arch == "llama" else GPT.format(
+                ffn=run["ffn_hidden"], vocab=run["vocab"],
+                gqa="no GQA" if kv == run["heads"] else "GQA, %d key-value heads" % kv)
+    llama = arch in ("llama", "titan")
+    architecture = (LLAMA.format(**dims) if arch == "llama" else TITAN.format(**dims)
+                    if arch == "titan" else GPT.format(
         norm=("llm-foundry's low_precision_layernorm (computed in bf16)" if arch == "mpt"
               else "torch's nn.LayerNorm (fp32 under autocast)"), **dims))
     text = HEADER.format(call=call, date=date, name=name, file=file, architecture=architecture,
@@ -62,7 +77,8 @@ def yaml_for(run, file, date, call):
                   if fsdp else
                   "autocast       # F.cross_entropy on the 16-bit logits inside autocast (train_step.py)")
     zero = "\n    zero: 3" if fsdp else ""
-    biases = "" if arch == "llama" else "\n  linear_biases: true"
+    recompute_key = {"op": "selective-op"}.get(run["recompute"], run["recompute"])
+    biases = "" if llama else "\n  linear_biases: true"
     optimizer = "\n    optimizer_kernel: foreach   # AdamW(foreach=True)" if fsdp else ""
     if arch == "mpt":
         optimizer += "\n    low_precision_norm: true   # llm-foundry's low_precision_layernorm"
@@ -79,10 +95,10 @@ workload:
   kv_heads: {run['kv_heads']}
   ffn_hidden: {run['ffn_hidden']}
   vocab: {run['vocab']}
-  gated_ffn: {'true' if arch == 'llama' else 'false'}
-  tied_embeddings: {'false' if arch == 'llama' else 'true'}{biases}
-  normalization: {'rmsnorm' if arch == 'llama' else 'layernorm'}
-  position_embedding: {'rope' if arch == 'llama' else 'learned'}
+  gated_ffn: {'true' if llama else 'false'}
+  tied_embeddings: {'false' if llama else 'true'}{biases}
+  normalization: {'rmsnorm' if llama else 'layernorm'}
+  position_embedding: {'rope' if llama else 'learned'}
   seq_len: {run['seq_len']}
   global_batch: {run['micro_batch']}
   micro_batch: {run['micro_batch']}
@@ -97,7 +113,7 @@ workload:
     tp: 1
     pp: 1
     dp: 1{zero}
-    recompute: {run['recompute']}
+    recompute: {recompute_key}
 published:
   source: clustersim-h200
   citation: "clustersim device call {call}, validate/device/train_step.py, run {name}
@@ -106,13 +122,16 @@ published:
   value: {run['step_time_s']:.5f}s
   memory_per_gpu: {run['peak_reserved_bytes']}B
 """
+    text = "\n".join(line.rstrip() for line in text.split("\n"))
     return f"clustersim-h200-{name}.yaml", text
 
 
 # The device call and date of each measurement file (scenarios/measurements/callN/).
 CALLS = {"train-steps-eager.json": (9, "2026-12-01"), "train-steps-compiled.json": (9, "2026-12-01"),
          "train-steps-gpt.json": (20, "2026-12-04"), "train-steps-memory.json": (21, "2026-12-04"),
-         "train-steps-layers.json": (22, "2026-12-04")}
+         "train-steps-layers.json": (22, "2026-12-04"),
+         "train-steps-llama3-8b-fused.json": (23, "2026-12-04"),
+         "train-steps-llama3-8b-titan.json": (23, "2026-12-04")}
 
 
 def main():
