@@ -156,13 +156,16 @@ ComputeParams fp4_gemm_params(const GpuSpec& gpu, const ComputeParams& params) {
 ComputeParams at_clock(const ComputeParams& params, double clock) {
   ComputeParams p = params;
   p.gemm_max_efficiency *= clock;
-  p.attention_fwd_max_efficiency *= clock;
-  p.attention_bwd_max_efficiency *= clock;
+  // Flash attention alone draws the cap: its kernels run at the sustained clock however much
+  // memory-bound work around them lets the step's average clock rise.
+  const double attention_clock = std::min(clock, params.sustained_clock);
+  p.attention_fwd_max_efficiency *= attention_clock;
+  p.attention_bwd_max_efficiency *= attention_clock;
   // The exposed exponentials are counted against the (now clocked) ceiling: they slow with the
   // clock too, so their weight against it stays the same.
-  if (clock > 0) {
-    p.attention_fwd_exp_exposed /= clock;
-    p.attention_bwd_exp_exposed /= clock;
+  if (attention_clock > 0) {
+    p.attention_fwd_exp_exposed /= attention_clock;
+    p.attention_bwd_exp_exposed /= attention_clock;
   }
   return p;
 }

@@ -343,7 +343,8 @@ void print_assumptions(const models::WorkloadConfig& w, const models::StepResult
       format_significant(p.collective.nvls_efficiency, 3).c_str());
   std::printf(
       "  - GEMMs at up to %s of peak in a tile at full clock, %s attention up to %s forward / "
-      "%s backward; the step's kernel mix holds the clock at %s under the power cap%s\n",
+      "%s backward; the step's kernel mix holds the clock at %s under the power cap%s, "
+      "attention at %s (it draws the cap itself)\n",
       format_percent(p.compute.gemm_max_efficiency).c_str(),
       std::string(models::to_string(fw.attention)).c_str(),
       format_percent(p.compute.attention_fwd_max_efficiency).c_str(),
@@ -353,7 +354,8 @@ void print_assumptions(const models::WorkloadConfig& w, const models::StepResult
           ? (" on the slowest of " + std::to_string(r.gpus) + " chips (spread " +
              format_percent(p.compute.clock_spread) + ")")
                 .c_str()
-          : "");
+          : "",
+      format_percent(r.attention_clock).c_str());
   std::printf(
       "  - TP communication %s; DP %s (buckets of %s parameters); gradients in %s-byte "
       "floats\n",
