@@ -99,11 +99,30 @@ struct ComputeParams {
   // copies): torch's fused rms_norm ran at 3.18-3.49 TB/s of the H200's 4.8 at 64M-256M
   // elements in call 9's sweep (scenarios/measurements/call9/kernel-shapes.json), 0.73.
   double elementwise_efficiency = 0.73;
-  // The fraction PyTorch's eager mixed-precision elementwise kernels reach (a bf16 tensor read,
-  // an fp32 one written: 2.06-2.11 TB/s of the H200's 4.8 at 16M-256M elements in call 9's
-  // sweep, scenarios/measurements/call9/kernel-shapes.json "to_fp32"); under autocast with
-  // fp32 parameters most eager ops are of this kind.
-  double eager_elementwise_efficiency = 0.44;
+  // The fractions of HBM bandwidth PyTorch's eager elementwise kernels reach, by kind: device
+  // call 24 timed each alone on an H200 at 16,384 tokens by 2048, 4096 and 5632
+  // (scenarios/measurements/call24/eager-ops.json; means of the three widths, TB/s of 4.8).
+  // The eager op list (layer_model.cc) charges each of its terms its kind's rate.
+  struct EagerRates {
+    double cast_down = 0.785;     // fp32 -> bf16 copy: 3.48-3.92 TB/s
+    double cast_up = 0.395;       // bf16 -> fp32 copy: 1.80-1.97 (call 9's "to_fp32": 2.06-2.11)
+    double mixed = 0.545;         // fp32 + bf16 into fp32: 2.57-2.70
+    double same = 0.76;           // same-dtype contiguous add, multiply, SiLU (and its backward),
+                                  // subtraction, bf16 and fp32: 3.05-4.11
+    double gelu = 0.555;          // GELU forward: 2.53-2.76
+    double gelu_backward = 0.64;  // 2.86-3.27
+    double rms_norm = 0.58;       // torch's fused rms_norm forward, fp32 or bf16: 2.45-3.23
+    double layer_norm = 0.44;     // LayerNorm forward in bf16: 1.74-2.34
+    double norm_backward = 0.425; // rms_norm's backward, fp32 or bf16: 1.83-2.19
+    double layout = 0.275;        // transposing copies and strided views' copies: 1.20-1.42
+    double strided = 0.19;        // a strided bf16 view times a broadcast fp32 table (rotary's
+                                  // halves times cos or sin): 0.87-0.96
+    double cat = 0.68;            // concatenation of contiguous halves: 2.81-3.49
+    double memcpy = 0.44;         // device-to-device cudaMemcpy (FSDP2's copies out of the
+                                  // gathered buffer): 9.8 ms a step for 18-22 GB in call 23's
+                                  // profile (scenarios/measurements/call23), 1.9-2.3 TB/s
+  };
+  EagerRates eager;
   // torch.compile's elementwise kernels under autocast, as a share of the same step's eager
   // elementwise GPU time: device call 14 profiled eager and compiled steps of three models on one
   // H200 (scenarios/measurements/call14): 11.84 / 31.55 ms (134M), 46.99 / 161.59 (1.4B), 61.17 /

@@ -286,86 +286,109 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   // and all-gathered, then copied out of the gathered buffer into the parameters (read 2,
   // write 2), in the forward and again for the backward (FSDP reshards after the forward); the
   // 16-bit gradients are cast to fp32 into the reduce-scatter's buffer (read 2, write 4):
-  // (6 / shard + 4) forward and (6 / shard + 4 + 6) backward bytes per parameter, at the cast
-  // rate. One rank of FSDP2 on our H200 (device call 20, scenarios/measurements/call20):
-  // chunk_cat, the device-to-device copies and the casts took 15.1 ms a step for 1.32 B
-  // parameters, where this counts 16.2 ms.
-  // This GPU's share of the layer's matmul weights, and the rate of PyTorch's eager
-  // elementwise kernels (casts and copies included).
+  // (6 / shard + 4) forward and (6 / shard + 4 + 6) backward bytes per parameter. One rank of
+  // FSDP2 on our H200 (device call 20, scenarios/measurements/call20): chunk_cat, the
+  // device-to-device copies and the casts took 15.1 ms a step for 1.32 B parameters.
+  // This GPU's share of the layer's matmul weights.
   const double layer_weights = (2 * h * h + 2 * h * kv_dim + (ffn_out + m.ffn_hidden) * h) / t;
-  const double eager_rate = gpu.hbm_Bps * params.eager_elementwise_efficiency;
+  const ComputeParams::EagerRates& rate = params.eager;
+  // Seconds to move `bytes` at `fraction` of the HBM's bandwidth.
+  const auto at = [&](double fraction, double bytes) { return bytes / (gpu.hbm_Bps * fraction); };
   double fsdp_forward_s = 0, fsdp_backward_s = 0;
   if (pytorch_fsdp(w) && mixed_precision(p)) {
     const double shard = double(par.dp) * par.cp;
-    fsdp_forward_s = (6 / shard + 4) * layer_weights / eager_rate;
-    fsdp_backward_s = (6 / shard + 10) * layer_weights / eager_rate;
+    fsdp_forward_s =
+        at(rate.cast_down, 6 / shard * layer_weights) + at(rate.memcpy, 4 * layer_weights);
+    fsdp_backward_s = fsdp_forward_s + at(rate.cast_up, 6 * layer_weights);
   }
   if (w.framework.kernels != KernelFusion::kFused) {
-    // PyTorch eager, op by op, bytes per token. Under autocast with fp32 parameters (outside
-    // FSDP) the residual stream x is fp32 and every weight is cast to 16 bits each forward (read
-    // 4, write 2) and its 16-bit gradient to fp32 each backward (read 2, write 4); FSDP's mixed
-    // precision runs the layer on 16-bit parameters and a 16-bit stream. GEMM outputs are
-    // 16-bit; the linears' biases are added in the GEMMs' epilogues.
+    // PyTorch eager, op by op: bytes per token, each term at its kind of kernel's measured rate
+    // (ComputeParams::EagerRates). Under autocast with fp32 parameters (outside FSDP) the
+    // residual stream x is fp32 and every weight is cast to 16 bits each forward (read 4, write
+    // 2: a down-cast) and its 16-bit gradient to fp32 each backward (read 2, write 4: an
+    // up-cast); FSDP's mixed precision runs the layer on 16-bit parameters and a 16-bit stream.
+    // GEMM outputs are 16-bit; the linears' biases are added in the GEMMs' epilogues.
     // Forward on the residual stream: two norms, each in fp32 on x (torch's fused rms_norm or
-    // LayerNorm under autocast: 8 h, and the next linear's cast of its output 6 h), on a 16-bit
-    // stream 4 h, or in 16 bits on a 16-bit cast of x (framework.low_precision_norm: the cast
-    // 6 h, the norm 4 h); two residual adds of a 16-bit output (to an fp32 stream 10 h each,
-    // else 6 h).
-    // Forward on this GPU's heads and FFN columns: the attention output's transpose copy (4 h);
-    // with rotary embedding, rotary on Q and K in fp32 (x1 c, x2 s, their difference, x1 s,
-    // x2 c, their sum, the concatenation: 32 h each), SDPA's casts of them back (12 h) and V's
-    // contiguous copy (4 h) (without it SDPA takes strided views of the QKV output); SiLU (4 f)
-    // and the gate product (6 f), or GELU (4 f).
-    // Backward on the stream: the two branch outputs' gradients cast to 16 bits (fp32 stream:
-    // 6 h each); each norm's backward with its cast's backward and the gradient accumulated into
-    // the stream's (in fp32 26 h; in 16 bits on a cast 28 h: input gradient 6 h, weight and bias
-    // gradients 4 h, the cast 6 h, the fp32 accumulation 12 h; on a 16-bit stream the norm's
-    // 6 h (+ 4 h for LayerNorm's bias and weight) and a 6 h accumulation).
-    // Backward on this GPU's heads and columns: the transpose copy (4 h); rotary's slices and
-    // sums (92 h), SDPA's casts' gradients (12 h) and Q's and K's fp32 gradients cast back
-    // (12 h); Q, K and V's gradients concatenated (12 h); the gate product's and SiLU's
-    // gradients and the gate and up gradients concatenated (26 f), or GELU's (6 f); with biases,
-    // each linear's bias gradient reads its output gradient (2 bytes per output column).
-    // Llama under autocast: forward 132 h + 10 f, backward 196 h + 26 f; MPT's GPT-style layer
-    // (low-precision LayerNorm, GELU, biases, no rotary) under autocast: 44 h + 4 f and
-    // 94 h + 8 f. Against device call 20's profiles (one H200, torch 2.11): MPT-1B's and the 7B
-    // layer's elementwise GPU time 66.1 and 40.1 ms a step where this counts 78 and 46 (eager
-    // kernels that convert no dtype, GELU, LayerNorm, copies, run at 2.6-4 TB/s against the
-    // casts' 2.1), the Llama 1.4B's 156.8 where it counts 170.
+    // LayerNorm under autocast: 8 h at the norm's rate, and the next linear's cast of its output
+    // 6 h, a down-cast), on a 16-bit stream 4 h, or in 16 bits on a 16-bit cast of x
+    // (framework.low_precision_norm: the down-cast 6 h, the norm 4 h); two residual adds of a
+    // 16-bit output (to an fp32 stream 10 h each, mixed dtypes, else 6 h, same-dtype).
+    // Forward on this GPU's heads and FFN columns: the attention output's transposing copy (4 h,
+    // layout); with rotary embedding, rotary on Q and K in fp32 (x1 c, x2 s, x1 s, x2 c: strided
+    // 16-bit halves times the broadcast fp32 table, 12 h; their difference and sum, 12 h
+    // same-dtype; the concatenation, 8 h: 32 h each), SDPA's down-casts of them (12 h) and V's
+    // contiguous copy (4 h, layout) (without it SDPA takes strided views of the QKV output); SiLU
+    // (4 f) and the gate product (6 f), same-dtype, or GELU (4 f).
+    // Backward on the stream: the two branch outputs' gradients down-cast to 16 bits (fp32
+    // stream: 6 h each); each norm's backward with its cast's backward and the gradient
+    // accumulated into the stream's (in fp32 26 h: the up-cast 6 h, the norm's backward 12 h,
+    // the accumulation 8 h; in 16 bits on a cast 28 h: input gradient 6 h and weight and bias
+    // gradients 4 h at the norm backward's rate, the up-cast 6 h, the fp32 accumulation 12 h; on
+    // a 16-bit stream the norm's 6 h (+ 4 h for LayerNorm's bias and weight) and a 6 h
+    // accumulation).
+    // Backward on this GPU's heads and columns: the transposing copy (4 h); rotary's slices and
+    // sums (92 h: the four products' gradients, 32 h strided, the slices' scatter back into Q's
+    // and K's gradients, 16 h layout, the rest 44 h same-dtype), SDPA's casts' gradients (12 h,
+    // up-casts) and Q's and K's fp32 gradients down-cast (12 h); Q, K and V's gradients
+    // concatenated (12 h); the gate product's and SiLU's gradients (18 f) and the gate and up
+    // gradients concatenated (8 f), or GELU's (6 f); with biases, each linear's bias gradient
+    // reads its output gradient (2 bytes per output column).
+    // Llama under autocast: forward 132 h + 10 f, backward 196 h + 26 f bytes; MPT's GPT-style
+    // layer (low-precision LayerNorm, GELU, biases, no rotary) under autocast: 44 h + 4 f and
+    // 94 h + 8 f. At the single rate of an up-cast (0.44), these counted 8-17% over the
+    // elementwise GPU time of our profiled H200 steps (device calls 12, 14, 20, 23; the 1.4B
+    // Llama's 156.8 ms a step where it counted 170, MPT-1B's and the 7B layer's 66.1 and 40.1
+    // where it counted 78 and 46).
     // With TP, the ops on the residual stream run on the sequence-parallel shard (all of it
     // without SP), the rest on this GPU's heads and FFN columns: 1 / t of them.
     const bool stream32 = fp32_residual_stream(w);
     const double f = m.ffn_hidden;
-    // Each of the two norms and each of the two residual adds, forward and backward (h each).
-    double norm_fwd = 14, norm_bwd = 26;  // in fp32 on the fp32 stream
-    if (!stream32) {                      // on a 16-bit stream
-      norm_fwd = 4;
-      norm_bwd = m.normalization == Normalization::kRmsNorm ? 12 : 16;
+    const bool rms = m.normalization == Normalization::kRmsNorm;
+    const double norm_rate = rms ? rate.rms_norm : rate.layer_norm;
+    // Seconds per token of each of the two norms and residual adds, forward and backward.
+    double norm_fwd = 0, norm_bwd = 0;
+    if (!stream32) {  // on a 16-bit stream
+      norm_fwd = at(norm_rate, 4 * h);
+      norm_bwd = at(rate.norm_backward, (rms ? 6 : 10) * h) + at(rate.same, 6 * h);
     } else if (w.framework.low_precision_norm) {  // in 16 bits on a cast of the fp32 stream
-      norm_fwd = 10;
-      norm_bwd = 28;
+      norm_fwd = at(rate.cast_down, 6 * h) + at(norm_rate, 4 * h);
+      norm_bwd = at(rate.norm_backward, 10 * h) + at(rate.cast_up, 6 * h) + at(rate.same, 12 * h);
+    } else {  // in fp32 on the fp32 stream
+      norm_fwd = at(norm_rate, 8 * h) + at(rate.cast_down, 6 * h);
+      norm_bwd = at(rate.cast_up, 6 * h) + at(rate.norm_backward, 12 * h) + at(rate.same, 8 * h);
     }
-    const double add_fwd = stream32 ? 10 : 6, add_bwd = stream32 ? 6 : 0;
-    const double stream_fwd = 2 * (norm_fwd + add_fwd) * h;
-    const double stream_bwd = 2 * (norm_bwd + add_bwd) * h;
-    // On this GPU's heads and columns: the transpose copy (and the Q, K, V gradients'
+    const double add_fwd = stream32 ? at(rate.mixed, 10 * h) : at(rate.same, 6 * h);
+    const double add_bwd = stream32 ? at(rate.cast_down, 6 * h) : 0;
+    const double stream_fwd = 2 * (norm_fwd + add_fwd);
+    const double stream_bwd = 2 * (norm_bwd + add_bwd);
+    // On this GPU's heads and columns: the transposing copy (and the Q, K, V gradients'
     // concatenation), rotary with its casts, the MLP's activation (and gate).
-    double local_fwd = 4 * h, local_bwd = (4 + 12) * h;
+    double local_fwd = at(rate.layout, 4 * h);
+    double local_bwd = at(rate.layout, 4 * h) + at(rate.cat, 12 * h);
     if (m.position_embedding == PositionEmbedding::kRope) {
-      local_fwd += (64 + 12 + 4) * h;
-      local_bwd += (92 + 12 + 12) * h;
+      local_fwd += at(rate.strided, 24 * h) + at(rate.same, 24 * h) + at(rate.cat, 16 * h) +
+                   at(rate.cast_down, 12 * h) + at(rate.layout, 4 * h);
+      local_bwd += at(rate.strided, 32 * h) + at(rate.layout, 16 * h) + at(rate.same, 44 * h) +
+                   at(rate.cast_up, 12 * h) + at(rate.cast_down, 12 * h);
     }
-    local_fwd += (m.gated_ffn ? 10 : 4) * f;
-    local_bwd += (m.gated_ffn ? 26 : 6) * f;
-    if (m.linear_biases) local_bwd += 2 * (q_width + kv_dim + m.v_width() + h + ffn_out + h);
-    const double cast_per_token = stream32 ? 6 * layer_weights / tokens : 0;
-    const double fwd = local_fwd / t + stream_fwd / sp + cast_per_token;
-    const double bwd = local_bwd / t + stream_bwd / sp + cast_per_token;
+    if (m.gated_ffn) {
+      local_fwd += at(rate.same, 10 * f);
+      local_bwd += at(rate.same, 18 * f) + at(rate.cat, 8 * f);
+    } else {
+      local_fwd += at(rate.gelu, 4 * f);
+      local_bwd += at(rate.gelu_backward, 6 * f);
+    }
+    if (m.linear_biases)
+      local_bwd += at(rate.same, 2 * (q_width + kv_dim + m.v_width() + h + ffn_out + h));
+    const double casts_fwd = stream32 ? at(rate.cast_down, 6 * layer_weights / tokens) : 0;
+    const double casts_bwd = stream32 ? at(rate.cast_up, 6 * layer_weights / tokens) : 0;
+    const double fwd = local_fwd / t + stream_fwd / sp + casts_fwd;
+    const double bwd = local_bwd / t + stream_bwd / sp + casts_bwd;
     // torch.compile fuses those ops: a measured share of eager's time (call 14).
     const double share =
         w.framework.kernels == KernelFusion::kCompiled ? params.compiled_elementwise_share : 1.0;
-    out.memory_forward_s = share * fwd * tokens / eager_rate + fsdp_forward_s;
-    out.memory_backward_s = share * bwd * tokens / eager_rate + fsdp_backward_s;
+    out.memory_forward_s = share * fwd * tokens + fsdp_forward_s;
+    out.memory_backward_s = share * bwd * tokens + fsdp_backward_s;
     return out;
   }
   const double drop_mask = w.dropout > 0 ? kMaskBytes : 0;

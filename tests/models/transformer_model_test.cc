@@ -60,8 +60,9 @@ TEST_SUITE("models") {
   // GPT-3 175B (Brown et al. 2020), Llama 3 8B and 405B (Llama Team 2024).
   TEST_CASE("transformer: eager and compiled PyTorch time the elementwise work by hand") {
     // Llama 3 8B on one H200, one 8K sequence, no TP: eager's op-by-op bytes per token (132 h
-    // + 10 f forward, 196 h + 26 f backward, plus 6 bytes per weight each way for the casts) at
-    // the eager kernels' rate, and torch.compile's measured share of that time.
+    // + 10 f forward, 196 h + 26 f backward, plus 6 bytes per weight each way for the casts),
+    // each at its kind of kernel's rate (device call 24), and torch.compile's measured share of
+    // that time.
     WorkloadConfig w;
     w.model = preset("llama3-8b");
     w.seq_len = 8192;
@@ -72,13 +73,37 @@ TEST_SUITE("models") {
     const ComputeParams params = default_compute_params(gpu);
     const double h = 4096, f = 14336, kv = 1024, tokens = 8192;
     const double weights = 2 * h * h + 2 * h * kv + 3 * f * h;
-    const double rate = gpu.hbm_Bps * params.eager_elementwise_efficiency;
+    const ComputeParams::EagerRates& r = params.eager;
+    const auto at = [&](double fraction, double bytes) { return bytes / (gpu.hbm_Bps * fraction); };
     w.framework.kernels = KernelFusion::kEager;
     const LayerKernels eager = layer_kernels(gpu, w, params);
-    CHECK(eager.memory_forward_s ==
-          doctest::Approx((132 * h + 10 * f + 6 * weights / tokens) * tokens / rate));
-    CHECK(eager.memory_backward_s ==
-          doctest::Approx((196 * h + 26 * f + 6 * weights / tokens) * tokens / rate));
+    // Forward: two fp32 rms_norms (8 h) with their outputs' down-casts (6 h) and two residual
+    // adds of a bf16 output into the fp32 stream (10 h); the attention output's transposing
+    // copy (4 h); rotary on Q and K (strided halves times the table 24 h, their sums 24 h, the
+    // concatenations 16 h), SDPA's down-casts (12 h) and V's copy (4 h); SiLU and the gate
+    // product (10 f); the weights' down-casts.
+    const double forward = 2 * (at(r.rms_norm, 8 * h) + at(r.cast_down, 6 * h) +
+                                at(r.mixed, 10 * h)) +
+                           at(r.layout, 4 * h) + at(r.strided, 24 * h) + at(r.same, 24 * h) +
+                           at(r.cat, 16 * h) + at(r.cast_down, 12 * h) + at(r.layout, 4 * h) +
+                           at(r.same, 10 * f) + at(r.cast_down, 6 * weights / tokens);
+    CHECK(eager.memory_forward_s == doctest::Approx(forward * tokens));
+    // Backward: per norm the up-cast (6 h), the norm's backward (12 h), the accumulation (8 h)
+    // and the branch gradient's down-cast (6 h); the transposing copy (4 h) and the Q K V
+    // gradients' concatenation (12 h); rotary's backward (32 h strided, 16 h layout, 44 h
+    // same-dtype) and its casts (12 h up, 12 h down); the MLP's gradients (18 f) and their
+    // concatenation (8 f); the weight gradients' up-casts.
+    const double backward =
+        2 * (at(r.cast_up, 6 * h) + at(r.norm_backward, 12 * h) + at(r.same, 8 * h) +
+             at(r.cast_down, 6 * h)) +
+        at(r.layout, 4 * h) + at(r.cat, 12 * h) + at(r.strided, 32 * h) + at(r.layout, 16 * h) +
+        at(r.same, 44 * h) + at(r.cast_up, 12 * h) + at(r.cast_down, 12 * h) +
+        at(r.same, 18 * f) + at(r.cat, 8 * f) + at(r.cast_up, 6 * weights / tokens);
+    CHECK(eager.memory_backward_s == doctest::Approx(backward * tokens));
+    // At the one rate of an up-cast, as the model had it before call 24, the same bytes took
+    // longer: the kinds' rates are faster for most of the bytes, slower for rotary's strided ops.
+    CHECK(eager.memory_forward_s <
+          (132 * h + 10 * f + 6 * weights / tokens) * tokens / (gpu.hbm_Bps * 0.44));
     w.framework.kernels = KernelFusion::kCompiled;
     const LayerKernels compiled = layer_kernels(gpu, w, params);
     CHECK(params.compiled_elementwise_share == doctest::Approx(0.33));
@@ -135,20 +160,29 @@ TEST_SUITE("models") {
     const ComputeParams params = default_compute_params(gpu);
     const double h = 4096, f = 16384, tokens = 2048 * 6;
     const double weights = 4 * h * h + 2 * f * h;
-    const double rate = gpu.hbm_Bps * params.eager_elementwise_efficiency;
+    const ComputeParams::EagerRates& r = params.eager;
+    const auto at = [&](double fraction, double bytes) { return bytes / (gpu.hbm_Bps * fraction); };
     const LayerKernels autocast = layer_kernels(gpu, w, params);
     CHECK(autocast.memory_forward_s ==
-          doctest::Approx(((44 * h + 4 * f) * tokens + 6 * weights) / rate));
+          doctest::Approx(tokens * (2 * (at(r.cast_down, 6 * h) + at(r.layer_norm, 4 * h) +
+                                         at(r.mixed, 10 * h)) +
+                                    at(r.layout, 4 * h) + at(r.gelu, 4 * f)) +
+                          at(r.cast_down, 6 * weights)));
     CHECK(autocast.memory_backward_s ==
-          doctest::Approx(((94 * h + 8 * f) * tokens + 6 * weights) / rate));
-    // torch's LayerNorm in fp32 on the stream instead: 4 h more forward (8 h + the next
-    // linear's cast 6 h, against the cast 6 h + the norm 4 h), 2 x 2 h less backward.
+          doctest::Approx(tokens * (2 * (at(r.norm_backward, 10 * h) + at(r.cast_up, 6 * h) +
+                                         at(r.same, 12 * h) + at(r.cast_down, 6 * h)) +
+                                    at(r.layout, 4 * h) + at(r.cat, 12 * h) +
+                                    at(r.gelu_backward, 6 * f) + at(r.same, 2 * (5 * h + f))) +
+                          at(r.cast_up, 6 * weights)));
+    // torch's LayerNorm in fp32 on the stream instead: forward the norm's 8 h and the next
+    // linear's down-cast 6 h against the down-cast 6 h and the norm's 4 h; backward the up-cast
+    // 6 h, the norm's 12 h and an 8 h accumulation against 10 h, 6 h and 12 h.
     w.framework.low_precision_norm = false;
     const LayerKernels torch_norm = layer_kernels(gpu, w, params);
     CHECK(torch_norm.memory_forward_s - autocast.memory_forward_s ==
-          doctest::Approx(2 * 4 * h * tokens / rate));
+          doctest::Approx(2 * at(r.layer_norm, 4 * h) * tokens));
     CHECK(torch_norm.memory_backward_s - autocast.memory_backward_s ==
-          doctest::Approx(-2 * 2 * h * tokens / rate));
+          doctest::Approx(2 * (at(r.norm_backward, 2 * h) - at(r.same, 4 * h)) * tokens));
     // FSDP's mixed precision over 8 ranks: the layer runs on a 16-bit stream (norms 2 x 4 h,
     // residual adds 2 x 6 h forward; norm gradients with LayerNorm's weight and bias 2 x 16 h
     // backward), no per-use casts, and FSDP's own copies: (6 / 8 + 4) bytes a parameter
@@ -157,14 +191,22 @@ TEST_SUITE("models") {
     w.parallelism.dp = 8;
     w.global_batch = 48;
     const LayerKernels fsdp = layer_kernels(gpu, w, params);
+    // FSDP's copies: the shard's down-cast (6 / 8), the copy out of the gathered buffer (4, a
+    // device-to-device memcpy), backward also the gradients' up-cast (6).
+    const double fsdp_copies = at(r.cast_down, 6.0 / 8 * weights) + at(r.memcpy, 4 * weights);
     CHECK(fsdp.memory_forward_s ==
-          doctest::Approx(((24 * h + 4 * f) * tokens + (6.0 / 8 + 4) * weights) / rate));
+          doctest::Approx(tokens * (2 * (at(r.layer_norm, 4 * h) + at(r.same, 6 * h)) +
+                                    at(r.layout, 4 * h) + at(r.gelu, 4 * f)) +
+                          fsdp_copies));
     CHECK(fsdp.memory_backward_s ==
-          doctest::Approx(((58 * h + 8 * f) * tokens + (6.0 / 8 + 10) * weights) / rate));
+          doctest::Approx(tokens * (2 * (at(r.norm_backward, 10 * h) + at(r.same, 6 * h)) +
+                                    at(r.layout, 4 * h) + at(r.cat, 12 * h) +
+                                    at(r.gelu_backward, 6 * f) + at(r.same, 2 * (5 * h + f))) +
+                          fsdp_copies + at(r.cast_up, 6 * weights)));
     // The biases' gradients are PyTorch eager's only: fused kernels fold them into the GEMMs.
     w.model.linear_biases = false;
     CHECK(fsdp.memory_backward_s - layer_kernels(gpu, w, params).memory_backward_s ==
-          doctest::Approx(2 * (5 * h + f) * tokens / rate));
+          doctest::Approx(at(r.same, 2 * (5 * h + f)) * tokens));
 
     // Memory under autocast: a norm computed on a 16-bit cast of the stream keeps that cast (2
     // bytes), not the fp32 stream (4), for each of a layer's two norms; a fused loss kernel
