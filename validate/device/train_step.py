@@ -110,6 +110,10 @@ CONFIGS = [
 ]
 
 
+# With --profile: how many kernels (by GPU time) the output lists, and how much of each name.
+TOP_KERNELS, KERNEL_NAME_CHARS = 25, 120
+
+
 def model_dims(name):
     """layers, hidden, heads, ffn, vocab, architecture, kv_heads"""
     spec = MODELS[name]
@@ -591,9 +595,9 @@ def run_config(cfg, steps, profile, dev, memory=False, fullgraph=True):
                 continue
             c = kernel_class(e.key)
             by_class[c] = by_class.get(c, 0) + t * 1e-6 / 2
-            kernels[e.key[:120]] = (t * 1e-6 / 2, e.count // 2)
+            kernels[e.key[:KERNEL_NAME_CHARS]] = (t * 1e-6 / 2, e.count // 2)
         out["gpu_time_by_class_s"] = by_class
-        top = sorted(kernels.items(), key=lambda kv: -kv[1][0])[:25]
+        top = sorted(kernels.items(), key=lambda kv: -kv[1][0])[:TOP_KERNELS]
         out["top_kernels"] = [{"kernel": k, "s": v[0], "calls": v[1]} for k, v in top]
     del model, opt
     return out
@@ -605,9 +609,13 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--profile", default="")
     ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--top", type=int, default=0,
+                    help="with --profile: list this many kernels (default 25), with their whole names")
     ap.add_argument("--memory", default="",
                     help="configurations whose allocator use is probed (memory_probe)")
     args = ap.parse_args()
+    if args.top:
+        globals().update(TOP_KERNELS=args.top, KERNEL_NAME_CHARS=1000)
     dev = torch.device("cuda:0")
     only = set(filter(None, args.only.split(",")))
     profile = set(filter(None, args.profile.split(",")))
