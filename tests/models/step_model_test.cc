@@ -101,6 +101,16 @@ TEST_SUITE("models") {
     auto r1_even = predict_step(one, p1);
     REQUIRE(r1_even.ok());
     CHECK(r1->clock == r1_even->clock);
+    // Flash attention runs at the sustained clock of the slowest chip, or at the step's clock
+    // where that is lower (compute_model.h at_clock): never above either.
+    const double paced_sustained = params.compute.sustained_clock;  // no spread: the mean chip
+    REQUIRE(even->clock > paced_sustained);  // the mix lets the clock rise: attention stays
+    CHECK(even->attention_clock == doctest::Approx(paced_sustained));
+    CHECK(r8->attention_clock ==
+          doctest::Approx(std::min(r8->clock, default_compute_params(s.cluster.node.gpu)
+                                                      .sustained_clock *
+                                                  (1 - 0.015 * expected_max_standard_normal(8)))));
+    CHECK(r8->attention_clock <= r8->clock);
   }
 
   TEST_CASE("step: the step time is the sum of its parts") {
