@@ -153,19 +153,21 @@ ComputeParams fp4_gemm_params(const GpuSpec& gpu, const ComputeParams& params) {
   return p;
 }
 
+double attention_clock(const ComputeParams& params, double clock) {
+  return std::min(clock, params.sustained_clock);
+}
+
 ComputeParams at_clock(const ComputeParams& params, double clock) {
   ComputeParams p = params;
   p.gemm_max_efficiency *= clock;
-  // Flash attention alone draws the cap: its kernels run at the sustained clock however much
-  // memory-bound work around them lets the step's average clock rise.
-  const double attention_clock = std::min(clock, params.sustained_clock);
-  p.attention_fwd_max_efficiency *= attention_clock;
-  p.attention_bwd_max_efficiency *= attention_clock;
+  const double attention = attention_clock(params, clock);
+  p.attention_fwd_max_efficiency *= attention;
+  p.attention_bwd_max_efficiency *= attention;
   // The exposed exponentials are counted against the (now clocked) ceiling: they slow with the
   // clock too, so their weight against it stays the same.
-  if (attention_clock > 0) {
-    p.attention_fwd_exp_exposed /= attention_clock;
-    p.attention_bwd_exp_exposed /= attention_clock;
+  if (attention > 0) {
+    p.attention_fwd_exp_exposed /= attention;
+    p.attention_bwd_exp_exposed /= attention;
   }
   return p;
 }

@@ -218,8 +218,14 @@ ComputeParams fp8_gemm_params(const GpuSpec& gpu, const ComputeParams& params,
 // fixed cost gemm_k_overhead(gpu, fp4).
 ComputeParams fp4_gemm_params(const GpuSpec& gpu, const ComputeParams& params);
 
-// `params` with the tensor-core rates (GEMM and attention ceilings) scaled to that clock;
-// memory-bound kernels keep their rate (HBM does not slow with the SM clock).
+// The clock flash attention runs at in a step whose kernel mix holds `clock`: at most the
+// sustained one, since its kernels draw the power cap by themselves (device calls 12-23: their
+// GPU time in 23 profiled H200 steps).
+double attention_clock(const ComputeParams& params, double clock);
+
+// `params` with the tensor-core rates scaled to that clock (GEMMs) or to attention_clock
+// (attention ceilings); memory-bound kernels keep their rate (HBM does not slow with the SM
+// clock).
 ComputeParams at_clock(const ComputeParams& params, double clock);
 
 // C[m x n] = A[m x k] B[k x n], every operand in the given precision; `batch` independent

@@ -176,7 +176,7 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   paced.sustained_clock *=
       1 - params.compute.clock_spread * expected_max_standard_normal(std::max(1, r.gpus));
   r.clock = power_clock(busy_s > 0 ? tensor_s / busy_s : 1, paced);
-  r.attention_clock = std::min(r.clock, paced.sustained_clock);
+  r.attention_clock = attention_clock(paced, r.clock);
   r.stages = stage_compute(gpu, w, at_clock(paced, r.clock));
 
   // 2. Every collective, timed on its group.

@@ -172,9 +172,7 @@ struct StepResult {
   double backward_s = 0;  // including recomputation
   int busiest_stage = 0;
   double clock = 1;  // the SM clock over its full clock under the power cap (power_clock)
-  // Flash attention's clock: the sustained one where the step's mix would let it rise above
-  // (its kernels draw the cap themselves: compute_model.h at_clock).
-  double attention_clock = 1;
+  double attention_clock = 1;  // flash attention's (compute_model.h attention_clock)
   std::vector<StageCompute> stages;  // every pipeline stage's compute per micro-batch
   MemoryBreakdown memory;
   double memory_capacity_bytes = 0;

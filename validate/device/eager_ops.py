@@ -3,8 +3,8 @@ eager op list (models/layer_model.cc, layer_kernels) counts their bytes in: dtyp
 copies, mixed-dtype binary ops, same-dtype contiguous ops, ops on strided or broadcast
 operands, the norms and their backwards, concatenations and transposing copies.
 
-Each op is timed with CUDA events (median of its repetitions, after warm-up) on fresh random
-data rotated among buffers larger than the L2 cache; bytes are the fewest the op must move (each
+Each op is timed with CUDA events (torch_reference.bench: the median of 40 launches after one
+warm-up) on random data rotated among buffers larger than the L2 cache; bytes are the fewest the op must move (each
 input read once, each output written once). Sizes: tokens 16384 (2 x 8192) by widths 2048,
 4096 and 5632.
 
@@ -15,25 +15,10 @@ import sys
 import torch
 import torch.nn.functional as F
 
+from torch_reference import bench  # this directory's CUDA-event median timer
+
 DEV = torch.device("cuda:0")
 BF16, F32 = torch.bfloat16, torch.float32
-
-
-def time_op(fn, reps=40):
-    """Median seconds of fn() over reps launches, each its own event pair."""
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e-3)
-    return sorted(times)[len(times) // 2]
 
 
 def rotating(make, n=3):
@@ -125,7 +110,7 @@ def main():
         tokens = 16384
         for name, kind, nbytes, fn in ops_for(tokens, width):
             with torch.no_grad() if "backward" not in name else torch.enable_grad():
-                s = time_op(fn)
+                s, _ = bench(fn, 0, min_reps=40)
             r = {"op": name, "kind": kind, "tokens": tokens, "width": width, "bytes": nbytes,
                  "s": s, "TBps": nbytes / s / 1e12}
             result["ops"].append(r)

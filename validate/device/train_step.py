@@ -110,10 +110,6 @@ CONFIGS = [
 ]
 
 
-# With --profile: how many kernels (by GPU time) the output lists, and how much of each name.
-TOP_KERNELS, KERNEL_NAME_CHARS = 25, 120
-
-
 def model_dims(name):
     """layers, hidden, heads, ffn, vocab, architecture, kv_heads"""
     spec = MODELS[name]
@@ -515,7 +511,9 @@ def memory_probe(step):
     return out
 
 
-def run_config(cfg, steps, profile, dev, memory=False, fullgraph=True):
+def run_config(cfg, steps, profile, dev, memory=False, fullgraph=True, top=25):
+    """One configuration's measurements; with profile, its GPU time by kernel class and its
+    `top` kernels by GPU time (names cut at 120 characters for the default 25, whole beyond)."""
     name, model_name, seq, mb, recompute, compiled = cfg[:6]
     layers, hidden, heads, ffn, vocab, arch, kv_heads = model_dims(model_name)
     recipe = recipe_of(cfg)
@@ -595,10 +593,10 @@ def run_config(cfg, steps, profile, dev, memory=False, fullgraph=True):
                 continue
             c = kernel_class(e.key)
             by_class[c] = by_class.get(c, 0) + t * 1e-6 / 2
-            kernels[e.key[:KERNEL_NAME_CHARS]] = (t * 1e-6 / 2, e.count // 2)
+            kernels[e.key if top > 25 else e.key[:120]] = (t * 1e-6 / 2, e.count // 2)
         out["gpu_time_by_class_s"] = by_class
-        top = sorted(kernels.items(), key=lambda kv: -kv[1][0])[:TOP_KERNELS]
-        out["top_kernels"] = [{"kernel": k, "s": v[0], "calls": v[1]} for k, v in top]
+        ranked = sorted(kernels.items(), key=lambda kv: -kv[1][0])[:top]
+        out["top_kernels"] = [{"kernel": k, "s": v[0], "calls": v[1]} for k, v in ranked]
     del model, opt
     return out
 
@@ -609,13 +607,11 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--profile", default="")
     ap.add_argument("--steps", type=int, default=6)
-    ap.add_argument("--top", type=int, default=0,
-                    help="with --profile: list this many kernels (default 25), with their whole names")
+    ap.add_argument("--top", type=int, default=25,
+                    help="with --profile: list this many kernels (above 25, with their whole names)")
     ap.add_argument("--memory", default="",
                     help="configurations whose allocator use is probed (memory_probe)")
     args = ap.parse_args()
-    if args.top:
-        globals().update(TOP_KERNELS=args.top, KERNEL_NAME_CHARS=1000)
     dev = torch.device("cuda:0")
     only = set(filter(None, args.only.split(",")))
     profile = set(filter(None, args.profile.split(",")))
@@ -630,21 +626,29 @@ def main():
         if only and cfg[0] not in only:
             continue
         t0 = time.time()
+
+        def measure(fullgraph=True):
+            return run_config(cfg, args.steps, cfg[0] in profile, dev, cfg[0] in memory,
+                              fullgraph, args.top)
+
+        def failed(e):  # the error's record: report it and go on to the next configuration
+            if isinstance(e, torch.cuda.OutOfMemoryError):
+                return {"name": cfg[0], "error": "out of memory: " + str(e)[:200]}
+            return {"name": cfg[0], "error": type(e).__name__ + ": " + str(e)[:300]}
+
         try:
-            r = run_config(cfg, args.steps, cfg[0] in profile, dev, cfg[0] in memory)
-        except torch.cuda.OutOfMemoryError as e:
-            r = {"name": cfg[0], "error": "out of memory: " + str(e)[:200]}
-        except Exception as e:  # report and go on to the next configuration
-            r = {"name": cfg[0], "error": type(e).__name__ + ": " + str(e)[:300]}
-            if cfg[5] and recipe_of(cfg) == "fsdp":  # a graph break: once more without fullgraph
+            r = measure()
+        except Exception as e:
+            r = failed(e)
+            graph_break = not isinstance(e, torch.cuda.OutOfMemoryError)
+            if graph_break and cfg[5] and recipe_of(cfg) == "fsdp":  # once more, not fullgraph
                 print("%s: %s; again with fullgraph=False" % (cfg[0], r["error"][:200]), flush=True)
                 gc.collect()
                 torch.cuda.empty_cache()
                 try:
-                    r = run_config(cfg, args.steps, cfg[0] in profile, dev, cfg[0] in memory,
-                                   fullgraph=False)
+                    r = measure(fullgraph=False)
                 except Exception as e2:
-                    r = {"name": cfg[0], "error": type(e2).__name__ + ": " + str(e2)[:300]}
+                    r = failed(e2)
         r["wall_s"] = time.time() - t0
         # torch.compile'd blocks sit in a reference cycle: without a collection here the
         # previous compiled model's parameters stay allocated into the next configuration's

@@ -62,10 +62,9 @@ def yaml_for(run, file, date, call):
                 ffn=run["ffn_hidden"], vocab=run["vocab"],
                 gqa="no GQA" if kv == run["heads"] else "GQA, %d key-value heads" % kv)
     llama = arch in ("llama", "titan")
-    architecture = (LLAMA.format(**dims) if arch == "llama" else TITAN.format(**dims)
-                    if arch == "titan" else GPT.format(
-        norm=("llm-foundry's low_precision_layernorm (computed in bf16)" if arch == "mpt"
-              else "torch's nn.LayerNorm (fp32 under autocast)"), **dims))
+    norm = ("llm-foundry's low_precision_layernorm (computed in bf16)" if arch == "mpt"
+            else "torch's nn.LayerNorm (fp32 under autocast)")
+    architecture = {"llama": LLAMA, "titan": TITAN}.get(arch, GPT).format(norm=norm, **dims)
     text = HEADER.format(call=call, date=date, name=name, file=file, architecture=architecture,
                          recipe=FSDP if fsdp else AUTOCAST, keys=KEYS_FSDP if fsdp else KEYS_AUTOCAST,
                          recompute=recompute, compiled=compiled,
