@@ -41,6 +41,8 @@ KernelTime roofline(const GpuSpec& gpu, double peak, double flops, double bytes,
 constexpr double kHopperSustainedClock = 0.863;
 constexpr double kHopperAttentionFwd = 0.592, kHopperAttentionBwd = 0.556;
 constexpr double kHopperFlopsPerExponential = 4096.0 / 16;
+// FlashAttention-2 against cuDNN on the H200 (ComputeParams::flash2_fwd_ratio).
+constexpr double kHopperFlash2Fwd = 0.585, kHopperFlash2Bwd = 0.590;
 
 ComputeParams default_compute_params(const GpuSpec& gpu) {
   ComputeParams p;
@@ -57,6 +59,8 @@ ComputeParams default_compute_params(const GpuSpec& gpu) {
     // top: the ceilings are the measured figures over the sustained clock.
     p.attention_fwd_max_efficiency = kHopperAttentionFwd / kHopperSustainedClock;
     p.attention_bwd_max_efficiency = kHopperAttentionBwd / kHopperSustainedClock;
+    p.flash2_fwd_ratio = kHopperFlash2Fwd;
+    p.flash2_bwd_ratio = kHopperFlash2Bwd;
   }
   if (gpu.arch == "sm_80") {
     p.gemm_max_efficiency = kAmpereGemmMaxEfficiency;
@@ -70,6 +74,8 @@ ComputeParams default_compute_params(const GpuSpec& gpu) {
     p.attention_fwd_max_efficiency = kHopperAttentionFwd / kHopperSustainedClock;
     p.attention_bwd_max_efficiency = kHopperAttentionBwd / kHopperSustainedClock;
     p.attention_ceiling_flops_per_exp = kHopperFlopsPerExponential;
+    p.flash2_fwd_ratio = kHopperFlash2Fwd;
+    p.flash2_bwd_ratio = kHopperFlash2Bwd;
   }
   // The SKU's datasheet cap is the reference (its peak is quoted at it); a scenario that lowers
   // the GPU's tdp lowers the clock its tensor cores sustain.
@@ -150,6 +156,13 @@ ComputeParams fp4_gemm_params(const GpuSpec& gpu, const ComputeParams& params) {
   ComputeParams p = params;
   p.gemm_max_efficiency *= params.fp4_gemm_ratio;
   p.gemm_k_overhead = gemm_k_overhead(gpu, Precision::kFp4, params);
+  return p;
+}
+
+ComputeParams flash2_params(const ComputeParams& params) {
+  ComputeParams p = params;
+  p.attention_fwd_max_efficiency *= params.flash2_fwd_ratio;
+  p.attention_bwd_max_efficiency *= params.flash2_bwd_ratio;
   return p;
 }
 

@@ -90,6 +90,18 @@ struct ComputeParams {
   // exponentials did not (512 FLOPs each), which Blackwell Ultra's doubled exponentials (256
   // again) undo.
   double attention_ceiling_flops_per_exp = 0;
+  // FlashAttention-2's kernels (workload.framework.attention: flash2) against the ceilings above,
+  // forward and backward: FA2 is written for Ampere's mma.sync tensor-core instructions and uses
+  // neither Hopper's warpgroup MMA nor TMA. On an H200 (torch 2.11, scenarios/measurements/
+  // call26), SDPA forced to its flash backend ran causal attention at head dim 128, 8K-32K
+  // tokens, at 0.580-0.590 of the cuDNN kernels' rate forward and 0.583-0.597 backward, each at
+  // its own clock under the 700 W cap (FA2 342.7 TFLOP/s forward at 32K, cuDNN 591.0), which
+  // these give. At head dim 64 the ratio measured 0.62-0.66: the exposed exponentials above
+  // weigh less against FA2's slower matmuls, which the head-width factor reproduces (0.64).
+  // 1 where FA2 is the native kernel (Ampere, the default). Blackwell takes Hopper's ratio,
+  // unmeasured (its legacy MMA path is no faster relative to its peak).
+  double flash2_fwd_ratio = 1.0;
+  double flash2_bwd_ratio = 1.0;
   // Achievable fraction of the HBM datasheet bandwidth: a 1 GiB device-to-device copy on one
   // H200 ran at 4.23 TB/s of its 4.8 (scenarios/measurements/h200-1gpu.json, hbm_copy; 4.20 in
   // h200-2gpu.json), 0.88.
@@ -217,6 +229,9 @@ ComputeParams fp8_gemm_params(const GpuSpec& gpu, const ComputeParams& params,
 // `params` for NVFP4 GEMMs on `gpu`: the in-tile efficiency times fp4_gemm_ratio, the tile's
 // fixed cost gemm_k_overhead(gpu, fp4).
 ComputeParams fp4_gemm_params(const GpuSpec& gpu, const ComputeParams& params);
+// `params` for FlashAttention-2's kernels (framework.attention: flash2): the attention ceilings
+// times flash2_fwd_ratio / flash2_bwd_ratio.
+ComputeParams flash2_params(const ComputeParams& params);
 
 // The clock flash attention runs at in a step whose kernel mix holds `clock`: at most the
 // sustained one, since its kernels draw the power cap by themselves (device calls 12-23: their

@@ -261,7 +261,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
 
   // 2. The attention core: ring attention runs cp chunks of s/cp queries against s/cp keys.
   const double heads_local = m.heads / t;
-  if (w.framework.attention == AttentionKernel::kFlash) {
+  if (fused_attention(w.framework.attention)) {
     AttentionShape a;
     a.batch = w.micro_batch;
     a.heads = heads_local;
@@ -272,8 +272,11 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     a.q_tokens = double(w.seq_len) / par.cp;
     a.kv_tokens = a.q_tokens;
     const Precision pa = unquantized_precision(p);
-    out.attention_forward_s = par.cp * attention_time(gpu, pa, a, false, params).time_s;
-    out.attention_backward_s = par.cp * attention_time(gpu, pa, a, true, params).time_s;
+    const ComputeParams kernel = w.framework.attention == AttentionKernel::kFlash2
+                                     ? flash2_params(params)
+                                     : params;
+    out.attention_forward_s = par.cp * attention_time(gpu, pa, a, false, kernel).time_s;
+    out.attention_backward_s = par.cp * attention_time(gpu, pa, a, true, kernel).time_s;
   } else {
     unfused_attention(gpu, w, params, heads_local, head_dim, &out);
   }
@@ -512,7 +515,7 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
   const std::vector<int> layers = layers_of_stages(w);
   const std::vector<int> moe_layers = moe_layers_of_stages(w);
   const unsigned modules = w.parallelism.recompute_modules;
-  const bool flash = w.framework.attention == AttentionKernel::kFlash;
+  const bool flash = fused_attention(w.framework.attention);
   const int last = static_cast<int>(layers.size()) - 1;
   std::vector<StageCompute> out;
   for (int s = 0; s <= last; ++s) {

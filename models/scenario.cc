@@ -73,6 +73,7 @@ std::string_view to_string(KernelFusion k) {
 std::string_view to_string(AttentionKernel k) {
   switch (k) {
     case AttentionKernel::kFlash: return "flash";
+    case AttentionKernel::kFlash2: return "flash2";
     case AttentionKernel::kUnfused: return "unfused";
   }
   return "?";
@@ -1158,7 +1159,9 @@ bool Loader::load_workload(const YAML::Node& node) {
   if (fw.IsDefined()) {
     const std::string fp = child(path, "framework");
     static constexpr std::pair<std::string_view, AttentionKernel> kAttention[] = {
-        {"flash", AttentionKernel::kFlash}, {"unfused", AttentionKernel::kUnfused}};
+        {"flash", AttentionKernel::kFlash},
+        {"flash2", AttentionKernel::kFlash2},
+        {"unfused", AttentionKernel::kUnfused}};
     static constexpr std::pair<std::string_view, KernelFusion> kKernels[] = {
         {"fused", KernelFusion::kFused},
         {"eager", KernelFusion::kEager},

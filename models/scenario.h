@@ -147,11 +147,17 @@ struct ParallelismConfig {
 
 // How the attention scores are computed (workload.framework.attention).
 enum class AttentionKernel {
-  kFlash,    // fused, no s x s score matrix in memory (FlashAttention, cuDNN, Transformer Engine)
+  kFlash,    // fused, no s x s score matrix in memory, the GPU's native kernel (cuDNN, Transformer
+             // Engine, FlashAttention-3 on Hopper and later; FlashAttention-2 on Ampere)
+  kFlash2,   // fused, FlashAttention-2's kernels on any GPU (the flash-attn 2.x package, PyTorch
+             // SDPA's flash backend, Triton ports): written for Ampere's tensor cores, slower on
+             // Hopper and later (compute_model.h, flash2_params)
   kUnfused,  // scores written by a batched GEMM, a fused scale-mask-softmax, dropout, a second
              // batched GEMM (Megatron-LM before 2022; Korthikanti et al. 2022 sec. 4.1)
 };
 std::string_view to_string(AttentionKernel k);
+// Whether the kernel keeps no s x s score matrix (flash and flash2).
+inline bool fused_attention(AttentionKernel k) { return k != AttentionKernel::kUnfused; }
 
 // How the elementwise work between the GEMMs runs (workload.framework.kernels).
 enum class KernelFusion {

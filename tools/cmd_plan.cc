@@ -336,6 +336,9 @@ void print_cost(const models::Scenario& s, const models::RunCost& c) {
 void print_assumptions(const models::WorkloadConfig& w, const models::StepResult& r,
                        const models::StepParams& p, const models::CostParams& cost) {
   const models::FrameworkConfig& fw = w.framework;
+  const models::ComputeParams attention = fw.attention == models::AttentionKernel::kFlash2
+                                              ? models::flash2_params(p.compute)
+                                              : p.compute;
   std::printf("Assumptions (analytic model; calibrate with `clustersim validate`)\n");
   std::printf(
       "  - collectives: NCCL's tuner model (tuning.cc latencies), no contention between "
@@ -347,8 +350,8 @@ void print_assumptions(const models::WorkloadConfig& w, const models::StepResult
       "attention at %s (it draws the cap itself)\n",
       format_percent(p.compute.gemm_max_efficiency).c_str(),
       std::string(models::to_string(fw.attention)).c_str(),
-      format_percent(p.compute.attention_fwd_max_efficiency).c_str(),
-      format_percent(p.compute.attention_bwd_max_efficiency).c_str(),
+      format_percent(attention.attention_fwd_max_efficiency).c_str(),
+      format_percent(attention.attention_bwd_max_efficiency).c_str(),
       format_percent(r.clock).c_str(),
       r.gpus > 1 && p.compute.clock_spread > 0
           ? (" on the slowest of " + std::to_string(r.gpus) + " chips (spread " +

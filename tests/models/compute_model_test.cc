@@ -190,6 +190,39 @@ TEST_SUITE("models") {
     CHECK(rate(a100, pa, 64, false) / rate(a100, pa, 128, false) ==
           doctest::Approx(1 / (1 + 0.60 * 0.792 * 0.25)));
   }
+  TEST_CASE("compute: FlashAttention-2's kernels at their measured fraction of Hopper's native ones") {
+    // Device call 26 (scenarios/measurements/call26): SDPA forced to its flash backend on an
+    // H200, causal, head dim 128, 8K-32K tokens, at 0.580-0.590 of cuDNN's rate forward and
+    // 0.583-0.597 backward; at head dim 64, 0.616-0.664 forward.
+    const GpuSpec& h200 = *find_gpu("h200-sxm");
+    const auto native = default_compute_params(h200);
+    const auto fa2 = flash2_params(native);
+    auto rate = [&](const ComputeParams& p, double d, bool backward) {
+      const AttentionShape a{.batch = 1, .heads = 32, .kv_heads = 32, .head_dim = d,
+                             .q_tokens = 32768, .kv_tokens = 32768, .causal = true};
+      return attention_time(h200, Precision::kBf16, a, backward, p).efficiency;
+    };
+    CHECK(rate(fa2, 128, false) / rate(native, 128, false) == doctest::Approx(0.585));
+    CHECK(rate(fa2, 128, true) / rate(native, 128, true) == doctest::Approx(0.590));
+    // Narrower heads: the exponentials cost both kernels the same time, which weighs less
+    // against FA2's slower matmuls. By hand: 0.585 x (1 + 0.686 x 0.792 / 2) /
+    // (1 + 0.585 x 0.686 x 0.792 / 2) = 0.641, inside the measured 0.616-0.664.
+    const double c = 0.592 / 0.863 * 0.792 * 0.5;
+    CHECK(rate(fa2, 64, false) / rate(native, 64, false) ==
+          doctest::Approx(0.585 * (1 + c) / (1 + 0.585 * c)));
+    CHECK(rate(fa2, 64, false) / rate(native, 64, false) > 0.616);
+    CHECK(rate(fa2, 64, false) / rate(native, 64, false) < 0.664);
+    // The clock scales both alike.
+    const auto capped = at_clock(native, native.sustained_clock);
+    CHECK(rate(flash2_params(capped), 128, false) / rate(capped, 128, false) ==
+          doctest::Approx(0.585));
+    // Blackwell takes Hopper's ratio; on Ampere FlashAttention-2 is the native kernel.
+    CHECK(default_compute_params(*find_gpu("b200")).flash2_bwd_ratio == doctest::Approx(0.590));
+    const auto a100 = default_compute_params(*find_gpu("a100-sxm-80gb"));
+    CHECK(flash2_params(a100).attention_fwd_max_efficiency == a100.attention_fwd_max_efficiency);
+    CHECK(flash2_params(a100).attention_bwd_max_efficiency == a100.attention_bwd_max_efficiency);
+  }
+
   TEST_CASE("compute: Blackwell SKUs share one clock law (B200, GB200, GB300)") {
     // Power per SM ~ clock^2.5: each SKU's clock under tensor load over its own full clock is the
     // B200's x ((tdp / SMs) / (1000 / 148))^0.4 x (B200 full clock / its full clock).

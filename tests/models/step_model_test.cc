@@ -5,6 +5,8 @@
 #include <cmath>
 #include <string>
 
+#include "models/layer_model.h"
+#include "models/transformer_model.h"
 #include "models/units.h"
 
 using namespace clustersim::models;
@@ -361,5 +363,58 @@ TEST_SUITE("models") {
     CHECK(memory_advice(load("default.yaml").workload, predict(load("default.yaml")).memory,
                         80 * kGiB)
               .empty());
+  }
+}
+
+TEST_SUITE("models") {
+  TEST_CASE("step: framework.attention flash2 slows the attention kernels alone, on Hopper only") {
+    const std::string text =
+        "cluster: {nodes: 1, node: {gpu: GPU, gpus_per_node: 8, scale_up: SCALE}}\n"
+        "workload:\n"
+        "  model: llama3-8b\n"
+        "  seq_len: 8192\n"
+        "  global_batch: 16\n"
+        "  micro_batch: 2\n"
+        "  framework: {attention: KERNEL, kernels: compiled}\n"
+        "  parallelism: {tp: 1, pp: 1, dp: 8, zero: 3, recompute: none}\n";
+    auto scenario = [&](const std::string& gpu, const std::string& kernel) {
+      std::string t = text;
+      t.replace(t.find("GPU"), 3, gpu);
+      t.replace(t.find("SCALE"), 5, gpu == "h100-sxm" ? "nvlink4" : "nvlink3");
+      t.replace(t.find("KERNEL"), 6, kernel);
+      auto s = load_scenario_text(t, "flash2.yaml");
+      REQUIRE_MESSAGE(s.ok(), (s.ok() ? "" : s.message()));
+      return *s;
+    };
+    for (const std::string gpu : {"h100-sxm", "a100-sxm-80gb"}) {
+      const Scenario native = scenario(gpu, "flash");
+      const Scenario fa2 = scenario(gpu, "flash2");
+      CHECK(fa2.workload.framework.attention == AttentionKernel::kFlash2);
+      const GpuSpec& g = native.cluster.node.gpu;
+      const ComputeParams p = default_compute_params(g);
+      const LayerKernels a = layer_kernels(g, native.workload, p);
+      const LayerKernels b = layer_kernels(g, fa2.workload, p);
+      const double fwd = gpu == "h100-sxm" ? 0.585 : 1, bwd = gpu == "h100-sxm" ? 0.590 : 1;
+      CHECK(b.attention_forward_s == doctest::Approx(a.attention_forward_s / fwd));
+      CHECK(b.attention_backward_s == doctest::Approx(a.attention_backward_s / bwd));
+      CHECK(b.gemm_forward_s == a.gemm_forward_s);
+      CHECK(b.memory_backward_s == a.memory_backward_s);
+      // The same memory: both keep no score matrix.
+      CHECK(memory_per_gpu(fa2.workload).activations_bytes ==
+            memory_per_gpu(native.workload).activations_bytes);
+      const StepResult ra = predict(native), rb = predict(fa2);
+      if (gpu == "h100-sxm") {
+        CHECK(rb.step_time_s > ra.step_time_s * 1.03);
+      } else {
+        CHECK(rb.step_time_s == doctest::Approx(ra.step_time_s));
+      }
+    }
+    std::string bad = text;
+    bad.replace(bad.find("KERNEL"), 6, "flash3");
+    bad.replace(bad.find("GPU"), 3, "h100-sxm");
+    bad.replace(bad.find("SCALE"), 5, "nvlink4");
+    check_refused(bad, "f.yaml",
+                  "f.yaml:7:26: workload.framework.attention: unknown value 'flash3' (did "
+                  "you mean 'flash'? expected one of: flash, flash2, unfused)");
   }
 }

@@ -3,8 +3,11 @@ a plain bf16 torch.matmul loop on random data (the "what cuBLAS reaches there" o
 scaled_dot_product_attention forward and backward, causal and full, bf16, batch 1, 16 heads,
 head dim 128, over the probe's sequence lengths. Times are CUDA-event medians after warm-up.
 Usage: python3 torch_reference.py OUT.json [seq,...] [seconds_per_case] [MxNxK,...] [HxD,...]
+[BACKEND]
 (the matmul shapes default to 4096^3 and 8192^3; HxD: attention heads x head dim, default 16x128;
-an empty MxNxK list skips the matmuls)"""
+an empty MxNxK list skips the matmuls; BACKEND: flash | cudnn | efficient forces SDPA's backend,
+e.g. flash = PyTorch's FlashAttention-2 kernels; default: the one SDPA picks)"""
+import contextlib
 import json
 import sys
 import time
@@ -54,6 +57,22 @@ def main():
         result["matmul"].append({"m": m, "n": n, "k": kk, "dtype": "bf16",
                                  "tflops": 2.0 * m * n * kk * 20 / t / 1e12, "reps": reps})
         print("matmul", m, n, kk, result["matmul"][-1]["tflops"], flush=True)
+    backend = sys.argv[6] if len(sys.argv) > 6 else ""
+    result["sdpa_backend"] = backend or "default"
+    if backend:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        chosen = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+                  "efficient": SDPBackend.EFFICIENT_ATTENTION}[backend]
+        forced = lambda: sdpa_kernel([chosen])
+    else:
+        forced = contextlib.nullcontext
+    with forced():
+        sdpa_cases(result, head_shapes, seqs, seconds, dev)
+    with open(out_path, "w") as f:
+        json.dump(result, f, indent=2)
+
+
+def sdpa_cases(result, head_shapes, seqs, seconds, dev):
     for heads, dim in head_shapes:
         for s in seqs:
             q, k, v = (torch.randn(1, heads, s, dim, dtype=torch.bfloat16, device=dev)
@@ -83,8 +102,6 @@ def main():
                 del qg, kg, vg, grad
             del q, k, v
             torch.cuda.empty_cache()
-    with open(out_path, "w") as f:
-        json.dump(result, f, indent=2)
 
 
 if __name__ == "__main__":
