@@ -159,6 +159,17 @@ ComputeParams fp4_gemm_params(const GpuSpec& gpu, const ComputeParams& params) {
   return p;
 }
 
+double eager_bandwidth_Bps(const GpuSpec& gpu, const ComputeParams::EagerRate& rate,
+                           const ComputeParams& params) {
+  static const GpuSpec& h200 = *find_gpu("h200-sxm");  // where call 24 and call 27 ran
+  CS_ASSERT(gpu.hbm_Bps > 0 && rate.fraction > 0, gpu.id + ": an eager kernel's bandwidth");
+  const double sms = gpu.sm_count > 0 ? gpu.sm_count : h200.sm_count;
+  const double reference_s = 1 / (rate.fraction * h200.hbm_Bps);  // per byte on the H200
+  const double per_byte_s = reference_s * ((1 - rate.sm_bound) * h200.hbm_Bps / gpu.hbm_Bps +
+                                           rate.sm_bound * h200.sm_count / sms);
+  return std::min(1 / per_byte_s, params.hbm_efficiency * gpu.hbm_Bps);
+}
+
 ComputeParams flash2_params(const ComputeParams& params) {
   ComputeParams p = params;
   p.attention_fwd_max_efficiency *= params.flash2_fwd_ratio;

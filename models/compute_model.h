@@ -111,28 +111,47 @@ struct ComputeParams {
   // copies): torch's fused rms_norm ran at 3.18-3.49 TB/s of the H200's 4.8 at 64M-256M
   // elements in call 9's sweep (scenarios/measurements/call9/kernel-shapes.json), 0.73.
   double elementwise_efficiency = 0.73;
-  // The fractions of HBM bandwidth PyTorch's eager elementwise kernels reach, by kind: device
-  // call 24 timed each alone on an H200 at 16,384 tokens by 2048, 4096 and 5632
-  // (scenarios/measurements/call24/eager-ops.json; means of the three widths, TB/s of 4.8).
-  // The eager op list (layer_model.cc) charges each of its terms its kind's rate.
+  // One kind of PyTorch eager elementwise kernel: the fraction of the H200's HBM bandwidth it
+  // reaches there, and the share of its time there that scales with the SMs rather than with the
+  // HBM (eager_bandwidth_Bps carries both to another GPU).
+  struct EagerRate {
+    double fraction = 1;
+    double sm_bound = 0;
+  };
+  // PyTorch's eager elementwise kernels by kind. Fractions: device call 24 timed each alone on
+  // an H200 at 16,384 tokens by 2048, 4096 and 5632 (scenarios/measurements/call24/
+  // eager-ops.json; means of the three widths, TB/s of 4.8). SM-bound shares: device call 27
+  // timed them again with MPS giving the process 100, 50 and 25% of the SMs
+  // (scenarios/measurements/call27): the time per byte fits a + b / (share of SMs) within 8%
+  // for most ops (22% worst), and b / (a + b) at all SMs is the share given (means over the
+  // kind's ops and widths). A bf16 -> fp32 cast, a mixed-dtype add, GELU, LayerNorm and the
+  // copies of strided or transposed views slow in proportion to the SMs taken away (0.8-0.9):
+  // they are limited by what each SM keeps in flight, not by the HBM; a contiguous fp32 add or a
+  // down-cast barely slows (0.1-0.2). The eager op list (layer_model.cc) charges each of its
+  // terms its kind's rate.
   struct EagerRates {
-    double cast_down = 0.785;     // fp32 -> bf16 copy: 3.48-3.92 TB/s
-    double cast_up = 0.395;       // bf16 -> fp32 copy: 1.80-1.97 (call 9's "to_fp32": 2.06-2.11)
-    double mixed = 0.545;         // fp32 + bf16 into fp32: 2.57-2.70
-    double same = 0.76;           // same-dtype contiguous add, multiply, SiLU (and its backward),
-                                  // subtraction, bf16 and fp32: 3.05-4.11
-    double gelu = 0.555;          // GELU forward: 2.53-2.76
-    double gelu_backward = 0.64;  // 2.86-3.27
-    double rms_norm = 0.58;       // torch's fused rms_norm forward, fp32 or bf16: 2.45-3.23
-    double layer_norm = 0.44;     // LayerNorm forward in bf16: 1.74-2.34
-    double norm_backward = 0.425; // rms_norm's backward, fp32 or bf16: 1.83-2.19
-    double layout = 0.275;        // transposing copies and strided views' copies: 1.20-1.42
-    double strided = 0.19;        // a strided bf16 view times a broadcast fp32 table (rotary's
-                                  // halves times cos or sin): 0.87-0.96
-    double cat = 0.68;            // concatenation of contiguous halves: 2.81-3.49
-    double memcpy = 0.44;         // device-to-device cudaMemcpy (FSDP2's copies out of the
-                                  // gathered buffer): 9.8 ms a step for 18-22 GB in call 23's
-                                  // profile (scenarios/measurements/call23), 1.9-2.3 TB/s
+    EagerRate cast_down{0.785, 0.16};     // fp32 -> bf16 copy: 3.48-3.92 TB/s
+    EagerRate cast_up{0.395, 0.86};       // bf16 -> fp32 copy: 1.80-1.97 (call 9's "to_fp32":
+                                          // 2.06-2.11)
+    EagerRate mixed{0.545, 0.88};         // fp32 + bf16 into fp32: 2.57-2.70
+    EagerRate same{0.76, 0.36};           // same-dtype contiguous add, multiply, SiLU (and its
+                                          // backward), subtraction, bf16 and fp32: 3.05-4.11
+                                          // (fp32 adds 0.04-0.12 SM-bound, SiLU 0.57-0.90)
+    EagerRate gelu{0.555, 0.86};          // GELU forward: 2.53-2.76
+    EagerRate gelu_backward{0.64, 0.88};  // 2.86-3.27
+    EagerRate rms_norm{0.58, 0.44};       // torch's fused rms_norm forward, fp32 or bf16:
+                                          // 2.45-3.23
+    EagerRate layer_norm{0.44, 0.80};     // LayerNorm forward in bf16: 1.74-2.34
+    EagerRate norm_backward{0.425, 0.26}; // rms_norm's backward, fp32 or bf16: 1.83-2.19
+    EagerRate layout{0.275, 0.84};        // transposing copies and strided views' copies:
+                                          // 1.20-1.42
+    EagerRate strided{0.19, 0.84};        // a strided bf16 view times a broadcast fp32 table
+                                          // (rotary's halves times cos or sin): 0.87-0.96
+    EagerRate cat{0.68, 0.19};            // concatenation of contiguous halves: 2.81-3.49
+    EagerRate memcpy{0.44, 0};            // device-to-device cudaMemcpy (FSDP2's copies out of
+                                          // the gathered buffer): 9.8 ms a step for 18-22 GB in
+                                          // call 23's profile (scenarios/measurements/call23),
+                                          // 1.9-2.3 TB/s; its SM share was not measured
   };
   EagerRates eager;
   // torch.compile's elementwise kernels under autocast, as a share of the same step's eager
@@ -171,7 +190,7 @@ struct ComputeParams {
 // (models/accuracy/corpus_fit.h, cross-validated leaving each source out by `clustersim
 // accuracy`). Public microbenchmarks reach higher (ml-engineering MAMF: 267.9 of 312 TFLOP/s,
 // 0.87 in-tile, on their best shape), training runs do not.
-inline constexpr double kAmpereGemmMaxEfficiency = 0.76;
+inline constexpr double kAmpereGemmMaxEfficiency = 0.755;
 // What an A100 GEMM microbenchmark reaches in a tile at full clock: ml-engineering MAMF's 267.9
 // of 312 TFLOP/s on its best shape (CUDA 12.1), ~0.985 of which the shape allows.
 inline constexpr double kAmpereMicrobenchmarkGemmEfficiency = 0.87;
@@ -229,6 +248,14 @@ ComputeParams fp8_gemm_params(const GpuSpec& gpu, const ComputeParams& params,
 // `params` for NVFP4 GEMMs on `gpu`: the in-tile efficiency times fp4_gemm_ratio, the tile's
 // fixed cost gemm_k_overhead(gpu, fp4).
 ComputeParams fp4_gemm_params(const GpuSpec& gpu, const ComputeParams& params);
+// The bandwidth (bytes/s) a kind of eager kernel reaches on `gpu`: its time per byte on the H200
+// (1 / (fraction x 4.8 TB/s)) split into the part that scales with the HBM's bandwidth, 1 -
+// sm_bound of it, and the part that scales with the number of SMs (what each SM keeps in
+// flight over the memory's latency, not its clock), at most what a copy reaches
+// (hbm_efficiency). On the H200 itself: fraction x 4.8 TB/s. A GPU without an SM count keeps the
+// H200's for that part.
+double eager_bandwidth_Bps(const GpuSpec& gpu, const ComputeParams::EagerRate& rate,
+                           const ComputeParams& params);
 // `params` for FlashAttention-2's kernels (framework.attention: flash2): the attention ceilings
 // times flash2_fwd_ratio / flash2_bwd_ratio.
 ComputeParams flash2_params(const ComputeParams& params);

@@ -295,8 +295,10 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   // This GPU's share of the layer's matmul weights.
   const double layer_weights = (2 * h * h + 2 * h * kv_dim + (ffn_out + m.ffn_hidden) * h) / t;
   const ComputeParams::EagerRates& rate = params.eager;
-  // Seconds to move `bytes` at `fraction` of the HBM's bandwidth.
-  const auto at = [&](double fraction, double bytes) { return bytes / (gpu.hbm_Bps * fraction); };
+  // Seconds to move `bytes` in a kind of eager kernel on this GPU.
+  const auto at = [&](const ComputeParams::EagerRate& kind, double bytes) {
+    return bytes / eager_bandwidth_Bps(gpu, kind, params);
+  };
   double fsdp_forward_s = 0, fsdp_backward_s = 0;
   if (pytorch_fsdp(w) && mixed_precision(p)) {
     const double shard = double(par.dp) * par.cp;
@@ -347,7 +349,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     const bool stream32 = fp32_residual_stream(w);
     const double f = m.ffn_hidden;
     const bool rms = m.normalization == Normalization::kRmsNorm;
-    const double norm_rate = rms ? rate.rms_norm : rate.layer_norm;
+    const ComputeParams::EagerRate& norm_rate = rms ? rate.rms_norm : rate.layer_norm;
     // Seconds per token of each of the two norms and residual adds, forward and backward.
     double norm_fwd = 0, norm_bwd = 0;
     if (!stream32) {  // on a 16-bit stream

@@ -190,6 +190,55 @@ TEST_SUITE("models") {
     CHECK(rate(a100, pa, 64, false) / rate(a100, pa, 128, false) ==
           doctest::Approx(1 / (1 + 0.60 * 0.792 * 0.25)));
   }
+  TEST_CASE("compute: eager kernels limited by the SMs keep their rate per SM on another GPU") {
+    // Device call 27 (scenarios/measurements/call27/eager-ops-sm{100,50,25}.json): the same
+    // kernels with MPS giving the process 50% and 25% of the H200's 132 SMs, at 16,384 x 4096,
+    // TB/s. An H200 with 66 or 33 SMs in the model must reproduce them within 12%.
+    const GpuSpec& h200 = *find_gpu("h200-sxm");
+    const ComputeParams p = default_compute_params(h200);
+    const ComputeParams::EagerRates& r = p.eager;
+    struct Row {
+      const char* op;
+      ComputeParams::EagerRate kind;
+      double half, quarter;  // TB/s with 50% and 25% of the SMs
+    };
+    for (const Row& row : {Row{"cast_bf16_to_f32", r.cast_up, 1.08, 0.54},
+                           Row{"add_f32_bf16", r.mixed, 1.49, 0.74},
+                           Row{"transpose_copy_bf16", r.layout, 0.68, 0.35},
+                           Row{"rope_mul_bf16_view_f32_table", r.strided, 0.47, 0.26},
+                           Row{"gelu_bf16", r.gelu, 1.47, 0.75},
+                           Row{"layer_norm_bf16", r.layer_norm, 1.24, 0.64},
+                           Row{"cast_f32_to_bf16", r.cast_down, 3.67, 2.53}}) {
+      GpuSpec fewer = h200;
+      fewer.sm_count = 66;
+      CHECK_MESSAGE(eager_bandwidth_Bps(fewer, row.kind, p) / 1e12 ==
+                        doctest::Approx(row.half).epsilon(0.12),
+                    row.op);
+      fewer.sm_count = 33;
+      CHECK_MESSAGE(eager_bandwidth_Bps(fewer, row.kind, p) / 1e12 ==
+                        doctest::Approx(row.quarter).epsilon(0.12),
+                    row.op);
+      // The H200 itself: the measured fraction of its 4.8 TB/s.
+      CHECK(eager_bandwidth_Bps(h200, row.kind, p) == doctest::Approx(row.kind.fraction * 4.8e12));
+    }
+    // Another GPU, by hand: the time per byte's HBM part scales with the bandwidth, its SM part
+    // with the SMs. A100 80GB (108 SMs, 2.039 TB/s), a bf16 -> fp32 cast: 1 / (0.395 x 4.8) x
+    // (0.14 x 4.8 / 2.039 + 0.86 x 132 / 108) s per TB: 1.38 TB/s, 0.68 of its HBM where the
+    // fraction alone would give 0.395.
+    const GpuSpec& a100 = *find_gpu("a100-sxm-80gb");
+    const double a100_cast = 0.395 * 4.8e12 /
+                             (0.14 * 4.8e12 / a100.hbm_Bps + 0.86 * 132.0 / a100.sm_count);
+    CHECK(eager_bandwidth_Bps(a100, r.cast_up, p) == doctest::Approx(a100_cast));
+    CHECK(a100_cast / a100.hbm_Bps > 0.6);
+    // H100 (the H200's SMs, 3.35 TB/s): an SM-bound kind runs almost as fast as on the H200.
+    const GpuSpec& h100 = *find_gpu("h100-sxm");
+    CHECK(eager_bandwidth_Bps(h100, r.layout, p) / eager_bandwidth_Bps(h200, r.layout, p) >
+          0.9);
+    // Never above what a copy reaches on that GPU.
+    const ComputeParams::EagerRate copy_like{0.88, 1.0};
+    CHECK(eager_bandwidth_Bps(a100, copy_like, p) == doctest::Approx(0.90 * a100.hbm_Bps));
+  }
+
   TEST_CASE("compute: FlashAttention-2's kernels at their measured fraction of Hopper's native ones") {
     // Device call 26 (scenarios/measurements/call26): SDPA forced to its flash backend on an
     // H200, causal, head dim 128, 8K-32K tokens, at 0.580-0.590 of cuDNN's rate forward and

@@ -74,7 +74,9 @@ TEST_SUITE("models") {
     const double h = 4096, f = 14336, kv = 1024, tokens = 8192;
     const double weights = 2 * h * h + 2 * h * kv + 3 * f * h;
     const ComputeParams::EagerRates& r = params.eager;
-    const auto at = [&](double fraction, double bytes) { return bytes / (gpu.hbm_Bps * fraction); };
+    const auto at = [&](const ComputeParams::EagerRate& kind, double bytes) {
+      return bytes / (gpu.hbm_Bps * kind.fraction);  // on the H200: the measured fraction
+    };
     w.framework.kernels = KernelFusion::kEager;
     const LayerKernels eager = layer_kernels(gpu, w, params);
     // Forward: two fp32 rms_norms (8 h) with their outputs' down-casts (6 h) and two residual
@@ -161,7 +163,9 @@ TEST_SUITE("models") {
     const double h = 4096, f = 16384, tokens = 2048 * 6;
     const double weights = 4 * h * h + 2 * f * h;
     const ComputeParams::EagerRates& r = params.eager;
-    const auto at = [&](double fraction, double bytes) { return bytes / (gpu.hbm_Bps * fraction); };
+    const auto at = [&](const ComputeParams::EagerRate& kind, double bytes) {
+      return bytes / (gpu.hbm_Bps * kind.fraction);  // on the H200: the measured fraction
+    };
     const LayerKernels autocast = layer_kernels(gpu, w, params);
     CHECK(autocast.memory_forward_s ==
           doctest::Approx(tokens * (2 * (at(r.cast_down, 6 * h) + at(r.layer_norm, 4 * h) +
