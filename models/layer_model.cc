@@ -352,7 +352,23 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     const ComputeParams::EagerRate& norm_rate = rms ? rate.rms_norm : rate.layer_norm;
     // Seconds per token of each of the two norms and residual adds, forward and backward.
     double norm_fwd = 0, norm_bwd = 0;
-    if (!stream32) {  // on a 16-bit stream
+    if (w.framework.fp32_op_norm) {
+      // TorchTitan's RMSNorm on the 16-bit stream, op by op (call 25's kernel lists: 45-48 ms of
+      // the 8B layers' 136 ms of elementwise time on the H200). Forward: x.float() (6 h, an
+      // up-cast), pow (8 h) and mean (4 h) in fp32, the product by the broadcast rsqrt (8 h, a
+      // non-vectorized broadcast: 2.46 TB/s measured, the mixed kind's rate), type_as (6 h, a
+      // down-cast), the product by the broadcast weight in 16 bits (4 h: 1.45 TB/s measured,
+      // the layout kind's). Backward (autograd): the weight's product and its gradient's product
+      // and sum over tokens (4 h layout, 6 h same, 2 h norm backward), type_as's up-cast (6 h),
+      // the rsqrt product's two gradients (8 h mixed; 12 h and the sum over h 4 h, same), the
+      // mean's and pow's backwards (8 h and 20 h), the two gradients added (12 h), x.float()'s
+      // down-cast (6 h); then the accumulation into the stream's gradient (6 h).
+      norm_fwd = at(rate.cast_up, 6 * h) + at(rate.same, 12 * h) + at(rate.mixed, 8 * h) +
+                 at(rate.cast_down, 6 * h) + at(rate.layout, 4 * h);
+      norm_bwd = at(rate.layout, 4 * h) + at(rate.same, 6 * h) + at(rate.norm_backward, 2 * h) +
+                 at(rate.cast_up, 6 * h) + at(rate.mixed, 8 * h) + at(rate.same, 56 * h) +
+                 at(rate.cast_down, 6 * h) + at(rate.same, 6 * h);
+    } else if (!stream32) {  // on a 16-bit stream
       norm_fwd = at(norm_rate, 4 * h);
       norm_bwd = at(rate.norm_backward, (rms ? 6 : 10) * h) + at(rate.same, 6 * h);
     } else if (w.framework.low_precision_norm) {  // in 16 bits on a cast of the fp32 stream

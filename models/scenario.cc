@@ -142,7 +142,7 @@ constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "tp_comm_overlap",     "tp_wgrad_overlap",
                                                "sp_input_regather",
                                                "loss_input",          "optimizer_kernel",
-                                               "low_precision_norm",
+                                               "low_precision_norm",  "norm_kernel",
                                                "ep_comm_overlap",     "pp_comm_overlap",
                                                "ep_dispatcher",
                                                "fp8_recipe",          "fp8_param_gather",
@@ -1170,6 +1170,8 @@ bool Loader::load_workload(const YAML::Node& node) {
         {"tensorwise", Fp8Recipe::kTensorwise},
         {"blockwise", Fp8Recipe::kBlockwise},
         {"mxfp8", Fp8Recipe::kMxfp8}};
+    static constexpr std::pair<std::string_view, bool> kNormKernels[] = {{"fused", false},
+                                                                        {"fp32-ops", true}};
     static constexpr std::pair<std::string_view, bool> kDispatchers[] = {{"alltoall", false},
                                                                         {"hierarchical", true}};
     static constexpr std::pair<std::string_view, LossInput> kLossInputs[] = {
@@ -1190,6 +1192,7 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_enum(fw, fp, "loss_input", kLossInputs, &f.loss_input) ||
         !read_enum(fw, fp, "optimizer_kernel", kOptimizerKernels, &f.foreach_optimizer) ||
         !read_bool(fw, fp, "low_precision_norm", &f.low_precision_norm) ||
+        !read_enum(fw, fp, "norm_kernel", kNormKernels, &f.fp32_op_norm) ||
         !read_bool(fw, fp, "ep_comm_overlap", &f.ep_comm_overlap) ||
         !read_bool(fw, fp, "pp_comm_overlap", &f.pp_comm_overlap) ||
         !read_enum(fw, fp, "ep_dispatcher", kDispatchers, &f.ep_hierarchical) ||
@@ -1215,6 +1218,15 @@ bool Loader::load_workload(const YAML::Node& node) {
     if (fw["low_precision_norm"].IsDefined() && f.kernels == KernelFusion::kFused) {
       return fail(fw["low_precision_norm"], child(fp, "low_precision_norm"),
                   "applies to kernels: eager or compiled (fused kernels have their own norms)");
+    }
+    if (fw["norm_kernel"].IsDefined() && f.kernels == KernelFusion::kFused) {
+      return fail(fw["norm_kernel"], child(fp, "norm_kernel"),
+                  "applies to kernels: eager or compiled (fused kernels have their own norms)");
+    }
+    if (f.fp32_op_norm && f.low_precision_norm) {
+      return fail(fw["norm_kernel"], child(fp, "norm_kernel"),
+                  "fp32-ops computes the norm in fp32; low_precision_norm: true computes it in 16 "
+                  "bits: give one");
     }
     if (fw["loss_input"].IsDefined() && f.kernels == KernelFusion::kFused) {
       return fail(fw["loss_input"], child(fp, "loss_input"),
@@ -1325,6 +1337,16 @@ bool Loader::check_combinations() {
     return fail_key("workload.framework.param_gather_overlap",
                     "applies to zero: 1 or 2 (the workload has zero: " + str(w.parallelism.zero) +
                         "; 0 gathers nothing, 3 gathers each layer as it runs)");
+  }
+  if (w.framework.fp32_op_norm && w.framework.weights_in_fp32 && w.parallelism.zero < 3) {
+    return fail_key("workload.framework.norm_kernel",
+                    "fp32-ops is modelled on a 16-bit residual stream (FSDP's mixed precision, "
+                    "zero: 3, or 16-bit weights), as TorchTitan runs it; this workload keeps "
+                    "fp32 weights and an fp32 stream under autocast");
+  }
+  if (w.framework.fp32_op_norm && w.model.normalization != Normalization::kRmsNorm) {
+    return fail_key("workload.framework.norm_kernel",
+                    "fp32-ops is TorchTitan's RMSNorm; the model has normalization: layernorm");
   }
   if (given("workload.framework.zero1_grad_reduce") && w.parallelism.zero != 1) {
     return fail_key("workload.framework.zero1_grad_reduce",

@@ -234,6 +234,11 @@ struct FrameworkConfig {
   // benchmarks force). false: autocast runs the norm in fp32 on the stream (torch's LayerNorm,
   // fused rms_norm) and the next linear casts its output.
   bool low_precision_norm = false;
+  // PyTorch kernels: an RMSNorm written as tensor ops in fp32 (TorchTitan's RMSNorm module,
+  // torchtitan/models/norms.py until 2025: x.float(), pow, mean, rsqrt, a multiply by the
+  // broadcast rsqrt, type_as, the weight), each op a kernel in eager mode and autograd's
+  // backward of each. false: one fused rms_norm kernel each way (torch's, Triton's, Apex's).
+  bool fp32_op_norm = false;
   // How fp8 training scales its tensors (Fp8Recipe).
   Fp8Recipe fp8_recipe = Fp8Recipe::kTensorwise;
   // Quantized weights gathered by ZeRO/FSDP (Megatron-Core --fp8-param-gather and

@@ -418,3 +418,82 @@ TEST_SUITE("models") {
                   "you mean 'flash'? expected one of: flash, flash2, unfused)");
   }
 }
+
+TEST_SUITE("models") {
+  TEST_CASE("step: norm_kernel fp32-ops charges TorchTitan's RMSNorm op by op") {
+    const std::string text =
+        "cluster: {nodes: 1, node: {gpu: h200-sxm, gpus_per_node: 8, scale_up: nvlink4}}\n"
+        "workload:\n"
+        "  model: llama3-8b\n"
+        "  seq_len: 8192\n"
+        "  global_batch: 16\n"
+        "  micro_batch: 2\n"
+        "  framework:\n"
+        "    kernels: eager\n"
+        "    weights_in_fp32: true\n"
+        "NORM"
+        "  parallelism: {tp: 1, pp: 1, dp: 8, zero: 3, recompute: none}\n";
+    auto scenario = [&](const std::string& norm) {
+      std::string t = text;
+      t.replace(t.find("NORM"), 4, norm);
+      auto s = load_scenario_text(t, "n.yaml");
+      REQUIRE_MESSAGE(s.ok(), (s.ok() ? "" : s.message()));
+      return *s;
+    };
+    const Scenario fused = scenario("");
+    const Scenario ops = scenario("    norm_kernel: fp32-ops\n");
+    CHECK(ops.workload.framework.fp32_op_norm);
+    const GpuSpec& gpu = fused.cluster.node.gpu;
+    const ComputeParams p = default_compute_params(gpu);
+    const ComputeParams::EagerRates& r = p.eager;
+    const auto at = [&](const ComputeParams::EagerRate& kind, double bytes) {
+      return bytes / (gpu.hbm_Bps * kind.fraction);  // on the H200: the measured fraction
+    };
+    const double h = 4096, tokens = 2 * 8192;
+    // FSDP's 16-bit stream: the fused norm is 4 h forward, 6 h of its backward and a 6 h
+    // accumulation backward. TorchTitan's: forward the up-cast (6 h), pow and mean (12 h), the
+    // broadcast rsqrt product (8 h), the down-cast (6 h), the broadcast weight product (4 h);
+    // backward 4 h layout, 6 h, 2 h at the norm backward's rate, the up-cast 6 h, 8 h mixed,
+    // 56 h same-dtype, the down-cast 6 h and the 6 h accumulation.
+    const double fwd_fused = at(r.rms_norm, 4 * h);
+    const double bwd_fused = at(r.norm_backward, 6 * h) + at(r.same, 6 * h);
+    const double fwd_ops = at(r.cast_up, 6 * h) + at(r.same, 12 * h) + at(r.mixed, 8 * h) +
+                           at(r.cast_down, 6 * h) + at(r.layout, 4 * h);
+    const double bwd_ops = at(r.layout, 4 * h) + at(r.same, 6 * h) + at(r.norm_backward, 2 * h) +
+                           at(r.cast_up, 6 * h) + at(r.mixed, 8 * h) + at(r.same, 56 * h) +
+                           at(r.cast_down, 6 * h) + at(r.same, 6 * h);
+    const LayerKernels a = layer_kernels(gpu, fused.workload, p);
+    const LayerKernels b = layer_kernels(gpu, ops.workload, p);
+    CHECK(b.memory_forward_s - a.memory_forward_s ==
+          doctest::Approx(2 * tokens * (fwd_ops - fwd_fused)));
+    CHECK(b.memory_backward_s - a.memory_backward_s ==
+          doctest::Approx(2 * tokens * (bwd_ops - bwd_fused)));
+    // Device call 25 measured TorchTitan's 17 norms of 16,384 x 4096 at 45-48 ms a step on an
+    // H200 (forward and backward): the op list gives 2.7-3.2 ms a norm.
+    const double per_norm = tokens * (fwd_ops + bwd_ops);
+    CHECK(per_norm > 2.6e-3);
+    CHECK(per_norm < 3.2e-3);
+    CHECK(b.gemm_forward_s == a.gemm_forward_s);
+    // Refused: with fused kernels, with low_precision_norm, on LayerNorm, on an fp32 stream.
+    std::string bad = text;
+    const std::string eager = "    kernels: eager\n", llama = "  model: llama3-8b\n";
+    bad.replace(bad.find(eager), eager.size(), "    kernels: fused\n");
+    bad.replace(bad.find("NORM"), 4, "    norm_kernel: fp32-ops\n");
+    check_refused(bad, "n.yaml",
+                  "n.yaml:10:18: workload.framework.norm_kernel: applies to kernels: eager or "
+                  "compiled");
+    bad = text;
+    bad.replace(bad.find("NORM"), 4, "    norm_kernel: fp32-ops\n    low_precision_norm: true\n");
+    check_refused(bad, "n.yaml", "n.yaml:10:18: workload.framework.norm_kernel: fp32-ops computes");
+    bad = text;
+    bad.replace(bad.find("NORM"), 4, "    norm_kernel: fp32-ops\n");
+    bad.replace(bad.find("zero: 3"), 7, "zero: 1");
+    check_refused(bad, "n.yaml", "n.yaml:10:5: workload.framework.norm_kernel: fp32-ops is "
+                                 "modelled on a 16-bit residual stream");
+    bad = text;
+    bad.replace(bad.find("NORM"), 4, "    norm_kernel: fp32-ops\n");
+    bad.replace(bad.find(llama), llama.size(), "  model: gpt3-175b\n");
+    check_refused(bad, "n.yaml", "n.yaml:10:5: workload.framework.norm_kernel: fp32-ops is "
+                                 "TorchTitan's RMSNorm");
+  }
+}

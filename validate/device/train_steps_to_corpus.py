@@ -81,6 +81,8 @@ def yaml_for(run, file, date, call):
     optimizer = "\n    optimizer_kernel: foreach   # AdamW(foreach=True)" if fsdp else ""
     if arch == "mpt":
         optimizer += "\n    low_precision_norm: true   # llm-foundry's low_precision_layernorm"
+    if arch == "titan":
+        optimizer += "\n    norm_kernel: fp32-ops   # TorchTitan's RMSNorm: fp32 tensor ops"
     text += f"""name: clustersim-h200-{name}
 cluster:
   nodes: 1
