@@ -359,6 +359,14 @@ void print_assumptions(const models::WorkloadConfig& w, const models::StepResult
                 .c_str()
           : "",
       format_percent(r.attention_clock).c_str());
+  if (fw.attention == models::AttentionKernel::kFlash &&
+      fw.kernels != models::KernelFusion::kFused && p.compute.flash2_fwd_ratio < 1) {
+    std::printf(
+        "  - attention: the GPU's native kernels (cuDNN), what PyTorch's SDPA picks here from "
+        "torch 2.9 with cuDNN 9.15 or later; before that it runs FlashAttention-2 "
+        "(framework.attention: flash2, %s of the rate forward)\n",
+        format_percent(p.compute.flash2_fwd_ratio).c_str());
+  }
   std::printf(
       "  - TP communication %s; DP %s (buckets of %s parameters); gradients in %s-byte "
       "floats\n",

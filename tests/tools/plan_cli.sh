@@ -209,4 +209,15 @@ expect_bad_set_keys topo "$s70b"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["nodes"] == 16 and d["gpus"] == 128, d' \
   "$tmp/topo16.json" || fail "topo --set cluster.nodes=16 did not apply"
 
+# A PyTorch step on Hopper says which attention kernels it assumes and names flash2 (FlashAttention-2,
+# what SDPA ran there before torch 2.9); with flash2 the ceilings printed are FA2's.
+"$bin" plan "$src/scenarios/published/clustersim-h200/clustersim-h200-1.4b-s8k-b2.yaml" >"$tmp/pt.txt" 2>&1 ||
+  fail "plan of a PyTorch H200 step exited $?"
+grep -qF "before that it runs FlashAttention-2 (framework.attention: flash2, 58.5% of the rate forward)" "$tmp/pt.txt" ||
+  fail "no flash2 hint in: $(grep -F 'attention' "$tmp/pt.txt" | head -3)"
+"$bin" plan "$src/scenarios/published/other-labs/torchtitan-llama3.1-8b-8xh100-fsdp-eager.yaml" >"$tmp/fa2.txt" 2>&1 ||
+  fail "plan of a flash2 row exited $?"
+grep -qF "flash2 attention up to 40.1% forward / 38% backward" "$tmp/fa2.txt" ||
+  fail "flash2 ceilings not printed: $(grep -F 'GEMMs at up' "$tmp/fa2.txt")"
+grep -qF "before that it runs FlashAttention-2" "$tmp/fa2.txt" && fail "the flash2 hint printed for a flash2 row"
 finish plan_cli
