@@ -44,6 +44,15 @@ constexpr double kHopperFlopsPerExponential = 4096.0 / 16;
 // FlashAttention-2 against cuDNN on the H200 (ComputeParams::flash2_fwd_ratio).
 constexpr double kHopperFlash2Fwd = 0.585, kHopperFlash2Bwd = 0.590;
 
+// Hopper's measured attention kernels at full clock: cuDNN's ceilings (the measured figures over
+// the sustained clock they ran at) and FlashAttention-2's fraction of them.
+void set_hopper_attention(ComputeParams* p) {
+  p->attention_fwd_max_efficiency = kHopperAttentionFwd / kHopperSustainedClock;
+  p->attention_bwd_max_efficiency = kHopperAttentionBwd / kHopperSustainedClock;
+  p->flash2_fwd_ratio = kHopperFlash2Fwd;
+  p->flash2_bwd_ratio = kHopperFlash2Bwd;
+}
+
 ComputeParams default_compute_params(const GpuSpec& gpu) {
   ComputeParams p;
   if (gpu.arch == "sm_90") {
@@ -57,10 +66,7 @@ ComputeParams default_compute_params(const GpuSpec& gpu) {
     // That sweep ran power-capped at about the sustained clock (call 13's smi-sdpa.csv:
     // 1550-1900 MHz at 690 W on long sequences), and the step model applies its own clock on
     // top: the ceilings are the measured figures over the sustained clock.
-    p.attention_fwd_max_efficiency = kHopperAttentionFwd / kHopperSustainedClock;
-    p.attention_bwd_max_efficiency = kHopperAttentionBwd / kHopperSustainedClock;
-    p.flash2_fwd_ratio = kHopperFlash2Fwd;
-    p.flash2_bwd_ratio = kHopperFlash2Bwd;
+    set_hopper_attention(&p);
   }
   if (gpu.arch == "sm_80") {
     p.gemm_max_efficiency = kAmpereGemmMaxEfficiency;
@@ -71,11 +77,8 @@ ComputeParams default_compute_params(const GpuSpec& gpu) {
                                                   p.power_exponent);
     // Hopper's measured attention ceilings at full clock (above), paid at Blackwell's own rate
     // of exponentials (attention_ceiling_flops_per_exp).
-    p.attention_fwd_max_efficiency = kHopperAttentionFwd / kHopperSustainedClock;
-    p.attention_bwd_max_efficiency = kHopperAttentionBwd / kHopperSustainedClock;
+    set_hopper_attention(&p);
     p.attention_ceiling_flops_per_exp = kHopperFlopsPerExponential;
-    p.flash2_fwd_ratio = kHopperFlash2Fwd;
-    p.flash2_bwd_ratio = kHopperFlash2Bwd;
   }
   // The SKU's datasheet cap is the reference (its peak is quoted at it); a scenario that lowers
   // the GPU's tdp lowers the clock its tensor cores sustain.

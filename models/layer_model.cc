@@ -272,9 +272,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     a.q_tokens = double(w.seq_len) / par.cp;
     a.kv_tokens = a.q_tokens;
     const Precision pa = unquantized_precision(p);
-    const ComputeParams kernel = w.framework.attention == AttentionKernel::kFlash2
-                                     ? flash2_params(params)
-                                     : params;
+    const ComputeParams kernel = attention_kernel_params(params, w.framework.attention);
     out.attention_forward_s = par.cp * attention_time(gpu, pa, a, false, kernel).time_s;
     out.attention_backward_s = par.cp * attention_time(gpu, pa, a, true, kernel).time_s;
   } else {
@@ -455,6 +453,10 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
         elementwise_time(gpu, cast_backward * cast_bytes_per_element, params).time_s;
   }
   return out;
+}
+
+ComputeParams attention_kernel_params(const ComputeParams& params, AttentionKernel kernel) {
+  return kernel == AttentionKernel::kFlash2 ? flash2_params(params) : params;
 }
 
 int chunks_per_stage(const WorkloadConfig& w) {

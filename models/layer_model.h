@@ -143,6 +143,10 @@ std::vector<int> layers_of_chunks(const WorkloadConfig& workload, int stage);
 // backward of each permutation, as the FLOPs split 1 : 2).
 inline constexpr double kHostForwardShare = 1.0 / 3;
 
+// `params` with the attention ceilings the framework's kernel reaches: FlashAttention-2's
+// (flash2_params) for flash2, the GPU's native kernels' otherwise.
+ComputeParams attention_kernel_params(const ComputeParams& params, AttentionKernel kernel);
+
 // Every stage's compute per micro-batch: its layers, plus the embedding lookup on the first and
 // the output head GEMM with the fp32 softmax cross-entropy over the vocabulary (Megatron's
 // vocab-parallel loss: logits read and an fp32 copy written, max and sum passes, the gradient

@@ -1338,7 +1338,7 @@ bool Loader::check_combinations() {
                     "applies to zero: 1 or 2 (the workload has zero: " + str(w.parallelism.zero) +
                         "; 0 gathers nothing, 3 gathers each layer as it runs)");
   }
-  if (w.framework.fp32_op_norm && w.framework.weights_in_fp32 && w.parallelism.zero < 3) {
+  if (w.framework.fp32_op_norm && fp32_residual_stream(w)) {
     return fail_key("workload.framework.norm_kernel",
                     "fp32-ops is modelled on a 16-bit residual stream (FSDP's mixed precision, "
                     "zero: 3, or 16-bit weights), as TorchTitan runs it; this workload keeps "

@@ -351,6 +351,11 @@ struct WorkloadConfig {
   int micro_batches_per_step() const;
   double tokens_per_step() const { return double(global_batch) * seq_len; }
 };
+// PyTorch autocast over fp32 parameters outside FSDP: the residual stream (the embedding's
+// output, each layer's input) stays fp32, and each weight is cast to 16 bits per use.
+inline bool fp32_residual_stream(const WorkloadConfig& w) {
+  return w.framework.weights_in_fp32 && w.parallelism.zero < 3;
+}
 
 // Section `cost:` (docs/scenario-format.md, docs/cost.md). gpu_hour prices the rented run as
 // before; the other keys price owning the cluster against renting it (models/cost/tco_model.h).

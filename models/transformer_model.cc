@@ -366,10 +366,6 @@ bool pytorch_fsdp(const WorkloadConfig& w) {
   return w.parallelism.zero >= 3 && w.framework.weights_in_fp32;
 }
 
-bool fp32_residual_stream(const WorkloadConfig& w) {
-  return w.framework.weights_in_fp32 && w.parallelism.zero < 3;
-}
-
 double quantized_tensor_bytes(const WorkloadConfig& w) {
   if (!quantized(w.precision)) return 0;
   // MXFP8: an E8M0 scale byte per 32 elements (NVFP4's scales are in bytes_per_element).

@@ -32,9 +32,6 @@ bool sp_regathers_inputs(const WorkloadConfig& w);
 // PyTorch FSDP (fully_shard) over fp32 parameters: ZeRO-3 with framework.weights_in_fp32. Its
 // mixed precision gathers 16-bit layers and runs them on a 16-bit residual stream.
 bool pytorch_fsdp(const WorkloadConfig& w);
-// PyTorch autocast over fp32 parameters outside FSDP: the residual stream (the embedding's
-// output, each layer's input) stays fp32, and each weight is cast to 16 bits per use.
-bool fp32_residual_stream(const WorkloadConfig& w);
 // Bytes per element of a tensor quantized for a GEMM (0 when the workload is not quantized):
 // fp8 1 (MXFP8 1 + 1/32: an E8M0 scale per 32), NVFP4 0.5625.
 double quantized_tensor_bytes(const WorkloadConfig& w);

@@ -336,9 +336,8 @@ void print_cost(const models::Scenario& s, const models::RunCost& c) {
 void print_assumptions(const models::WorkloadConfig& w, const models::StepResult& r,
                        const models::StepParams& p, const models::CostParams& cost) {
   const models::FrameworkConfig& fw = w.framework;
-  const models::ComputeParams attention = fw.attention == models::AttentionKernel::kFlash2
-                                              ? models::flash2_params(p.compute)
-                                              : p.compute;
+  const models::ComputeParams attention =
+      models::attention_kernel_params(p.compute, fw.attention);
   std::printf("Assumptions (analytic model; calibrate with `clustersim validate`)\n");
   std::printf(
       "  - collectives: NCCL's tuner model (tuning.cc latencies), no contention between "
