@@ -297,12 +297,29 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   const auto at = [&](const ComputeParams::EagerRate& kind, double bytes) {
     return bytes / eager_bandwidth_Bps(gpu, kind, params);
   };
-  double fsdp_forward_s = 0, fsdp_backward_s = 0;
+  // A TP reduce-scatter that copy engines move (FrameworkConfig::copy_engine_reduce_scatters:
+  // Transformer Engine's ring exchange, PyTorch's async TP) sends each peer the GEMM's partial
+  // output for that peer's rows and ends with a kernel on the compute stream that sums the tp
+  // partials it received: read the GEMM's whole tokens x h output, write the tokens / tp x h
+  // shard (TE's reduce_bf16 in split_overlap_rs_p2p; torch.sum over the stacked partials in
+  // _fused_matmul_reduce_scatter_impl). An SM-driven reduce-scatter (NCCL, TE's pipeline and
+  // bulk methods) reduces inside its communication kernel instead. MoE layers reduce-scatter
+  // only their shared experts' output.
+  double rs_forward_s = 0, rs_backward_s = 0;
+  if (const int rs = w.framework.copy_engine_reduce_scatters(); rs > 0 && par.tp > 1) {
+    const double outputs = (!moe || m.moe.shared_experts > 0) ? 2 : 1;
+    const double one =
+        elementwise_time(gpu, tokens * h * 2 * (1 + 1 / t), params).time_s;  // 16-bit partials
+    rs_forward_s = std::min(rs, 2) / 2.0 * outputs * one;
+    rs_backward_s = std::max(rs - 2, 0) / 2.0 * outputs * one;
+  }
+  double fsdp_forward_s = rs_forward_s, fsdp_backward_s = rs_backward_s;
   if (pytorch_fsdp(w) && mixed_precision(p)) {
     const double shard = double(par.dp) * par.cp;
-    fsdp_forward_s =
+    fsdp_forward_s +=
         at(rate.cast_down, 6 / shard * layer_weights) + at(rate.memcpy, 4 * layer_weights);
-    fsdp_backward_s = fsdp_forward_s + at(rate.cast_up, 6 * layer_weights);
+    fsdp_backward_s += at(rate.cast_down, 6 / shard * layer_weights) +
+                       at(rate.memcpy, 4 * layer_weights) + at(rate.cast_up, 6 * layer_weights);
   }
   if (w.framework.kernels != KernelFusion::kFused) {
     // PyTorch eager, op by op: bytes per token, each term at its kind of kernel's measured rate

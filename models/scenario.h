@@ -7,6 +7,8 @@
 // never prints.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -208,6 +210,18 @@ struct FrameworkConfig {
   // SP's second gathers), Megatron-Bridge's FP8 userbuffers configurations move six by ring
   // exchange (0.6); its BF16 H100 ones and TE's defaults four (0.4). 0: every overlap on SMs.
   double tp_overlap_copy_engine_share = 0;
+  // Of a layer's four TP reduce-scatters (forward: the attention output and MLP down
+  // projections; backward: the QKV and MLP-up input gradients), how many copy engines move, given
+  // tp_overlap_copy_engine_share: ring exchange takes the four gathers that feed a forward or
+  // data-gradient GEMM first (Transformer Engine's defaults, 0.4), then the forward's two
+  // reduce-scatters (Megatron-Bridge's FP8 userbuffers configurations, 0.6), then the backward's
+  // (PyTorch's symmetric-memory async TP moves every collective, 1.0). Each ends in a local
+  // reduction on the compute stream (LayerKernels::memory_*_s).
+  int copy_engine_reduce_scatters() const {
+    if (!tp_comm_overlap) return 0;
+    const int collectives = static_cast<int>(std::lround(10 * tp_overlap_copy_engine_share));
+    return std::clamp(collectives - 4, 0, 4);
+  }
   // Without tp_comm_overlap: each column-parallel linear's input-gradient reduction in the
   // backward (a reduce-scatter with SP, an all-reduce without) runs while that linear's
   // weight-gradient GEMM computes, and its input's second gather (sp_input_regather) while its

@@ -315,6 +315,39 @@ TEST_SUITE("models") {
     CHECK(overlap_interference_s(-1.0, params) == 0);
   }
 
+  TEST_CASE("step: copy-engine reduce-scatters end in a local reduction on the compute stream") {
+    // TorchTitan's async TP (every TP collective by copy engines) on Llama 3 70B, TP 8: each of
+    // a layer's four reduce-scatters sums the 8 partials it received, reading the GEMM's
+    // 16 x 8192 tokens x 8192 outputs (16-bit) and writing their eighth, at the fused
+    // elementwise rate: the forward's two (attention output, MLP down) and the backward's two.
+    Scenario s = load("published/other-labs/torchtitan-llama3.1-70b-256xh100-fsdp32-asynctp8.yaml");
+    FrameworkConfig& fw = s.workload.framework;
+    REQUIRE(fw.tp_overlap_copy_engine_share == 1.0);
+    CHECK(fw.copy_engine_reduce_scatters() == 4);
+    const GpuSpec& gpu = s.cluster.node.gpu;
+    const ComputeParams p = default_compute_params(gpu);
+    const double tokens = 16.0 * 8192, h = 8192;
+    const double one = tokens * h * 2 * (1 + 1.0 / 8) / (gpu.hbm_Bps * p.elementwise_efficiency);
+    CHECK(one == doctest::Approx(elementwise_time(gpu, tokens * h * 2 * 1.125, p).time_s));
+    const LayerKernels async_tp = layer_kernels(gpu, s.workload, p);
+    // Transformer Engine's defaults ring-exchange only the four gathers (0.4): no reduction.
+    fw.tp_overlap_copy_engine_share = 0.4;
+    CHECK(fw.copy_engine_reduce_scatters() == 0);
+    const LayerKernels te = layer_kernels(gpu, s.workload, p);
+    CHECK(async_tp.memory_forward_s == doctest::Approx(te.memory_forward_s + 2 * one));
+    CHECK(async_tp.memory_backward_s == doctest::Approx(te.memory_backward_s + 2 * one));
+    CHECK(async_tp.gemm_forward_s == te.gemm_forward_s);
+    // Megatron-Bridge's FP8 userbuffers configurations (0.6): the forward's two only.
+    fw.tp_overlap_copy_engine_share = 0.6;
+    CHECK(fw.copy_engine_reduce_scatters() == 2);
+    const LayerKernels mbridge = layer_kernels(gpu, s.workload, p);
+    CHECK(mbridge.memory_forward_s == doctest::Approx(te.memory_forward_s + 2 * one));
+    CHECK(mbridge.memory_backward_s == doctest::Approx(te.memory_backward_s));
+    // Without TP overlap the reduce-scatters are NCCL's, which reduce in their own kernels.
+    fw.tp_comm_overlap = false;
+    CHECK(fw.copy_engine_reduce_scatters() == 0);
+  }
+
   TEST_CASE("step: the busiest stage hides only the collectives it runs") {
     // DeepSeek-V3 on 16 stages of 1F1B: 3 dense layers on the first, 2 (and the MTP module,
     // the head) on the last, 4 MoE layers on the others. The busiest stage (the last) runs
