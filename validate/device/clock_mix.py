@@ -9,7 +9,10 @@ GEMM's median over the second half of the run is what changes if the clock follo
 nvidia-smi logs clocks and power every 100 ms beside it (smi-clock-mix.csv, started by the
 caller).
 
-Usage: python3 clock_mix.py OUT.json [seconds_per_k]"""
+Then the same with other kernels between the GEMMs (a transposing copy, an up-cast, GELU, an idle
+sleep), each repeated to take about the GEMM's time.
+
+Usage: python3 clock_mix.py OUT.json [seconds_per_k] [--fillers-only]"""
 import json
 import sys
 import time
@@ -19,7 +22,7 @@ import torch
 DEV = torch.device("cuda:0")
 
 
-def run(k, seconds, a, b, c, srcs, dsts):
+def run(k, seconds, a, b, c, srcs, dsts, filler=None):
     gemm_ms, copy_ms = [], []
     t_end = time.time() + seconds
     events = []
@@ -35,7 +38,10 @@ def run(k, seconds, a, b, c, srcs, dsts):
             s0 = torch.cuda.Event(enable_timing=True)
             s1 = torch.cuda.Event(enable_timing=True)
             s0.record()
-            dsts[(i + j) % 2].copy_(srcs[(i + j) % 2])
+            if filler is None:
+                dsts[(i + j) % 2].copy_(srcs[(i + j) % 2])
+            else:
+                filler(i + j)
             s1.record()
             ce.append((s0, s1))
         events.append((e0, e1, ce))
@@ -77,13 +83,52 @@ def main():
     del ref
     result = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0),
               "gemm_rel_error": err, "runs": []}
-    for k in (0, 1, 2, 4, 8, 0):
+    for k in (0, 1, 2, 4, 8, 0) if "--fillers-only" not in sys.argv else (0,):
         t0 = time.time()
         r = run(k, seconds, a, b, c, srcs, dsts)
         r["t_start"] = t0
         result["runs"].append(r)
         print("k %d  gemm %.3f ms (%.1f TFLOP/s)  copy %.3f ms (%.2f TB/s)  memory share %.2f" %
               (k, r["gemm_ms"], r["gemm_tflops"], r["copy_ms"], r["copy_TBps"], r["memory_share"]),
+              flush=True)
+    # Other memory-bound kernels between the GEMMs, each repeated to take about as long as the
+    # GEMM (half the time): does a kernel that moves fewer bytes per second draw less power?
+    m2 = [s.view(2 ** 14, -1) for s in srcs]               # 16384 x 32768 bf16 (1 GiB)
+    half_elems = elems // 2
+    ups = [torch.empty(half_elems, device=DEV, dtype=torch.float32) for _ in range(2)]
+    fillers = {
+        "copy": None,
+        "transpose": lambda i: dsts[i % 2].view(32768, -1).copy_(m2[i % 2].t()),
+        "cast_up": lambda i: ups[i % 2].copy_(srcs[i % 2][:half_elems]),
+        "gelu": lambda i: torch.nn.functional.gelu(srcs[i % 2]),
+        "sleep": lambda i: torch.cuda._sleep(1_000_000),
+    }
+    for name, fn in fillers.items():
+        # the filler's own duration, then as many as fill about the GEMM's time
+        if fn is None:
+            one = lambda: dsts[0].copy_(srcs[0])
+        else:
+            one = lambda fn=fn: fn(0)
+        for _ in range(3):
+            one()
+        torch.cuda.synchronize()
+        e0 = torch.cuda.Event(enable_timing=True)
+        e1 = torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(10):
+            one()
+        e1.record()
+        e1.synchronize()
+        t_one = e0.elapsed_time(e1) / 10
+        k = max(1, round(1.6 / t_one))
+        t0 = time.time()
+        r = run(k, seconds, a, b, c, srcs, dsts, fn)
+        r["filler"] = name
+        r["filler_ms"] = t_one
+        r["t_start"] = t0
+        result["runs"].append(r)
+        print("%-9s k %d  gemm %.3f ms (%.1f TFLOP/s)  filler %.3f ms  memory share %.2f" %
+              (name, k, r["gemm_ms"], r["gemm_tflops"], r["copy_ms"], r["memory_share"]),
               flush=True)
     with open(out_path, "w") as f:
         json.dump(result, f, indent=1)
