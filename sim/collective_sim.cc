@@ -86,6 +86,11 @@ models::Result<PhasesRun> run_phases(std::vector<std::vector<SimFlow>>& phases,
   return PhasesRun{run->makespan_s, run->wall_s};
 }
 
+double contended_bandwidth_s(double transfer_s, double latency_s, double uncontended_bandwidth_s) {
+  if (transfer_s <= uncontended_bandwidth_s) return transfer_s;
+  return std::max(uncontended_bandwidth_s, transfer_s - std::max(0.0, latency_s));
+}
+
 models::Result<DesCollective> simulate_collective(FabricModel& fabric,
                                                   const models::CollectiveRequest& request,
                                                   const std::vector<Communicator>& comms,
@@ -109,7 +114,8 @@ models::Result<DesCollective> simulate_collective(FabricModel& fabric,
   // 3. Phases in sequence, background traffic alongside.
   auto run = run_phases(lowered->phases, background, fabric.table(), params.engine);
   if (!run) return models::Error{run.message()};
-  out.bandwidth_s = run->makespan_s;
+  out.transfer_s = run->makespan_s;
+  out.bandwidth_s = contended_bandwidth_s(out.transfer_s, est->latency_s, est->bandwidth_s);
   out.wall_s = run->wall_s;
   std::vector<const SimFlow*> flows;
   for (const auto& phase : lowered->phases)
@@ -119,7 +125,7 @@ models::Result<DesCollective> simulate_collective(FabricModel& fabric,
     out.algbw_Bps = request.size_bytes / out.time_s;
     out.busbw_Bps = out.algbw_Bps * models::bus_bandwidth_factor(request.op, topology.ranks);
   }
-  out.loads = tier_loads(fabric.table(), flows, out.bandwidth_s);
+  out.loads = tier_loads(fabric.table(), flows, out.transfer_s);
   return out;
 }
 

@@ -55,10 +55,26 @@ std::vector<TierLoad> tier_loads(const ResourceTable& table, const std::vector<c
 // The tier whose busiest link was the most utilised; nullptr when no link carried traffic.
 const TierLoad* busiest_tier(const std::vector<TierLoad>& loads);
 
+// The bandwidth term of a collective whose flows took `transfer_s` on the fabric, given the
+// analytic model's latency and (uncontended) bandwidth terms. NCCL's latency term is time in
+// which a collective's links are not all busy: the pipeline's fill and drain along the ring or
+// tree and each step's hand-shakes. A link that collisions or other traffic overload stays busy
+// through it, its flows' bytes queued behind one another, so congestion first fills that idle
+// time and lengthens the collective only beyond it: the collective takes the longer of its
+// uncontended time (latency + bandwidth) and its contended transfer, never latency + contended
+// transfer: a collision hides in a latency-bound collective (Tolly #225112's ECMP ring on 64 H20
+// "close" to planned paths at small sizes; at 64 MiB the latency is two fifths of the ring's
+// time) and costs its whole fluid share in a bandwidth-bound one (docs/collectives.md).
+// Uncontended (transfer_s at most the analytic bandwidth term) it returns transfer_s.
+double contended_bandwidth_s(double transfer_s, double latency_s, double uncontended_bandwidth_s);
+
 struct DesCollective {
   models::CollectiveEstimate analytic;  // NCCL's choice, the latency term and the formula's time
-  double bandwidth_s = 0;  // simulated: from the first flow's start to the last flow's end
-  double time_s = 0;       // analytic latency + simulated bandwidth term
+  double transfer_s = 0;   // simulated: from the first flow's start to the last flow's end
+  // The bandwidth term: transfer_s, less what of the latency term its congestion fills
+  // (contended_bandwidth_s); transfer_s itself when the flows met no contention.
+  double bandwidth_s = 0;
+  double time_s = 0;       // analytic latency + bandwidth term
   double algbw_Bps = 0;    // nccl-tests' definitions, on time_s
   double busbw_Bps = 0;
   size_t flows = 0;

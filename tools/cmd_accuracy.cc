@@ -80,6 +80,9 @@ struct CollectiveRun {
   double published_s = 0;
   EnginePrediction analytic, des;
   std::string algorithm;  // NCCL's choice, as the analytic model makes it
+  // The simulator's prediction with the contention constants refitted without this run's source
+  // (0: none applies).
+  double left_out_des = 0;
 };
 
 // Every *.yaml under `dir`, sorted (a stable order for the table and the goldens).
@@ -145,6 +148,32 @@ struct ConstantReport {
   std::vector<std::pair<std::string, models::ConstantFit>> without;  // per source it applies to
 };
 
+// A constant's fit over `fit_runs` and refitted without each source it applies to; calls
+// left_out(i, grid_index) for every run i of a source with the grid index fitted without it
+// (none when no other source is left to fit on: the shipped value stands).
+template <class LeftOut>
+ConstantReport fit_report(const models::CorpusConstant& c,
+                          const std::vector<models::FitRun>& fit_runs, LeftOut left_out) {
+  std::vector<std::string> sources;
+  for (const models::FitRun& f : fit_runs) {
+    if (f.applies() && std::find(sources.begin(), sources.end(), f.source) == sources.end()) {
+      sources.push_back(f.source);
+    }
+  }
+  ConstantReport rep;
+  rep.constant = &c;
+  rep.all = models::fit_constant(c, fit_runs);
+  for (const std::string& src : sources) {
+    const models::ConstantFit without = models::fit_constant(c, fit_runs, src);
+    rep.without.push_back({src, without});
+    if (without.index < 0) continue;
+    for (std::size_t i = 0; i < fit_runs.size(); ++i) {
+      if (fit_runs[i].source == src && fit_runs[i].applies()) left_out(i, without.index);
+    }
+  }
+  return rep;
+}
+
 // Fits every corpus constant (analytic engine) and sets each run's left-out prediction: the
 // constants refitted without the run's source. REQUIRES: r.params set and r.analytic predicted
 // for every run.
@@ -152,7 +181,6 @@ models::Result<std::vector<ConstantReport>> refit_constants(std::vector<CorpusRu
   std::vector<ConstantReport> reports;
   for (const models::CorpusConstant& c : models::corpus_constants()) {
     std::vector<models::FitRun> fit_runs;
-    std::vector<std::string> sources;
     for (const CorpusRun& r : runs) {
       models::FitRun f{r.scenario.published->source, r.published_step_s, {}};
       if (c.applies(r.scenario)) {
@@ -163,26 +191,13 @@ models::Result<std::vector<ConstantReport>> refit_constants(std::vector<CorpusRu
           if (!step) return models::Error{r.scenario.path + ": " + step.message()};
           f.step_s_on_grid.push_back(step->step_time_s);
         }
-        if (std::find(sources.begin(), sources.end(), f.source) == sources.end()) {
-          sources.push_back(f.source);
-        }
       }
       fit_runs.push_back(std::move(f));
     }
-    ConstantReport rep;
-    rep.constant = &c;
-    rep.all = models::fit_constant(c, fit_runs);
-    for (const std::string& src : sources) {
-      const models::ConstantFit without = models::fit_constant(c, fit_runs, src);
-      rep.without.push_back({src, without});
-      if (without.index < 0) continue;  // no other source to fit on: the shipped value stands
-      for (std::size_t i = 0; i < runs.size(); ++i) {
-        if (fit_runs[i].source != src || !fit_runs[i].applies()) continue;
-        const double left_out = fit_runs[i].step_s_on_grid[static_cast<size_t>(without.index)];
-        runs[i].left_out_ratio *= left_out / runs[i].analytic.step_s;
-      }
-    }
-    reports.push_back(std::move(rep));
+    reports.push_back(fit_report(c, fit_runs, [&](std::size_t i, int index) {
+      const double left_out = fit_runs[i].step_s_on_grid[static_cast<size_t>(index)];
+      runs[i].left_out_ratio *= left_out / runs[i].analytic.step_s;
+    }));
   }
   return reports;
 }
@@ -267,7 +282,8 @@ void check_gates(const AccuracyArgs& a, const char* engine, const models::Accura
 // runs it; *algorithm gets NCCL's choice (the analytic model's).
 models::Result<double> collective_time_s(const models::Scenario& scenario,
                                          const models::PublishedRun& run, bool des,
-                                         std::string* algorithm) {
+                                         std::string* algorithm,
+                                         const sim::TransportParams& transport = {}) {
   auto params = step_params_for(scenario, "");
   if (!params) return models::Error{params.message()};
   const int gpus = models::published_collective_gpus(run, scenario);
@@ -288,6 +304,7 @@ models::Result<double> collective_time_s(const models::Scenario& scenario,
   if (!graph) return models::Error{graph.message()};
   sim::SimParams sp;
   sp.collective = params->collective;
+  sp.transport = transport;
   auto r = sim::simulate_collective(*graph, request, gpus, sp);
   if (!r) return models::Error{r.message()};
   return r->time_s;
@@ -295,14 +312,59 @@ models::Result<double> collective_time_s(const models::Scenario& scenario,
 
 // Predicts a contention measurement with one engine: the collective's time, or for a ratio its
 // time over the `versus` configuration's.
-EnginePrediction predict_collective_run(CollectiveRun& r, bool des) {
+EnginePrediction predict_collective_run(CollectiveRun& r, bool des,
+                                        const sim::TransportParams& transport = {}) {
   const models::PublishedRun& p = *r.scenario.published;
-  auto here = collective_time_s(r.scenario, p, des, des ? nullptr : &r.algorithm);
+  auto here = collective_time_s(r.scenario, p, des, des ? nullptr : &r.algorithm, transport);
   if (!here) return {false, 0, here.message()};
   if (!r.versus) return {true, *here, ""};
-  auto there = collective_time_s(*r.versus, p, des, nullptr);
+  auto there = collective_time_s(*r.versus, p, des, nullptr, transport);
   if (!there) return {false, 0, "versus: " + there.message()};
   return {true, *here / *there, ""};
+}
+
+// The simulator's constant fitted on the contention measurements: RoCE's share of a congested
+// link (sim/transport_model.h kRoceSharedEfficiency). It applies to the measurements on RoCE
+// fabrics and only the simulator sees it.
+const models::CorpusConstant& roce_shared_constant() {
+  static const models::CorpusConstant kConstant = {
+      .name = "RoCE's share of a congested link (simulator)",
+      .why = "no public measurement of what ECN-based congestion control costs a congested link "
+             "on a tuned RoCE fabric was found; the contention measurements (ECMP against planned "
+             "paths, QP scaling) are the ones that depend on it",
+      .shipped = sim::kRoceSharedEfficiency,
+      .lo = 0.80,
+      .hi = 1.00,
+      .step = 0.01,
+      .applies =
+          [](const models::Scenario& s) {
+            return s.cluster.node.nic.technology == models::LinkTechnology::kRoce;
+          },
+      .set = nullptr};
+  return kConstant;
+}
+
+// Fits the contention constant on the collective runs (simulator) and sets each run's left-out
+// prediction. REQUIRES: c.des predicted for every run.
+models::Result<ConstantReport> refit_collective_constant(std::vector<CollectiveRun>& runs) {
+  const models::CorpusConstant& c = roce_shared_constant();
+  std::vector<models::FitRun> fit_runs;
+  for (CollectiveRun& r : runs) {
+    models::FitRun f{r.scenario.published->source, r.published_s, {}};
+    if (c.applies(r.scenario) && r.des.ran) {
+      for (int i = 0; i < c.grid_size(); ++i) {
+        sim::TransportParams t;
+        t.roce_shared_efficiency = c.grid(i);
+        const EnginePrediction e = predict_collective_run(r, true, t);
+        if (!e.ran) return models::Error{r.scenario.path + ": " + e.failure};
+        f.step_s_on_grid.push_back(e.step_s);
+      }
+    }
+    fit_runs.push_back(std::move(f));
+  }
+  return fit_report(c, fit_runs, [&](std::size_t i, int index) {
+    runs[i].left_out_des = fit_runs[i].step_s_on_grid[static_cast<size_t>(index)];
+  });
 }
 
 // One engine's prediction in the JSON rows: its time under `key` and its error, or why it did not
@@ -340,7 +402,7 @@ models::AccuracyScore score_collectives(const std::vector<CollectiveRun>& runs, 
   for (const CollectiveRun& r : runs) {
     const EnginePrediction& e = des ? r.des : r.analytic;
     scored.push_back({r.scenario.name, r.scenario.published->source, r.published_s,
-                      e.ran ? e.step_s : 0, 0});
+                      e.ran ? e.step_s : 0, des ? r.left_out_des : 0});
   }
   return models::score_runs(scored);
 }
@@ -430,7 +492,12 @@ int run_accuracy(const AccuracyArgs& a) {
   // leave-one-source-out predictions (the simulator's scaled by the analytic ratio).
   auto refit = refit_constants(runs);
   if (!refit) return fail_bad_input("accuracy", refit.message());
-  const std::vector<ConstantReport> constants = std::move(*refit);
+  std::vector<ConstantReport> constants = std::move(*refit);
+  if (want_des && !collectives.empty()) {
+    auto contention = refit_collective_constant(collectives);
+    if (!contention) return fail_bad_input("accuracy", contention.message());
+    if (contention->all.index >= 0) constants.push_back(std::move(*contention));
+  }
 
   const models::AccuracyScore analytic = score(runs, false);
   const models::AccuracyScore des = score(runs, true);

@@ -66,7 +66,13 @@ ConstantFit fit_constant(const CorpusConstant& c, const std::vector<FitRun>& run
     }
     if (count == 0) return best;
     const double mean = sum / count;
-    if (best.index < 0 || mean < best.mean_abs) best = {i, c.grid(i), count, mean};
+    // Equal within rounding (a run the constant hardly moves): the value nearer the middle.
+    const double middle = 0.5 * (c.lo + c.hi);
+    const bool tie = best.index >= 0 && std::fabs(mean - best.mean_abs) <= 1e-9 * best.mean_abs;
+    if (best.index < 0 || (!tie && mean < best.mean_abs) ||
+        (tie && std::fabs(c.grid(i) - middle) < std::fabs(best.value - middle))) {
+      best = {i, c.grid(i), count, mean};
+    }
   }
   return best;
 }

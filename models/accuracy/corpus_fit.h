@@ -47,7 +47,8 @@ struct ConstantFit {
 };
 
 // The grid value with the least mean |error| over the runs the constant applies to, leaving out
-// every run of `held_out` ("" = none). Ties go to the value nearest the middle of the grid.
+// every run of `held_out` ("" = none). Ties (means equal within 1e-9, relative: runs the
+// constant does not move) go to the value nearest the middle of the grid.
 ConstantFit fit_constant(const CorpusConstant& c, const std::vector<FitRun>& runs,
                          const std::string& held_out = "");
 

@@ -14,6 +14,7 @@
 
 #include <cmath>
 
+#include "models/scenario.h"
 #include "models/units.h"
 #include "sim/collective_sim.h"
 #include "tests/topology/topology_fixtures.h"
@@ -144,8 +145,43 @@ TEST_SUITE("sim") {
     CHECK(hi > lo * 1.05);  // the draws differ: collisions are the hash's luck
   }
 
+  TEST_CASE("congestion fills the latency term before it lengthens a collective") {
+    // Uncontended (the transfer no longer than the formula's bandwidth term): the transfer.
+    CHECK(contended_bandwidth_s(1.9, 1.0, 2.0) == 1.9);
+    CHECK(contended_bandwidth_s(2.0, 1.0, 2.0) == 2.0);
+    // Contended within the latency's slack: the collective keeps its uncontended time.
+    CHECK(contended_bandwidth_s(2.6, 1.0, 2.0) == 2.0);
+    CHECK(contended_bandwidth_s(3.0, 1.0, 2.0) == 2.0);
+    // Beyond it: the collective takes the contended transfer, latency included.
+    CHECK(contended_bandwidth_s(5.0, 1.0, 2.0) == 4.0);
+    CHECK(contended_bandwidth_s(5.0, -1.0, 2.0) == 5.0);
+
+    // Tolly's 64 H20 on ECMP, NCCL's ring at 512 MiB: the hash overloads spine cables, the
+    // transfer takes longer than the formula's bandwidth term, and the collective the longer of
+    // latency + that term and the transfer.
+    auto s = models::load_scenario_file(std::string(CLUSTERSIM_SOURCE_DIR) +
+                                        "/scenarios/published/contention/"
+                                        "tolly-225112-h3c-64xh20-ecmp-512mib.yaml");
+    REQUIRE(s.ok());
+    auto g = topology::ClusterGraph::build(s->cluster, &*s);
+    REQUIRE(g.ok());
+    auto r = simulate_collective(*g,
+                                 {CollectiveOp::kAllReduce, 512 * models::kMiB,
+                                  CollectiveAlgorithm::kRing},
+                                 64, SimParams{});
+    REQUIRE(r.ok());
+    const double latency = r->analytic.latency_s, formula = r->analytic.bandwidth_s;
+    CHECK(r->transfer_s > formula * 1.2);
+    CHECK(r->time_s == doctest::Approx(std::max(latency + formula, r->transfer_s)));
+    CHECK(r->time_s < latency + r->transfer_s);
+  }
+
   TEST_CASE("RoCE loses its congestion efficiency where ECMP collides; InfiniBand does not") {
+    // The shipped share is the contention corpus's fit (no loss: kRoceSharedEfficiency 1.0); a
+    // calibrated lossy fabric keeps 0.9 of a congested link.
+    CHECK(TransportParams{}.roce_shared_efficiency == kRoceSharedEfficiency);
     SimParams params;
+    params.transport.roce_shared_efficiency = 0.9;
     const double ib = strided_all_reduce_s(hosts(1.0, Routing::kEcmp, "ib-ndr"), params);
     const double roce = strided_all_reduce_s(hosts(1.0, Routing::kEcmp, "roce-400"), params);
     const double ib_adaptive = strided_all_reduce_s(hosts(1.0, Routing::kAdaptive, "ib-ndr"), params);

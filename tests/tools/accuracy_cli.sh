@@ -19,9 +19,9 @@ corpus="$src/scenarios/published"
 # gated at its current largest error (37.7%) plus a margin: 45% (it overstates ECMP
 # collisions, docs/collectives.md; a regression gate, not the 15% target).
 "$bin" accuracy "$corpus" --json --max-mean-error 0.050 --max-loso-error 0.080 \
-  --max-collective-error 0.45 >"$tmp/acc.json" 2>"$tmp/err.txt"
+  --max-collective-error 0.40 >"$tmp/acc.json" 2>"$tmp/err.txt"
 rc=$?
-[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.050 --max-loso-error 0.080 --max-collective-error 0.45 exited $rc ($(tail -3 "$tmp/err.txt"))"
+[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.050 --max-loso-error 0.080 --max-collective-error 0.40 exited $rc ($(tail -3 "$tmp/err.txt"))"
 python3 - "$tmp/acc.json" <<'PY' || fail "accuracy --json content"
 import json, statistics, sys
 d = json.load(open(sys.argv[1]))
@@ -84,12 +84,16 @@ for c in coll:
         assert abs(c["analytic"]["time_s"] - 1) < 1e-12, c
 errs = [abs(c["des"]["error"]) for c in coll]
 assert abs(d["collective_des"]["overall"]["max_abs_error"] - max(errs)) < 1e-12
-assert max(errs) <= 0.45, errs
+assert max(errs) <= 0.40, errs
 # The corpus-fitted constants: the shipped value is the corpus's best, refitted per source.
 for c in d["fitted_constants"]:
     assert abs(c["shipped"] - c["corpus_best"]) < 1e-9, c
-    # Fitted on the runs it applies to, from at least three sources (each left out).
-    assert len(c["without_source"]) >= 3 and c["runs"] >= 6, c
+    # Fitted on the runs it applies to, from at least three sources (each left out); the
+    # simulator's contention constant on the two contention sources' five measurements.
+    if c["name"].endswith("(simulator)"):
+        assert len(c["without_source"]) >= 2 and c["runs"] >= 5, c
+    else:
+        assert len(c["without_source"]) >= 3 and c["runs"] >= 6, c
 PY
 
 # The contention table in the text report, and its gate when missed.

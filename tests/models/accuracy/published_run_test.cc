@@ -262,6 +262,11 @@ TEST_SUITE("accuracy") {
     CHECK(fit_constant(c, runs, "a").value == doctest::Approx(0.6));
     CHECK(fit_constant(c, runs, "b").value == doctest::Approx(0.8));
     CHECK(fit_constant(c, {FitRun{"c", 1, {}}}).index == -1);
+    // A run the constant does not move (equal within rounding on every grid value): the value
+    // nearest the grid's middle (0.75: 0.7 or 0.8), not the first or the least by rounding.
+    FitRun flat{"d", 2, {}};
+    for (int i = 0; i < c.grid_size(); ++i) flat.step_s_on_grid.push_back(1 - 1e-13 * i);
+    CHECK(std::fabs(fit_constant(c, {flat}).value - 0.75) < 0.05 + 1e-9);
     // The shipped constants: A100's in-training GEMM rate, on A100 scenarios only.
     REQUIRE_FALSE(corpus_constants().empty());
     const CorpusConstant& a100 = corpus_constants().front();
