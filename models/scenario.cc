@@ -22,6 +22,12 @@
 
 namespace clustersim::models {
 
+int FrameworkConfig::copy_engine_reduce_scatters() const {
+  if (!tp_comm_overlap) return 0;
+  const int collectives = static_cast<int>(std::lround(10 * tp_overlap_copy_engine_share));
+  return std::clamp(collectives - 4, 0, 4);
+}
+
 std::string_view to_string(TopologyKind k) {
   switch (k) {
     case TopologyKind::kFatTree: return "fat-tree";

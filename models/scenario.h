@@ -7,8 +7,6 @@
 // never prints.
 #pragma once
 
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -217,11 +215,7 @@ struct FrameworkConfig {
   // reduce-scatters (Megatron-Bridge's FP8 userbuffers configurations, 0.6), then the backward's
   // (PyTorch's symmetric-memory async TP moves every collective, 1.0). Each ends in a local
   // reduction on the compute stream (LayerKernels::memory_*_s).
-  int copy_engine_reduce_scatters() const {
-    if (!tp_comm_overlap) return 0;
-    const int collectives = static_cast<int>(std::lround(10 * tp_overlap_copy_engine_share));
-    return std::clamp(collectives - 4, 0, 4);
-  }
+  int copy_engine_reduce_scatters() const;
   // Without tp_comm_overlap: each column-parallel linear's input-gradient reduction in the
   // backward (a reduce-scatter with SP, an all-reduce without) runs while that linear's
   // weight-gradient GEMM computes, and its input's second gather (sp_input_regather) while its
