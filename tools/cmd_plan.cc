@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "models/accuracy/published_run.h"
 #include "models/cost_model.h"
 #include "models/step_model.h"
 #include "models/units.h"
@@ -214,6 +215,17 @@ void print_memory(const models::Scenario& s, const models::StepResult& r,
               format_size(m.allocator_cache_bytes()).c_str(),
               format_size(m.allocator_bytes()).c_str());
   if (!r.fits) {
+    if (s.published) {
+      // A published run that trained on these GPUs: say what let it fit that the model lacks.
+      const std::string why = s.published->not_modelled.empty()
+                                  ? "not named in the file (its published.not_modelled)"
+                                  : s.published->not_modelled;
+      std::printf("%s", wrap_text("This layout ran as published (" + s.published->source +
+                                      "): it fits only with what the model does not have: " +
+                                      why,
+                                  100, "  ", "    ")
+                            .c_str());
+    }
     std::printf("  To fit, change one of (memory per GPU after the change):\n");
     for (const auto& a :
          models::memory_advice(s.workload, m, r.memory_capacity_bytes, params.memory)) {

@@ -220,4 +220,13 @@ grep -qF "before that it runs FlashAttention-2 (framework.attention: flash2, 58.
 grep -qF "flash2 attention up to 40.1% forward / 38% backward" "$tmp/fa2.txt" ||
   fail "flash2 ceilings not printed: $(grep -F 'GEMMs at up' "$tmp/fa2.txt")"
 grep -qF "before that it runs FlashAttention-2" "$tmp/fa2.txt" && fail "the flash2 hint printed for a flash2 row"
+
+# A published layout that ran but does not fit the model says what let it fit (its not_modelled);
+# one that fits says nothing of it.
+"$bin" plan "$src/scenarios/published/nvidia-h100/llama3-t4-405b-8k-8192gpu.yaml" >"$tmp/l3.txt" 2>&1 ||
+  fail "plan of the Llama 3 8,192-GPU row exited $?"
+grep -qF "This layout ran as published (llama3-paper): it fits only with what the model does not have:" \
+  "$tmp/l3.txt" || fail "no published-layout note in: $(grep -F 'FIT' "$tmp/l3.txt")"
+grep -qF "Meta's pipeline schedule" "$tmp/l3.txt" || fail "the note lacks the run's not_modelled"
+grep -qF "This layout ran as published" "$tmp/pt.txt" && fail "the published-layout note printed for a run that fits"
 finish plan_cli
