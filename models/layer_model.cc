@@ -282,21 +282,6 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   // 3. Memory-bound kernels, bytes per token (see the header).
   const double e = working_bytes(p);
   const double sp = par.sp ? t : 1;  // the sequence-parallel shard of the residual stream
-  // PyTorch FSDP with mixed precision (zero 3 over fp32 shards): per micro-batch each layer's
-  // parameters are cast to 16 bits on the shard (read 4, write 2 per parameter of the shard)
-  // and all-gathered, then copied out of the gathered buffer into the parameters (read 2,
-  // write 2), in the forward and again for the backward (FSDP reshards after the forward); the
-  // 16-bit gradients are cast to fp32 into the reduce-scatter's buffer (read 2, write 4):
-  // (6 / shard + 4) forward and (6 / shard + 4 + 6) backward bytes per parameter. One rank of
-  // FSDP2 on our H200 (device call 20, scenarios/measurements/call20): chunk_cat, the
-  // device-to-device copies and the casts took 15.1 ms a step for 1.32 B parameters.
-  // This GPU's share of the layer's matmul weights.
-  const double layer_weights = (2 * h * h + 2 * h * kv_dim + (ffn_out + m.ffn_hidden) * h) / t;
-  const ComputeParams::EagerRates& rate = params.eager;
-  // Seconds to move `bytes` in a kind of eager kernel on this GPU.
-  const auto at = [&](const ComputeParams::EagerRate& kind, double bytes) {
-    return bytes / eager_bandwidth_Bps(gpu, kind, params);
-  };
   // A TP reduce-scatter that copy engines move (FrameworkConfig::copy_engine_reduce_scatters:
   // Transformer Engine's ring exchange, PyTorch's async TP) sends each peer the GEMM's partial
   // output for that peer's rows and ends with a kernel on the compute stream that sums the tp
@@ -313,14 +298,31 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     rs_forward_s = std::min(rs, 2) / 2.0 * outputs * one;
     rs_backward_s = std::max(rs - 2, 0) / 2.0 * outputs * one;
   }
-  double fsdp_forward_s = rs_forward_s, fsdp_backward_s = rs_backward_s;
+  // PyTorch FSDP with mixed precision (zero 3 over fp32 shards): per micro-batch each layer's
+  // parameters are cast to 16 bits on the shard (read 4, write 2 per parameter of the shard)
+  // and all-gathered, then copied out of the gathered buffer into the parameters (read 2,
+  // write 2), in the forward and again for the backward (FSDP reshards after the forward); the
+  // 16-bit gradients are cast to fp32 into the reduce-scatter's buffer (read 2, write 4):
+  // (6 / shard + 4) forward and (6 / shard + 4 + 6) backward bytes per parameter. One rank of
+  // FSDP2 on our H200 (device call 20, scenarios/measurements/call20): chunk_cat, the
+  // device-to-device copies and the casts took 15.1 ms a step for 1.32 B parameters.
+  // This GPU's share of the layer's matmul weights.
+  const double layer_weights = (2 * h * h + 2 * h * kv_dim + (ffn_out + m.ffn_hidden) * h) / t;
+  const ComputeParams::EagerRates& rate = params.eager;
+  // Seconds to move `bytes` in a kind of eager kernel on this GPU.
+  const auto at = [&](const ComputeParams::EagerRate& kind, double bytes) {
+    return bytes / eager_bandwidth_Bps(gpu, kind, params);
+  };
+  double fsdp_forward_s = 0, fsdp_backward_s = 0;
   if (pytorch_fsdp(w) && mixed_precision(p)) {
     const double shard = double(par.dp) * par.cp;
-    fsdp_forward_s +=
+    fsdp_forward_s =
         at(rate.cast_down, 6 / shard * layer_weights) + at(rate.memcpy, 4 * layer_weights);
-    fsdp_backward_s += at(rate.cast_down, 6 / shard * layer_weights) +
-                       at(rate.memcpy, 4 * layer_weights) + at(rate.cast_up, 6 * layer_weights);
+    fsdp_backward_s = fsdp_forward_s + at(rate.cast_up, 6 * layer_weights);
   }
+  // Memory-bound time outside the layer's op list: FSDP's casts and copies, the reductions.
+  const double outside_forward_s = fsdp_forward_s + rs_forward_s;
+  const double outside_backward_s = fsdp_backward_s + rs_backward_s;
   if (w.framework.kernels != KernelFusion::kFused) {
     // PyTorch eager, op by op: bytes per token, each term at its kind of kernel's measured rate
     // (ComputeParams::EagerRates). Under autocast with fp32 parameters (outside FSDP) the
@@ -423,8 +425,8 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     // torch.compile fuses those ops: a measured share of eager's time (call 14).
     const double share =
         w.framework.kernels == KernelFusion::kCompiled ? params.compiled_elementwise_share : 1.0;
-    out.memory_forward_s = share * fwd * tokens + fsdp_forward_s;
-    out.memory_backward_s = share * bwd * tokens + fsdp_backward_s;
+    out.memory_forward_s = share * fwd * tokens + outside_forward_s;
+    out.memory_backward_s = share * bwd * tokens + outside_backward_s;
     return out;
   }
   const double drop_mask = w.dropout > 0 ? kMaskBytes : 0;
@@ -461,8 +463,8 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   if (w.framework.attention == AttentionKernel::kUnfused) bytes += 2 * h / t * e;
   out.memory_forward_s = elementwise_time(gpu, bytes * tokens, params).time_s;
   out.memory_backward_s = 2 * out.memory_forward_s;
-  out.memory_forward_s += fsdp_forward_s;
-  out.memory_backward_s += fsdp_backward_s;
+  out.memory_forward_s += outside_forward_s;
+  out.memory_backward_s += outside_backward_s;
   if (low_precision) {
     out.memory_forward_s +=
         elementwise_time(gpu, cast_forward * cast_bytes_per_element, params).time_s;
