@@ -293,8 +293,8 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   double rs_forward_s = 0, rs_backward_s = 0;
   if (const int rs = w.framework.copy_engine_reduce_scatters(); rs > 0 && par.tp > 1) {
     const double outputs = (!moe || m.moe.shared_experts > 0) ? 2 : 1;
-    const double one =
-        elementwise_time(gpu, tokens * h * 2 * (1 + 1 / t), params).time_s;  // 16-bit partials
+    // The partials are GEMM outputs, in the working precision's bytes (fp8 GEMMs write 16 bits).
+    const double one = elementwise_time(gpu, tokens * h * e * (1 + 1 / t), params).time_s;
     rs_forward_s = std::min(rs, 2) / 2.0 * outputs * one;
     rs_backward_s = std::max(rs - 2, 0) / 2.0 * outputs * one;
   }

@@ -23,9 +23,13 @@
 namespace clustersim::models {
 
 int FrameworkConfig::copy_engine_reduce_scatters() const {
+  // A layer's TP collectives with SP (four forward, six backward), of them the gathers that feed
+  // a forward or data-gradient GEMM (ring exchange takes these first) and the reduce-scatters.
+  constexpr int kCollectives = 10, kFedGathers = 4, kReduceScatters = 4;
   if (!tp_comm_overlap) return 0;
-  const int collectives = static_cast<int>(std::lround(10 * tp_overlap_copy_engine_share));
-  return std::clamp(collectives - 4, 0, 4);
+  const int by_copy_engine =
+      static_cast<int>(std::lround(kCollectives * tp_overlap_copy_engine_share));
+  return std::clamp(by_copy_engine - kFedGathers, 0, kReduceScatters);
 }
 
 std::string_view to_string(TopologyKind k) {

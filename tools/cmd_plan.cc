@@ -194,6 +194,9 @@ const char* peak_moment_text(models::MemoryBreakdown::Moment moment) {
   return "?";
 }
 
+// Columns a wrapped note of the text report fills (its tables run about this wide).
+constexpr std::size_t kNoteColumns = 100;
+
 void print_memory(const models::Scenario& s, const models::StepResult& r,
                   const models::StepParams& params) {
   const auto& m = r.memory;
@@ -223,7 +226,7 @@ void print_memory(const models::Scenario& s, const models::StepResult& r,
       std::printf("%s", wrap_text("This layout ran as published (" + s.published->source +
                                       "): it fits only with what the model does not have: " +
                                       why,
-                                  100, "  ", "    ")
+                                  kNoteColumns, "  ", "    ")
                             .c_str());
     }
     std::printf("  To fit, change one of (memory per GPU after the change):\n");

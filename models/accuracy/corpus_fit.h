@@ -21,7 +21,9 @@ struct CorpusConstant {
   double hi = 0;
   double step = 0;
   bool (*applies)(const Scenario&) = nullptr;   // the runs it affects
-  // Puts a value into a run's parameters (the run's scenario says what it applies to).
+  // Puts a value into a run's parameters (the run's scenario says what it applies to). nullptr
+  // for a constant of the simulator, which its caller sets in sim::TransportParams
+  // (tools/cmd_accuracy.cc, roce_shared_constant).
   void (*set)(const Scenario&, StepParams*, double) = nullptr;
   int grid_size() const;
   double grid(int i) const { return lo + i * step; }
