@@ -5,6 +5,7 @@
 // formula; --engine des simulates the collective's flows on the scenario's fabric (its routing:
 // ECMP collisions, queue pairs, oversubscription), NCCL's choice and latency term as the formula
 // makes them, and names the busiest link.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -42,6 +43,7 @@ struct CollectiveArgs {
   std::string proto = "auto";
   std::string calibration;  // overlay file; "" = the scenario's calibration: key, if any
   std::string engine = "analytic";  // analytic | des
+  int hash_draws = 1;  // des on ECMP: draws of the hash (the default seed and the next ones)
   bool json = false;
 };
 
@@ -102,11 +104,18 @@ int run_collective(const CollectiveArgs& a) {
   const bool des = a.engine == "des";
   sim::SimParams sim_params;
   sim_params.collective = params;
-  std::optional<topology::ClusterGraph> graph;
-  if (des) {
-    auto g = topology::ClusterGraph::build(scenario->cluster, &*scenario);
+  if (a.hash_draws > 1 && (!des || scenario->cluster.fabric.routing != models::Routing::kEcmp)) {
+    return fail_bad_input(cmd, "--hash-draws: only the simulator on an ECMP fabric draws a hash "
+                               "(--engine des, cluster.fabric.routing: ecmp)");
+  }
+  // One graph per draw of ECMP's hash: which links the flows collide on is the hash's luck.
+  std::vector<topology::ClusterGraph> graphs;
+  for (int k = 0; des && k < a.hash_draws; ++k) {
+    topology::BuildOptions build;
+    build.ecmp_seed += static_cast<std::uint64_t>(k);
+    auto g = topology::ClusterGraph::build(scenario->cluster, &*scenario, build);
     if (!g) return fail_bad_input(cmd, "--engine des: " + g.message());
-    graph.emplace(std::move(*g));
+    graphs.push_back(std::move(*g));
   }
 
   // A row: the analytic estimate (NCCL's choice, the latency), and with the simulator its time in
@@ -116,6 +125,7 @@ int run_collective(const CollectiveArgs& a) {
     models::CollectiveEstimate estimate;
     std::string busiest;  // des: "<tier> <utilisation>%" of the most loaded resource
     double formula_busbw_Bps = 0;
+    std::vector<double> draws_busbw_Bps;  // --hash-draws: every draw's, ascending
   };
   std::vector<Row> rows;
   double busbw_sum = 0;
@@ -127,10 +137,24 @@ int run_collective(const CollectiveArgs& a) {
     const auto shape = nccl_tests_shape(op, size, gpus);
     const models::CollectiveRequest request{op, static_cast<double>(shape.size_bytes), algo,
                                             proto};
-    Row row{shape, {}, "", 0};
+    Row row{shape, {}, "", 0, {}};
     if (des) {
-      auto d = sim::simulate_collective(*graph, request, gpus, sim_params);
-      if (!d) return fail_bad_input(cmd, d.message());
+      // Several draws: the row is the median draw's, and keeps every draw's bus bandwidth.
+      std::vector<sim::DesCollective> draws;
+      for (const topology::ClusterGraph& g : graphs) {
+        auto d = sim::simulate_collective(g, request, gpus, sim_params);
+        if (!d) return fail_bad_input(cmd, d.message());
+        draws.push_back(std::move(*d));
+      }
+      std::sort(draws.begin(), draws.end(),
+                [](const sim::DesCollective& x, const sim::DesCollective& y) {
+                  return x.time_s < y.time_s;
+                });
+      if (draws.size() > 1) {
+        for (const auto& d : draws) row.draws_busbw_Bps.push_back(d.busbw_Bps);
+        std::sort(row.draws_busbw_Bps.begin(), row.draws_busbw_Bps.end());
+      }
+      const sim::DesCollective* d = &draws[draws.size() / 2];
       row.estimate = d->analytic;
       row.formula_busbw_Bps = d->analytic.busbw_Bps;
       row.estimate.time_s = d->time_s;
@@ -172,6 +196,7 @@ int run_collective(const CollectiveArgs& a) {
                           {"protocol", models::to_string(proto)},
                           {"type", "float"},
                           {"avg_busbw_GBps", avg_busbw_GBps}};
+    if (des) out["hash_draws"] = a.hash_draws;
     nlohmann::json js_rows = nlohmann::json::array();
     for (const Row& r : rows) {
       const auto& e = r.estimate;
@@ -189,6 +214,11 @@ int run_collective(const CollectiveArgs& a) {
         js_rows.back()["analytic_busbw_GBps"] = r.formula_busbw_Bps / 1e9;
         js_rows.back()["busiest"] = r.busiest;
       }
+      if (!r.draws_busbw_Bps.empty()) {
+        nlohmann::json d = nlohmann::json::array();
+        for (double b : r.draws_busbw_Bps) d.push_back(b / 1e9);
+        js_rows.back()["hash_draws_busbw_GBps"] = std::move(d);
+      }
     }
     out["rows"] = std::move(js_rows);
     std::printf("%s\n", out.dump(2).c_str());
@@ -205,6 +235,11 @@ int run_collective(const CollectiveArgs& a) {
                 "utilisation, analytic = the formula's busbw\n#\n",
                 std::string(models::to_string(scenario->cluster.fabric.routing)).c_str(),
                 a.algo.c_str(), a.proto.c_str());
+    if (a.hash_draws > 1) {
+      std::printf("# each row the median of %d draws of ECMP's hash (the default seed and the "
+                  "next ones); draws = their busbw range\n#\n",
+                  a.hash_draws);
+    }
   } else {
     std::printf("# analytic model (NCCL tuner alpha-beta), algorithm %s, protocol %s\n#\n",
                 a.algo.c_str(), a.proto.c_str());
@@ -220,6 +255,12 @@ int run_collective(const CollectiveArgs& a) {
       char analytic[48];
       std::snprintf(analytic, sizeof analytic, " (analytic %.2f)", r.formula_busbw_Bps / 1e9);
       bound = r.busiest + analytic;
+      if (!r.draws_busbw_Bps.empty()) {
+        char range[64];
+        std::snprintf(range, sizeof range, " draws %.2f-%.2f", r.draws_busbw_Bps.front() / 1e9,
+                      r.draws_busbw_Bps.back() / 1e9);
+        bound += range;
+      }
     }
     std::printf("  %10zu  %12zu  %8s  %6s  %6i  %7.2f  %6.2f  %6.2f  %-12s %-6s %s\n",
                 r.shape.size_bytes, r.shape.count, "float", reduces(op) ? "sum" : "none",
@@ -256,6 +297,10 @@ const bool kRegistered = register_command(
                       "analytic (the formula) | des (the flows simulated on the scenario's "
                       "fabric: ECMP collisions, queue pairs, oversubscription)")
            .capture_default_str();
+       sub.add_option("--hash-draws", a->hash_draws,
+                      "des on an ECMP fabric: simulate this many draws of the hash (the default "
+                      "seed and the next ones); each row is the median draw, with the range")
+           .check_range(1, 256);
        sub.add_flag("--json", a->json, "one JSON object with a row per size");
        sub.add_option("--calibration", a->calibration,
                       "calibration overlay (clustersim calibrate); default: the scenario's");

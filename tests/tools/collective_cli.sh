@@ -101,6 +101,25 @@ grep -q "simulator on the fabric (ecmp routing)" "$tmp/des.txt" || fail "des tab
 [ "$(grep -cv '^#' "$tmp/des.txt")" -eq 3 ] || fail "des table: 3 rows expected"
 expect_bad_match collective "--engine" --engine sim  # unknown engine
 
+# Draws of ECMP's hash: each row the median draw, every draw's busbw beside it (ascending); only
+# the simulator on an ECMP fabric hashes.
+"$bin" collective --scenario "$eco" --gpus 64 --algo ring -b 4G -e 4G --engine des --hash-draws 5 \
+  --json >"$tmp/draws.json" || fail "collective --hash-draws exited $?"
+python3 - "$tmp/draws.json" "$tmp/des_ecmp.json" <<'PY' || fail "hash draws"
+import json, sys
+d = json.load(open(sys.argv[1]))
+one = json.load(open(sys.argv[2]))["rows"][0]
+assert d["hash_draws"] == 5, d["hash_draws"]
+r = d["rows"][0]
+b = r["hash_draws_busbw_GBps"]
+assert len(b) == 5 and b == sorted(b), b
+assert abs(r["busbw_GBps"] - b[2]) < 1e-9, (r["busbw_GBps"], b)  # the median draw
+assert any(abs(x - one["busbw_GBps"]) < 1e-9 for x in b), (one["busbw_GBps"], b)  # draw 0
+assert b[0] < b[-1], b  # collisions depend on the hash
+PY
+expect_bad_match collective "--hash-draws.*ECMP" --hash-draws 3  # the formula draws nothing
+expect_bad_match collective "--hash-draws" --scenario "$eco" --engine des --hash-draws 0
+
 # Bad input exits 2 with a message that names the flag or the file:line:col.
 expect_bad_match collective "--op" --op allsum  # unknown op
 expect_bad_match collective "--algo" --algo fastest  # unknown algorithm
