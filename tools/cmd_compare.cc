@@ -383,8 +383,9 @@ void contention_lines(const Design& d, const std::string& prefix, std::vector<st
                                    : "; two other hashes of the same fabric give steps of " +
                                          others) +
                    "; published measurements of ECMP against collision-free paths lost 9-19% of "
-                   "the bus bandwidth where this simulator loses 20-27% on the same fabric "
-                   "(docs/collectives.md, contention)");
+                   "the bus bandwidth where this simulator, on that fabric, loses 20-27% on its "
+                   "luckiest hash and 40-45% on its median one (docs/collectives.md, "
+                   "contention)");
   }
 }
 
