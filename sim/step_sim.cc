@@ -415,7 +415,9 @@ models::Status StepBuilder::prepare_pp(CommKind& kind, DesStepResult* out) {
         }
   auto run = run_phases(phases, background_, fabric_.table(), opt_.sim.engine);
   if (!run) return models::Error{"pp pattern: " + run.message()};
-  kind.pattern_s = run->makespan_s;
+  // As for collectives: a congested boundary stays busy through the send's latency.
+  kind.pattern_s = contended_bandwidth_s(run->makespan_s, kind.latency_s,
+                                         kind.timed->estimate.bandwidth_s);
   pattern_flows_ += flows.size();
   std::vector<const SimFlow*> ptrs;
   for (const SimFlow& f : flows) ptrs.push_back(&f);
