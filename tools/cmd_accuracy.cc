@@ -767,7 +767,7 @@ void print_collectives(const AccuracyArgs& a, const std::vector<CollectiveRun>& 
     if (!why.empty()) std::printf("  %s: %s\n", c.scenario.name.c_str(), why.c_str());
   }
   if (any_draws(runs)) {
-    std::printf("\n  des is the default ECMP hash seed's draw; over %d draws of the hash:\n",
+    std::printf("  des is the default ECMP hash seed's draw; over %d draws of the hash:\n",
                 kHashDraws);
     for (const CollectiveRun& c : runs) {
       if (c.des_draws.empty()) continue;
@@ -779,6 +779,7 @@ void print_collectives(const AccuracyArgs& a, const std::vector<CollectiveRun>& 
                   text(median_draw(c.des_draws)).c_str(), text(c.des_draws.front()).c_str(),
                   text(c.des_draws.back()).c_str());
     }
+    std::printf("\n");
   }
   // No corpus-fitted constant applies to a collective: no leave-one-source-out line.
   if (want_analytic) print_score("collectives, analytic (no contention)", analytic, false);
