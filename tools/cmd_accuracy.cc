@@ -784,7 +784,9 @@ void print_collectives(const AccuracyArgs& a, const std::vector<CollectiveRun>& 
   // No corpus-fitted constant applies to a collective: no leave-one-source-out line.
   if (want_analytic) print_score("collectives, analytic (no contention)", analytic, false);
   if (want_des) print_score("collectives, des", des, false);
-  if (any_draws(runs)) print_score("collectives, des at the median hash draw", des_median_draw, false);
+  if (any_draws(runs)) {
+    print_score("collectives, des at the median hash draw", des_median_draw, false);
+  }
 }
 
 const bool kRegistered = register_command(
