@@ -1064,4 +1064,21 @@ models::Result<DesStepResult> simulate_step(const models::Scenario& scenario,
   return out;
 }
 
+std::vector<double> other_hash_draw_steps_s(const models::Scenario& scenario,
+                                            const models::StepParams& params, int draws,
+                                            StepSimOptions options) {
+  std::vector<double> out;
+  if (scenario.cluster.fabric.routing != models::Routing::kEcmp || scenario.cluster.nodes < 2) {
+    return out;
+  }
+  options.trace = false;
+  const std::uint64_t seed = options.graph.ecmp_seed;
+  for (int k = 1; k <= draws; ++k) {
+    options.graph.ecmp_seed = seed + static_cast<std::uint64_t>(k);
+    auto r = simulate_step(scenario, params, options);
+    if (r) out.push_back(r->step.step_time_s);
+  }
+  return out;
+}
+
 }  // namespace clustersim::sim

@@ -95,4 +95,14 @@ models::Result<DesStepResult> simulate_step(const models::Scenario& scenario,
                                             const models::StepParams& params,
                                             const StepSimOptions& options = {});
 
+// The step time under `draws` other draws of ECMP's hash (options.graph.ecmp_seed + 1, + 2, ...),
+// in draw order: which links the flows collide on is the luck of one hash. Empty where the
+// fabric does not hash (routing other than ECMP, or one node); a draw that fails to simulate is
+// left out.
+std::vector<double> other_hash_draw_steps_s(const models::Scenario& scenario,
+                                            const models::StepParams& params, int draws,
+                                            StepSimOptions options = {});
+// The other draws plan and compare simulate beside the default one (each a whole step).
+inline constexpr int kOtherHashDraws = 2;
+
 }  // namespace clustersim::sim

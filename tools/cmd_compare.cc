@@ -210,12 +210,7 @@ void compute_what_ifs(Design& d) {
   models::Scenario s = d.scenario;
   s.cluster.fabric.routing = models::Routing::kAdaptive;
   add("adaptive routing (routing: adaptive)", s);
-  for (std::uint64_t draw : {1u, 2u}) {
-    sim::StepSimOptions o;
-    o.graph.ecmp_seed = topology::BuildOptions{}.ecmp_seed + draw;
-    auto r = sim::simulate_step(d.scenario, d.params, o);
-    if (r) d.other_hash_steps_s.push_back(r->step.step_time_s);
-  }
+  d.other_hash_steps_s = sim::other_hash_draw_steps_s(d.scenario, d.params, sim::kOtherHashDraws);
 }
 
 // One line per what-if: the setting, the step it gives and its change.

@@ -533,6 +533,15 @@ int run_plan(const PlanArgs& a) {
       *step = simulated->step;
     }
   }
+  // On an ECMP fabric the simulated step is one draw of the switches' hash: two more say how
+  // much of it is that draw's luck.
+  std::vector<double> other_hash_steps_s;
+  if (des) {
+    sim::StepSimOptions options;
+    options.progress = progress;
+    other_hash_steps_s =
+        sim::other_hash_draw_steps_s(*scenario, params, sim::kOtherHashDraws, options);
+  }
   if (des && interfered) {
     // The same step again with the interference silent: the baseline of its slowdown.
     sim::StepSimOptions options;
@@ -554,6 +563,7 @@ int run_plan(const PlanArgs& a) {
   if (a.json) {
     nlohmann::json j = plan_json(*scenario, *step, cost, params, des ? "des" : "analytic");
     if (des) j["analytic_step_time_s"] = analytic_step_s;
+    if (!other_hash_steps_s.empty()) j["other_ecmp_hash_step_time_s"] = other_hash_steps_s;
     if (!engine_note.empty()) j["engine_note"] = engine_note;
     if (ownership) j["ownership"] = ownership_json(*ownership);
     if (interfered && des) j["interference"] = interference_json(interference);
@@ -572,6 +582,20 @@ int run_plan(const PlanArgs& a) {
     std::printf("  (analytic model: step %s; simulated / analytic %s)\n\n",
                 format_time(analytic_step_s).c_str(),
                 format_significant(step->step_time_s / analytic_step_s, 4).c_str());
+  }
+  if (!other_hash_steps_s.empty()) {
+    std::string others;
+    for (double t : other_hash_steps_s) {
+      others += std::string(others.empty() ? "" : " and ") + format_time(t) + " (" +
+                models::format_signed_percent(t / step->step_time_s - 1) + ")";
+    }
+    std::printf("%s\n",
+                wrap_text("ECMP: the step above is one draw of the switches' hash; two other "
+                          "draws give " + others + ". `clustersim compare` prints what more queue "
+                          "pairs or adaptive routing give (docs/collectives.md: the simulator's "
+                          "collisions cost more than measured ones)",
+                          kNoteColumns, "  ", "    ")
+                    .c_str());
   }
   if (interfered && des) print_interference(interference);
   if (interfered && !des)

@@ -86,6 +86,22 @@ ratio = d["step_time_s"] / d["analytic_step_time_s"]
 assert 0.8 < ratio <= 1.01, ratio
 PY
 
+# On an ECMP fabric the simulated step is one draw of the hash: two other draws come beside it,
+# in the JSON and the text; an adaptive fabric has none.
+"$bin" plan "$src/scenarios/roce-256gpu-ecmp.yaml" --json >"$tmp/ecmp.json" || fail "plan (ecmp) exited $?"
+"$bin" plan "$src/scenarios/ib-256gpu.yaml" --json >"$tmp/ib.json" || fail "plan (ib) exited $?"
+python3 - "$tmp/ecmp.json" "$tmp/ib.json" <<'PY' || fail "other ECMP hash draws"
+import json, sys
+e = json.load(open(sys.argv[1]))
+ib = json.load(open(sys.argv[2]))
+o = e["other_ecmp_hash_step_time_s"]
+assert len(o) == 2 and all(t > 0 for t in o), o
+assert any(abs(t / e["step_time_s"] - 1) > 0.01 for t in o), (o, e["step_time_s"])  # another draw, another step
+assert "other_ecmp_hash_step_time_s" not in ib
+PY
+"$bin" plan "$src/scenarios/roce-256gpu-ecmp.yaml" 2>/dev/null | grep -q "ECMP: the step above is one draw of the switches' hash" ||
+  fail "plan text lacks the hash-draw line"
+
 # A fabric that cannot be cabled still gets a plan (analytic, with the reason); --engine des
 # alone refuses it with the fabric's error and exit 2.
 f="$src/scenarios/seed/fat-tree-256gpu.yaml"
