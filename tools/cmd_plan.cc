@@ -590,8 +590,10 @@ int run_plan(const PlanArgs& a) {
                 models::format_signed_percent(t / step->step_time_s - 1) + ")";
     }
     std::printf("%s\n",
-                wrap_text("ECMP: the step above is one draw of the switches' hash; two other "
-                          "draws give " + others + ". `clustersim compare` prints what more queue "
+                wrap_text("ECMP: the step above is one draw of the switches' hash; " +
+                              std::string(other_hash_steps_s.size() == 1 ? "another draw gives "
+                                                                        : "other draws give ") +
+                              others + ". `clustersim compare` prints what more queue "
                           "pairs or adaptive routing give (docs/collectives.md: the simulator's "
                           "collisions cost more than measured ones)",
                           kNoteColumns, "  ", "    ")
