@@ -145,6 +145,14 @@ int run_collective(const CollectiveArgs& a) {
         auto d = sim::simulate_collective(g, request, gpus, sim_params);
         if (!d) return fail_bad_input(cmd, d.message());
         draws.push_back(std::move(*d));
+        const double elapsed_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        if (graphs.size() > 1 && draws.size() < graphs.size() && elapsed_s >= kQuietForS) {
+          std::fprintf(stderr,
+                       "clustersim collective: %s: simulated %zu of %zu hash draws (%.0f s)\n",
+                       models::format_size(shape.size_bytes).c_str(), draws.size(),
+                       graphs.size(), elapsed_s);
+        }
       }
       std::sort(draws.begin(), draws.end(),
                 [](const sim::DesCollective& x, const sim::DesCollective& y) {
