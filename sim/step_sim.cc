@@ -1068,9 +1068,7 @@ std::vector<double> other_hash_draw_steps_s(const models::Scenario& scenario,
                                             const models::StepParams& params, int draws,
                                             StepSimOptions options) {
   std::vector<double> out;
-  if (scenario.cluster.fabric.routing != models::Routing::kEcmp || scenario.cluster.nodes < 2) {
-    return out;
-  }
+  if (!topology::hashes_flows(scenario.cluster)) return out;
   options.trace = false;
   const std::uint64_t seed = options.graph.ecmp_seed;
   for (int k = 1; k <= draws; ++k) {

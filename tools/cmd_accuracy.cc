@@ -94,10 +94,8 @@ struct CollectiveRun {
 constexpr int kHashDraws = 16;
 
 bool hashes_flows(const CollectiveRun& r) {
-  auto ecmp = [](const models::Scenario& s) {
-    return s.cluster.fabric.routing == models::Routing::kEcmp;
-  };
-  return ecmp(r.scenario) || (r.versus && ecmp(*r.versus));
+  return topology::hashes_flows(r.scenario.cluster) ||
+         (r.versus && topology::hashes_flows(r.versus->cluster));
 }
 
 // The draw in the middle of the sorted draws (a draw the simulator made, not an average).
@@ -332,15 +330,17 @@ models::Result<double> collective_time_s(const models::Scenario& scenario,
 }
 
 // Predicts a contention measurement with one engine: the collective's time, or for a ratio its
-// time over the `versus` configuration's.
+// time over the `versus` configuration's (`versus_s` when given: already simulated).
 EnginePrediction predict_collective_run(CollectiveRun& r, bool des,
                                         const sim::TransportParams& transport = {},
-                                        std::uint64_t hash_draw = 0) {
+                                        std::uint64_t hash_draw = 0,
+                                        std::optional<double> versus_s = std::nullopt) {
   const models::PublishedRun& p = *r.scenario.published;
   auto here =
       collective_time_s(r.scenario, p, des, des ? nullptr : &r.algorithm, transport, hash_draw);
   if (!here) return {false, 0, here.message()};
   if (!r.versus) return {true, *here, ""};
+  if (versus_s) return {true, *here / *versus_s, ""};
   auto there = collective_time_s(*r.versus, p, des, nullptr, transport, hash_draw);
   if (!there) return {false, 0, "versus: " + there.message()};
   return {true, *here / *there, ""};
@@ -517,8 +517,16 @@ int run_accuracy(const AccuracyArgs& a) {
     if (want_des) c.des = predict_collective_run(c, true);
     if (want_des && c.des.ran && hashes_flows(c)) {
       c.des_draws.push_back(c.des.step_s);
+      // A versus fabric that does not hash (planned paths, adaptive routing) takes the same time
+      // under every draw: simulated once.
+      std::optional<double> versus_s;
+      if (c.versus && !topology::hashes_flows(c.versus->cluster)) {
+        auto t = collective_time_s(*c.versus, *c.scenario.published, true, nullptr);
+        if (!t) return fail_bad_input("accuracy", c.scenario.path + ": versus: " + t.message());
+        versus_s = *t;
+      }
       for (int k = 1; k < kHashDraws; ++k) {
-        const EnginePrediction e = predict_collective_run(c, true, {}, k);
+        const EnginePrediction e = predict_collective_run(c, true, {}, k, versus_s);
         if (!e.ran) return fail_bad_input("accuracy", c.scenario.path + ": " + e.failure);
         c.des_draws.push_back(e.step_s);
       }

@@ -104,9 +104,9 @@ int run_collective(const CollectiveArgs& a) {
   const bool des = a.engine == "des";
   sim::SimParams sim_params;
   sim_params.collective = params;
-  if (a.hash_draws > 1 && (!des || scenario->cluster.fabric.routing != models::Routing::kEcmp)) {
-    return fail_bad_input(cmd, "--hash-draws: only the simulator on an ECMP fabric draws a hash "
-                               "(--engine des, cluster.fabric.routing: ecmp)");
+  if (a.hash_draws > 1 && (!des || !topology::hashes_flows(scenario->cluster))) {
+    return fail_bad_input(cmd, "--hash-draws: only the simulator on a multi-node ECMP fabric "
+                               "draws a hash (--engine des, cluster.fabric.routing: ecmp)");
   }
   // One graph per draw of ECMP's hash: which links the flows collide on is the hash's luck.
   std::vector<topology::ClusterGraph> graphs;

@@ -368,11 +368,7 @@ void contention_lines(const Design& d, const std::string& prefix, std::vector<st
                    std::to_string(d.scenario.cluster.fabric.qps_per_connection) +
                    " queue pair(s) each) onto one path; on the same fabric:");
     for (auto& line : what_if_lines(d)) out->push_back("  " + line);
-    std::string others;
-    for (double t : d.other_hash_steps_s) {
-      others += std::string(others.empty() ? "" : " and ") + format_time(t) + " (" +
-                models::format_signed_percent(t / d.step.step_time_s - 1) + ")";
-    }
+    const std::string others = other_draws_text(d.other_hash_steps_s, d.step.step_time_s);
     out->push_back(prefix + "how sure: one ECMP hash of the flows" +
                    (others.empty() ? std::string("; other hashes collide more or less")
                                    : "; two other hashes of the same fabric give steps of " +

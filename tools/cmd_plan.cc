@@ -584,11 +584,7 @@ int run_plan(const PlanArgs& a) {
                 format_significant(step->step_time_s / analytic_step_s, 4).c_str());
   }
   if (!other_hash_steps_s.empty()) {
-    std::string others;
-    for (double t : other_hash_steps_s) {
-      others += std::string(others.empty() ? "" : " and ") + format_time(t) + " (" +
-                models::format_signed_percent(t / step->step_time_s - 1) + ")";
-    }
+    const std::string others = other_draws_text(other_hash_steps_s, step->step_time_s);
     std::printf("%s\n",
                 wrap_text("ECMP: the step above is one draw of the switches' hash; " +
                               std::string(other_hash_steps_s.size() == 1 ? "another draw gives "

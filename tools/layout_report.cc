@@ -125,4 +125,13 @@ void ProgressLine::done() {
   drawn_ = false;
 }
 
+std::string other_draws_text(const std::vector<double>& draw_steps_s, double step_s) {
+  std::string out;
+  for (double t : draw_steps_s) {
+    out += std::string(out.empty() ? "" : " and ") + models::format_time(t) + " (" +
+           models::format_signed_percent(t / step_s - 1) + ")";
+  }
+  return out;
+}
+
 }  // namespace clustersim::tools

@@ -37,6 +37,9 @@ nlohmann::json ranked_json(const models::RankedLayout& r);
 
 // Where the step goes: (what, seconds) for compute, exposed TP/DP/PP/CP, bubble, optimizer.
 std::vector<std::pair<std::string, double>> step_parts(const models::StepResult& step);
+// The steps under other draws of ECMP's hash against `step_s`, for a sentence: "1.685 min
+// (-17.7%) and 1.685 min (-17.7%)".
+std::string other_draws_text(const std::vector<double>& draw_steps_s, double step_s);
 
 // "\rclustersim <command>: 1,024 / 31,104 layouts, 3 s" on stderr once a run has taken a
 // second: redrawn in place on a terminal (at most 5 times a second), a line every 5 s otherwise.

@@ -94,6 +94,12 @@ struct BuildOptions {
   std::uint64_t ecmp_seed = 0x9e3779b97f4a7c15ULL;
 };
 
+// Whether another ECMP hash seed can change where the cluster's flows go: ECMP routing across
+// more than one node.
+inline bool hashes_flows(const models::ClusterConfig& cluster) {
+  return cluster.fabric.routing == models::Routing::kEcmp && cluster.nodes > 1;
+}
+
 class ClusterGraph {
  public:
   // Builds the node model (GPUs, NVSwitch or PCIe switches and host bridge, NICs with their
