@@ -256,12 +256,14 @@ double tensor_flops_per_exponential(const GpuSpec& gpu) {
   return kHopperFlopsPerExponential;
 }
 
+// `tensor_rate`: the matmuls' peak over the 16-bit one (FP8 attention: 2), which the
+// exponentials do not share.
 double attention_head_dim_factor(const GpuSpec& gpu, double head_dim, bool backward,
-                                 const ComputeParams& params) {
+                                 double tensor_rate, const ComputeParams& params) {
   // Exponential time over matmul time at peak: one exponential per score against 4 x head_dim
   // FLOPs forward, 10 x head_dim backward (it recomputes the probabilities).
   const double per_score_flops = (backward ? 10.0 : 4.0) * std::max(1.0, head_dim);
-  const double exp_ratio = tensor_flops_per_exponential(gpu) / per_score_flops;
+  const double exp_ratio = tensor_rate * tensor_flops_per_exponential(gpu) / per_score_flops;
   const double reference = params.attention_ceiling_flops_per_exp > 0
                                ? params.attention_ceiling_flops_per_exp
                                : tensor_flops_per_exponential(gpu);
@@ -281,9 +283,14 @@ double attention_head_dim_factor(const GpuSpec& gpu, double head_dim, bool backw
 KernelTime attention_time(const GpuSpec& gpu, Precision precision, const AttentionShape& shape,
                           bool backward, const ComputeParams& params) {
   const double flops = shape.forward_flops() * (backward ? 2.5 : 1.0);
+  // FP8 attention takes the 16-bit kernels' in-tile ceiling at its own peak; its exponentials
+  // weigh twice as much against the faster matmuls.
+  const bool quantized = precision == Precision::kFp8 || precision == Precision::kFp4;
+  const double tensor_rate =
+      quantized ? checked_peak(gpu, precision) / checked_peak(gpu, Precision::kBf16) : 1.0;
   const double ceiling =
       (backward ? params.attention_bwd_max_efficiency : params.attention_fwd_max_efficiency) *
-      attention_head_dim_factor(gpu, shape.head_dim, backward, params);
+      attention_head_dim_factor(gpu, shape.head_dim, backward, tensor_rate, params);
   const double efficiency =
       ceiling * shape.kv_tokens / (shape.kv_tokens + params.attention_half_efficiency_kv_tokens);
   // Q and O (query heads), K and V (kv heads) read once, O written; backward moves each twice

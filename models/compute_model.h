@@ -316,7 +316,11 @@ KernelTime gemm_time(const GpuSpec& gpu, Precision precision, const GemmShape& s
 double gemm_shape_efficiency(const GpuSpec& gpu, const GemmShape& shape,
                              const ComputeParams& params);
 // Flash attention forward, or backward (2.5x the forward FLOPs: five matmuls to the forward's
-// two, recomputing the scores, FlashAttention-2 section 3.1.2).
+// two, recomputing the scores, FlashAttention-2 section 3.1.2). In fp8 (Transformer Engine's FP8
+// attention) the matmuls reach the 16-bit kernels' fraction of the fp8 peak and the softmax's
+// exponentials keep their rate, so they weigh twice as much: on an H100 at head dim 128 the
+// forward runs 1.57x the 16-bit one, at head dim 256 1.73x (FlashAttention-3, Shah et al. 2024:
+// up to 740 TFLOP/s in FP16, close to 1.2 PFLOP/s in FP8, 1.6x).
 KernelTime attention_time(const GpuSpec& gpu, Precision precision, const AttentionShape& shape,
                           bool backward, const ComputeParams& params);
 // A memory-bound kernel: bytes read plus written over the achievable HBM bandwidth (copy-like

@@ -75,6 +75,7 @@ void unfused_attention(const GpuSpec& gpu, const WorkloadConfig& w, const Comput
 
 // Llama 3's layout: (layers + 2) slots over pp x v chunks where the layers alone do not split.
 bool embedding_and_head_take_slots(const WorkloadConfig& w) {
+  if (!w.parallelism.layout.chunk_layers.empty()) return false;  // the layout places them
   const int slots = std::max(1, w.parallelism.pp) * chunks_per_stage(w);
   return w.model.layers % slots != 0 && (w.model.layers + 2) % slots == 0;
 }
@@ -125,13 +126,21 @@ double LayerKernels::recompute_s(Recompute r, unsigned modules) const {
 }
 
 std::vector<int> moe_layers_of_stages(const WorkloadConfig& w) {
-  std::vector<int> out = layers_of_stages(w);
-  if (!w.model.moe.enabled()) return std::vector<int>(out.size(), 0);
-  int dense_left = w.model.moe.dense_layers;  // the leading dense layers not yet placed
-  for (int& n : out) {
-    const int dense = std::min(dense_left, n);
-    dense_left -= dense;
-    n -= dense;
+  const int pp = std::max(1, w.parallelism.pp);
+  std::vector<int> out(static_cast<size_t>(pp), 0);
+  if (!w.model.moe.enabled()) return out;
+  // The leading dense layers go to the model's first chunks in model order: chunk c of every
+  // stage before chunk c + 1 of any (the interleaved schedule's layout).
+  std::vector<std::vector<int>> chunks;
+  for (int s = 0; s < pp; ++s) chunks.push_back(layers_of_chunks(w, s));
+  int dense_left = w.model.moe.dense_layers;  // not yet placed
+  for (size_t c = 0; c < chunks.front().size(); ++c) {
+    for (int s = 0; s < pp; ++s) {
+      const int n = chunks[static_cast<size_t>(s)][c];
+      const int dense = std::min(dense_left, n);
+      dense_left -= dense;
+      out[static_cast<size_t>(s)] += n - dense;
+    }
   }
   return out;
 }
@@ -271,7 +280,8 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     a.head_dim = 0.5 * (m.qk_head_dim() + m.v_head_dim());
     a.q_tokens = double(w.seq_len) / par.cp;
     a.kv_tokens = a.q_tokens;
-    const Precision pa = unquantized_precision(p);
+    // Transformer Engine's FP8 attention (framework.fp8_attention) runs both matmuls in FP8.
+    const Precision pa = w.framework.fp8_attention ? Precision::kFp8 : unquantized_precision(p);
     const ComputeParams kernel = attention_kernel_params(params, w.framework.attention);
     out.attention_forward_s = par.cp * attention_time(gpu, pa, a, false, kernel).time_s;
     out.attention_backward_s = par.cp * attention_time(gpu, pa, a, true, kernel).time_s;
@@ -501,7 +511,11 @@ std::vector<int> layers_of_stages(const WorkloadConfig& w) {
   const int layers = w.model.layers;
   std::vector<int> out(static_cast<size_t>(pp), 0);
   const auto& par = w.parallelism;
-  if (pp == 1) {
+  if (!par.layout.chunk_layers.empty()) {
+    // Megatron-Core's layout: model chunk c x pp + s on stage s (the loader checked the count).
+    const std::vector<int>& chunk = par.layout.chunk_layers;
+    for (size_t c = 0; c < chunk.size(); ++c) out[c % static_cast<size_t>(pp)] += chunk[c];
+  } else if (pp == 1) {
     out[0] = layers;
   } else if (par.first_stage_layers > 0 && par.last_stage_layers > 0 && pp >= 3) {
     // Given first and last stages; the middle ones share the rest (the loader checked it).
@@ -525,6 +539,12 @@ std::vector<int> layers_of_chunks(const WorkloadConfig& w, int stage) {
   const int v = chunks_per_stage(w);
   const int stage_layers = layers_of_stages(w)[static_cast<size_t>(stage)];
   std::vector<int> out(static_cast<size_t>(v), 0);
+  if (!w.parallelism.layout.chunk_layers.empty()) {
+    const std::vector<int>& chunk = w.parallelism.layout.chunk_layers;
+    for (int c = 0; c < v; ++c) out[static_cast<size_t>(c)] = chunk[static_cast<size_t>(c * pp + stage)];
+    if (stage == pp - 1) out.back() += w.model.mtp_layers;
+    return out;
+  }
   if (v > 1 && pp > 1 && embedding_and_head_take_slots(w)) {
     const int slots = (w.model.layers + 2) / (pp * v);
     for (int c = 0; c < v; ++c) out[static_cast<size_t>(c)] = slots;

@@ -77,7 +77,8 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& workload,
                            const ComputeParams& params, bool moe_layer = false);
 
 // Of each stage's layers, how many are mixture-of-experts layers (the model's first
-// dense_layers layers keep the dense MLP); moe_layers_of_stage for one stage.
+// dense_layers layers, in model order: the first chunk of every stage before any second chunk,
+// keep the dense MLP); moe_layers_of_stage for one stage.
 std::vector<int> moe_layers_of_stages(const WorkloadConfig& workload);
 int moe_layers_of_stage(const WorkloadConfig& workload, int stage);
 
@@ -128,14 +129,17 @@ InterleavedPass interleaved_pass(int pass, int pp, int chunks, bool forward);
 // takes a layer's slot on the first stage and the output head one on the last (Llama Team 2024
 // sec. 3.3.2, Megatron's account_for_embedding/loss_in_pipeline_split); with
 // first_stage_layers and last_stage_layers given, those on the first and last stage and the
-// rest split evenly over the middle ones. REQUIRES: a workload the scenario loader accepted.
+// rest split evenly over the middle ones; with a pipeline_layout, the layers of its chunks c pp + s
+// on stage s. The multi-token-prediction layers count on the last stage. REQUIRES: a workload the
+// scenario loader accepted.
 std::vector<int> layers_of_stages(const WorkloadConfig& workload);
 
 // The layers of each model chunk of `stage`, in the order the chunks run: under the interleaved
 // schedule virtual_stages chunks (Megatron's layout: chunk c of stage s holds model chunk
 // c pp + s), else one. Under Llama 3's layout the first chunk of the first stage holds only the
 // embedding and the last chunk of the last stage only the output head and loss (Llama Team 2024
-// sec. 3.3.2): each a layer fewer than the others. Sums to layers_of_stages(workload)[stage].
+// sec. 3.3.2): each a layer fewer than the others; a pipeline_layout gives each chunk's own.
+// Sums to layers_of_stages(workload)[stage].
 std::vector<int> layers_of_chunks(const WorkloadConfig& workload, int stage);
 
 // Of a MoE layer's host time, the share spent launching its forward (the rest launches the

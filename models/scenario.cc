@@ -156,7 +156,7 @@ constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "ep_comm_overlap",     "pp_comm_overlap",
                                                "ep_dispatcher",
                                                "fp8_recipe",          "fp8_param_gather",
-                                               "fp4_param_gather",
+                                               "fp8_attention",       "fp4_param_gather",
                                                "grad_reduce_overlap", "weights_in_fp32",
                                                "param_gather_overlap",
                                                "tp_overlap_copy_engine_share",
@@ -166,7 +166,8 @@ constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
 constexpr std::string_view kParallelismKeys[] = {"tp",   "pp",        "dp",          "cp",
                                                  "sp",   "zero",      "recompute",   "pp_schedule",
                                                  "virtual_stages", "ep", "etp", "first_stage_layers",
-                                                 "last_stage_layers", "recompute_modules"};
+                                                 "last_stage_layers", "pipeline_layout",
+                                                 "recompute_modules"};
 constexpr std::string_view kCostKeys[] = {
     "gpu_hour",          "reserved_1y",  "reserved_3y",         "utilization",
     "server_price",      "installation", "depreciation",        "electricity",
@@ -1101,8 +1102,15 @@ bool Loader::load_parallelism(const YAML::Node& node, const std::string& path) {
       !read_int(node, path, "virtual_stages", 1, &p.virtual_stages) ||
       !read_int(node, path, "ep", 1, &p.ep) || !read_int(node, path, "etp", 1, &p.etp) ||
       !read_int(node, path, "first_stage_layers", 1, &p.first_stage_layers) ||
-      !read_int(node, path, "last_stage_layers", 1, &p.last_stage_layers)) {
+      !read_int(node, path, "last_stage_layers", 1, &p.last_stage_layers) ||
+      !read_string(node, path, "pipeline_layout", &p.pipeline_layout)) {
     return false;
+  }
+  if (!p.pipeline_layout.empty()) {
+    std::string why;
+    if (!parse_pipeline_layout(p.pipeline_layout, &p.layout, &why)) {
+      return fail(node["pipeline_layout"], child(path, "pipeline_layout"), why);
+    }
   }
   if (p.zero > 3) {
     return fail(node["zero"], child(path, "zero"),
@@ -1208,6 +1216,7 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_enum(fw, fp, "ep_dispatcher", kDispatchers, &f.ep_hierarchical) ||
         !read_enum(fw, fp, "fp8_recipe", kFp8Recipes, &f.fp8_recipe) ||
         !read_bool(fw, fp, "fp8_param_gather", &f.quantized_param_gather) ||
+        !read_bool(fw, fp, "fp8_attention", &f.fp8_attention) ||
         !read_bool(fw, fp, "fp4_param_gather", &f.quantized_param_gather) ||
         !read_bool(fw, fp, "grad_reduce_overlap", &f.grad_reduce_overlap) ||
         !read_bool(fw, fp, "param_gather_overlap", &f.param_gather_overlap) ||
@@ -1245,6 +1254,7 @@ bool Loader::load_workload(const YAML::Node& node) {
     }
     for (const auto& [key, precision] : {std::pair{"fp8_recipe", Precision::kFp8},
                                          std::pair{"fp8_param_gather", Precision::kFp8},
+                                         std::pair{"fp8_attention", Precision::kFp8},
                                          std::pair{"fp4_param_gather", Precision::kFp4}}) {
       if (fw[key].IsDefined() && w.precision != precision) {
         return fail(fw[key], child(fp, key),
@@ -1590,7 +1600,42 @@ Status check_parallelism(const Scenario& scenario) {
   // (Llama Team 2024, "The Llama 3 Herd of Models", sec. 3.3.2: 126 layers on 16 stages).
   const int chunks = p.pp * p.virtual_stages;
   const bool uneven = p.first_stage_layers > 0 || p.last_stage_layers > 0;
-  if (uneven) {
+  const std::string layout_key = par + ".pipeline_layout";
+  if (!p.layout.chunk_layers.empty()) {
+    // Megatron-Core's layout places every layer itself (PipelineParallelLayerLayout's checks).
+    const std::vector<int>& chunk = p.layout.chunk_layers;
+    int decoder = 0;
+    for (int layers_in : chunk) decoder += layers_in;
+    if (uneven) {
+      return fail_key(layout_key, "give either pipeline_layout or first_stage_layers and "
+                                  "last_stage_layers, not both");
+    }
+    if (p.pp_schedule == PipelineSchedule::kDualPipe) {
+      return fail_key(layout_key, "pipeline_layout is for the gpipe, 1f1b and interleaved "
+                                  "schedules (DualPipe places its own two chunks per stage)");
+    }
+    if (static_cast<int>(chunk.size()) != chunks) {
+      return fail_key(layout_key,
+                      str(chunk.size()) + " chunks, but pp " + str(p.pp) + " x virtual_stages " +
+                          str(p.virtual_stages) + " = " + str(chunks) + " model chunks run");
+    }
+    if (decoder != m.layers) {
+      return fail_key(layout_key, str(decoder) + " decoder layers (t), but the model has " +
+                                      str(m.layers));
+    }
+    if (p.layout.mtp_layers != m.mtp_layers) {
+      return fail_key(layout_key, str(p.layout.mtp_layers) +
+                                      " multi-token-prediction layers (m), but the model has " +
+                                      str(m.mtp_layers));
+    }
+    for (int s = 0; s < p.pp; ++s) {
+      int on_stage = 0;
+      for (int k = s; k < chunks; k += p.pp) on_stage += chunk[static_cast<size_t>(k)];
+      if (on_stage == 0) {
+        return fail_key(layout_key, "pipeline stage " + str(s) + " holds no decoder layer");
+      }
+    }
+  } else if (uneven) {
     const std::string key = cite(par + (p.first_stage_layers > 0 ? ".first_stage_layers"
                                                                  : ".last_stage_layers"),
                                  par);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "models/catalog.h"
+#include "models/pipeline_layout.h"
 #include "models/result.h"
 
 namespace clustersim::models {
@@ -140,6 +141,11 @@ struct ParallelismConfig {
   // split the remaining layers evenly.
   int first_stage_layers = 0;
   int last_stage_layers = 0;
+  // Megatron-Core's layout string (pipeline_model_parallel_layout, e.g. DeepSeek-V3's
+  // "Et*4|(t*4|)*14tmL" for 61 layers over 16 chunks) as given, and the layers of each model
+  // chunk it places (empty: not given, the even split or Llama 3's applies).
+  std::string pipeline_layout;
+  PipelineLayout layout;
   unsigned recompute_modules = kRecomputeCoreAttn;  // RecomputeModule bits, recompute: selective
   int gpus() const { return tp * pp * dp * cp; }
   bool operator==(const ParallelismConfig&) const = default;
@@ -253,6 +259,11 @@ struct FrameworkConfig {
   // fp4_param_gather, TE's fp8/fp4 model init): the working weights held and all-gathered in the
   // training precision's bytes (fp8 1, NVFP4 0.5625) instead of 2 (fp8 and fp4 training only).
   bool quantized_param_gather = false;
+  // Transformer Engine's fp8_dot_product_attention (framework.fp8_attention): the attention
+  // core's two matmuls in FP8 (cuDNN's FP8 fused attention), at the FP8 tensor peak, while the
+  // softmax's exponentials keep the special-function units' rate (compute_model.h,
+  // attention_time). Needs precision fp8.
+  bool fp8_attention = false;
   // Pipeline sends and receives posted ahead and waited on only where their data is needed,
   // so that they run beside the neighbouring chunks' compute (Megatron-Core's
   // overlap_p2p_comm, in its interleaved schedule). NeMo's MegatronCommOverlapCallback and

@@ -336,6 +336,44 @@ TEST_SUITE("models") {
     CHECK(rate(*find_gpu("a100-sxm-80gb"), false) == doctest::Approx(ramp * 0.60));
   }
 
+  TEST_CASE("compute: FP8 attention, its exponentials against twice faster matmuls") {
+    // Transformer Engine's FP8 attention: the 16-bit kernels' in-tile fraction of the fp8 peak,
+    // the exponentials at their own rate, so their exposed share counts with twice the tensor
+    // FLOPs per exponential. FlashAttention-3 (Shah et al. 2024, abstract): up to 740 TFLOP/s in
+    // FP16 and close to 1.2 PFLOP/s in FP8 on an H100, 1.6x, at its best shapes.
+    auto time = [](const GpuSpec& gpu, Precision p, double d, bool backward) {
+      const AttentionShape a{.batch = 1, .heads = 2048 / d, .kv_heads = 2048 / d, .head_dim = d,
+                             .q_tokens = 16384, .kv_tokens = 16384, .causal = true};
+      return attention_time(gpu, p, a, backward, default_compute_params(gpu)).time_s;
+    };
+    const GpuSpec& h100 = *find_gpu("h100-sxm");
+    const double fwd = 0.592 / 0.863, bwd = 0.556 / 0.863;
+    // Forward at head dim 128, by hand: bf16 at fwd; fp8 1 / (1 / fwd + 0.792 x (512 - 256) /
+    // 512) of twice the peak.
+    const double gain128 = time(h100, Precision::kBf16, 128, false) /
+                           time(h100, Precision::kFp8, 128, false);
+    CHECK(gain128 == doctest::Approx(2 / (fwd * (1 / fwd + 0.792 * 0.5))).epsilon(0.001));  // 1979 / 989
+    CHECK(gain128 == doctest::Approx(1.57).epsilon(0.01));
+    // At head dim 256 (FA3's widest) the exponentials weigh half: 1.73x, near FA3's 1.6x.
+    const double gain256 = time(h100, Precision::kBf16, 256, false) /
+                           time(h100, Precision::kFp8, 256, false);
+    CHECK(gain256 == doctest::Approx(1.73).epsilon(0.01));
+    CHECK(gain256 / 1.6 - 1 < 0.10);
+    // Backward: 10 x head_dim FLOPs per exponential.
+    CHECK(time(h100, Precision::kBf16, 128, true) / time(h100, Precision::kFp8, 128, true) ==
+          doctest::Approx(2 / (bwd * (1 / bwd + 2.20 * 0.2))).epsilon(0.001));
+    // Blackwell's exponentials already cost it at 16 bits; Blackwell Ultra's doubled ones make
+    // FP8 attention pay more there (why NVIDIA's DeepSeek-V3 recipes turn it on for GB300 and
+    // B300 and not for GB200).
+    auto gain = [&](const char* id) {
+      const GpuSpec& g = *find_gpu(id);
+      return time(g, Precision::kBf16, 128, false) / time(g, Precision::kFp8, 128, false);
+    };
+    CHECK(gain("gb200") == doctest::Approx(2 * (1 / fwd + 0.792 * 0.5) / (1 / fwd + 0.792 * 1.5)));
+    CHECK(gain("gb300") == doctest::Approx(gain128).epsilon(0.001));
+    CHECK(gain("gb300") > gain("gb200") * 1.1);
+  }
+
   TEST_CASE("compute: quantized GEMMs against bf16, call 8's fp8 and torchao's nvfp4 shapes") {
     // A tile's fixed time (gemm_k_overhead) is the same whatever the operands: at fp8's twice
     // faster peak it counts twice the reduction steps. Measured fp8 / bf16 rate on one H200

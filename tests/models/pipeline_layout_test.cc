@@ -1,11 +1,13 @@
 // Pipeline layouts beyond the even split: given first and last stages (Megatron-Core's
-// num_layers_in_first/last_pipeline_stage) and DeepSeek-V3's DualPipe schedule.
+// num_layers_in_first/last_pipeline_stage), Megatron-Core's layout strings and DeepSeek-V3's
+// DualPipe schedule.
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
 #include "models/layer_model.h"
+#include "models/pipeline_layout.h"
 #include "models/scenario.h"
 #include "models/step_model.h"
 #include "models/transformer_model.h"
@@ -255,5 +257,104 @@ TEST_SUITE("models") {
     w.global_batch = 1024;
     CHECK(memory_per_gpu(w).activations_bytes == doctest::Approx(128 * per_layer).epsilon(0.001));
   }
-}
 
+  TEST_CASE("pipeline layout strings: Megatron-Core's grammar") {
+    PipelineLayout l;
+    std::string why;
+    // Commas are cosmetic, groups and characters repeat.
+    REQUIRE(parse_pipeline_layout("Ettt,|(tt|)*29,tmL", &l, &why));
+    std::vector<int> chunks(31, 2);
+    chunks.front() = 3;
+    chunks.back() = 1;
+    CHECK(l.chunk_layers == chunks);
+    CHECK(l.mtp_layers == 1);
+    // Megatron-Core's own example (parse_str_to_list's docstring) gives its MTP layer a chunk
+    // of its own before the loss's: a standalone MTP stage, which the model does not have.
+    CHECK_FALSE(parse_pipeline_layout("Ettt|(tt|)*29,m|L", &l, &why));
+    CHECK(why.find("must sit in the last chunk") != std::string::npos);
+    // DeepSeek-V3's 61 layers over 16 chunks (Megatron-Bridge's (pp 4, vp 4) recipe layout).
+    REQUIRE(parse_pipeline_layout("Et*4|(t*4|)*14tmL", &l, &why));
+    std::vector<int> want(16, 4);
+    want.back() = 1;
+    CHECK(l.chunk_layers == want);
+    CHECK(l.mtp_layers == 1);
+    // Each refusal says why and leaves the output alone.
+    const PipelineLayout kept = l;
+    struct Bad {
+      const char* text;
+      const char* why;
+    };
+    for (const Bad& b : {Bad{"t*4|E|L", "embedding (E) must come first"},
+                         Bad{"Et*4|tt", "loss (L) must come last"},
+                         Bad{"EtLtL", "loss (L) must come last"},
+                         Bad{"Etmt|L", "decoder layer (t) after a multi-token"},
+                         Bad{"Etm|tL", "decoder layer (t) after a multi-token"},
+                         Bad{"Et|m|L", "must sit in the last chunk"},
+                         Bad{"Etx|L", "unknown layer 'x'"},
+                         Bad{"E((t)*2)*2|L", "nested parentheses"},
+                         Bad{"E(t*2|L", "is not closed"},
+                         Bad{"Et)*2|L", "has no '('"},
+                         Bad{"E*|tL", "needs a count"},
+                         Bad{"*2Et|L", "follows nothing"},
+                         Bad{"E(t|)*99999999L", "too large"},
+                         Bad{"E(t*1000|)*10000L", "expands to more than"}}) {
+      INFO(b.text);
+      why.clear();
+      CHECK_FALSE(parse_pipeline_layout(b.text, &l, &why));
+      CHECK(why.find(b.why) != std::string::npos);
+      CHECK(l == kept);
+    }
+  }
+
+  TEST_CASE("pipeline layout strings: DeepSeek-V3's 61 layers in the interleaved schedule") {
+    // Megatron-Bridge's DeepSeek-V3 recipe on pp 4 x vp 4: chunk c on stage c mod 4, so stages
+    // 0-2 hold 4 x 4 = 16 layers and stage 3 three chunks of 4, one of 1, and the MTP layer.
+    auto s = load(deepseek("    {tp: 1, pp: 4, dp: 128, ep: 64, zero: 1, pp_schedule: interleaved, "
+                           "virtual_stages: 4, pipeline_layout: \"Et*4|(t*4|)*14tmL\"}\n"));
+    INFO((s.ok() ? std::string() : s.message()));
+    REQUIRE(s.ok());
+    const WorkloadConfig& w = s->workload;
+    CHECK(layers_of_stages(w) == std::vector<int>{16, 16, 16, 13 + 1});
+    CHECK(layers_of_chunks(w, 0) == std::vector<int>{4, 4, 4, 4});
+    CHECK(layers_of_chunks(w, 3) == std::vector<int>{4, 4, 4, 1 + 1});
+    // The 3 dense layers are model chunk 0's, on stage 0; every other layer is a MoE layer.
+    CHECK(moe_layers_of_stages(w) == std::vector<int>{13, 16, 16, 14});
+    // The same numbers on pp 2 x vp 8 (the GB300 recipe): stages of 32 and 29 + 1.
+    auto two = load(deepseek("    {tp: 1, pp: 2, dp: 256, ep: 64, zero: 1, pp_schedule: interleaved, "
+                             "virtual_stages: 8, pipeline_layout: \"Et*4|(t*4|)*14tmL\"}\n"));
+    REQUIRE(two.ok());
+    CHECK(layers_of_stages(two->workload) == std::vector<int>{32, 29 + 1});
+    // A 1F1B layout string: one chunk a stage.
+    auto plain = load(deepseek("    {tp: 1, pp: 4, dp: 128, ep: 64, zero: 1, "
+                               "pipeline_layout: \"Et*16|t*16|t*16|t*13mL\"}\n"));
+    REQUIRE(plain.ok());
+    CHECK(layers_of_stages(plain->workload) == std::vector<int>{16, 16, 16, 14});
+  }
+
+  TEST_CASE("pipeline layout strings: what the loader refuses, at the key") {
+    struct Bad {
+      std::string parallelism;
+      const char* why;
+    };
+    const std::string il = "pp_schedule: interleaved, virtual_stages: 4, ";
+    for (const Bad& b :
+         {Bad{il + "pipeline_layout: \"Et*4|(t*4|)*13tmL\"", "15 chunks, but pp 4 x virtual_stages 4"},
+          Bad{il + "pipeline_layout: \"Et*4|(t*4|)*14ttmL\"", "62 decoder layers (t), but the model has 61"},
+          Bad{il + "pipeline_layout: \"Et*4|(t*4|)*14tL\"", "0 multi-token-prediction layers (m), but the model has 1"},
+          Bad{il + "pipeline_layout: \"Et*4|(t*4|)*14tmL\", first_stage_layers: 16, last_stage_layers: 13",
+              "either pipeline_layout or first_stage_layers"},
+          Bad{"pipeline_layout: \"Et*20|t*41|mL|\"", "must come last"},
+          Bad{"pipeline_layout: \"Et*31|t*30||mL\"", "pipeline stage 2 holds no decoder layer"},
+          Bad{"pipeline_layout: \"Et*30|t*31|tm|L\"", "must sit in the last chunk"},
+          Bad{"pipeline_layout: \"E|t*31|t*29|tmL\"", "pipeline stage 0 holds no decoder layer"},
+          Bad{"pp_schedule: dualpipe, pipeline_layout: \"Et*16|t*16|t*16|t*13mL\"",
+              "DualPipe places its own"}}) {
+      INFO(b.parallelism);
+      auto s = load(deepseek("    {tp: 1, pp: 4, dp: 128, ep: 64, zero: 1, " + b.parallelism + "}\n"));
+      REQUIRE_FALSE(s.ok());
+      CHECK(s.message().find("pp.yaml:") == 0);
+      CHECK(s.message().find("pipeline_layout") != std::string::npos);
+      CHECK(s.message().find(b.why) != std::string::npos);
+    }
+  }
+}

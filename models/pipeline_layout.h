@@ -1,0 +1,30 @@
+// Megatron-Core's pipeline layout string (--pipeline-model-parallel-layout,
+// PipelineParallelLayerLayout in megatron/core/transformer/pipeline_parallel_layer_layout.py):
+// which layers each model chunk holds, for layouts that no even split gives (DeepSeek-V3's 61
+// layers over 16 chunks: "Et*4|(t*4|)*14tmL").
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace clustersim::models {
+
+// A parsed layout: the decoder layers of each model chunk in model order (chunk i runs on
+// pipeline stage i mod pp as its virtual stage i / pp), and the multi-token-prediction layers,
+// all in the last chunk.
+struct PipelineLayout {
+  std::vector<int> chunk_layers;
+  int mtp_layers = 0;
+  bool operator==(const PipelineLayout&) const = default;
+};
+
+// Parses Megatron-Core's grammar: commas are cosmetic; "(...)*n" repeats a group (no nesting)
+// and "x*n" one character; "|" ends a chunk; E is the embedding, t a decoder layer, m a
+// multi-token-prediction layer, L the output head and loss. As Megatron-Core checks it: E once,
+// first, and L once, last; no decoder layer after an m. Beyond it: every m in the last chunk
+// (Megatron's standalone MTP stage is not modelled). On bad input returns false with `error`
+// saying why; `out` is left as it was.
+bool parse_pipeline_layout(std::string_view text, PipelineLayout* out, std::string* error);
+
+}  // namespace clustersim::models
