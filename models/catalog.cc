@@ -619,6 +619,27 @@ std::vector<SwitchSpec> make_switches() {
   };
 }
 
+// gpt-oss (both sizes): residual width 2880, 64 query heads of 64 and 8 KV heads, experts of
+// 2880 (SwiGLU), top 4, a 128-token window on every other layer, vocabulary 201,088.
+ModelSpec gpt_oss(const char* id, int layers, int experts, const char* source) {
+  ModelSpec m{.id = id,
+              .name = id,
+              .layers = layers,
+              .hidden = 2880,
+              .heads = 64,
+              .kv_heads = 8,
+              .ffn_hidden = 2880,
+              .vocab = 201088,
+              .gated_ffn = true,
+              .tied_embeddings = false,
+              .head_dim_override = 64,
+              .moe = {.experts = experts, .top_k = 4, .expert_ffn_hidden = 2880},
+              .sliding_window = 128,
+              .sliding_window_layers = layers / 2,
+              .source = source};
+  return m;
+}
+
 std::vector<ModelSpec> make_models() {
   return {
       {.id = "gpt2-124m",
@@ -811,6 +832,16 @@ std::vector<ModelSpec> make_models() {
        .source = "Qwen Team 2025, 'Qwen3 Technical Report' Table 2 (48 layers, 32 Q / 4 KV heads "
                  "of 128, 128 experts, 8 activated; 30.5B total, 3.3B activated); Hugging Face "
                  "Qwen/Qwen3-30B-A3B config.json (hidden 2048, moe_intermediate_size 768)"},
+      gpt_oss("gpt-oss-120b", 36, 128,
+              "OpenAI 2025, 'gpt-oss-120b & gpt-oss-20b Model Card', Table 1 and sec. 2.1 (36 "
+              "layers, residual width 2880, 128 experts, top 4; 64 query heads of 64, 8 KV "
+              "heads; attention alternating between a 128-token band and dense; 116.8B total, "
+              "5.1B active); Hugging Face openai/gpt-oss-120b config.json (intermediate_size "
+              "2880, vocab_size 201088, sliding_window 128, layer_types)"),
+      gpt_oss("gpt-oss-20b", 24, 32,
+              "OpenAI 2025, 'gpt-oss-120b & gpt-oss-20b Model Card', Table 1 (24 layers, 32 "
+              "experts, top 4; 20.9B total, 3.6B active; otherwise as gpt-oss-120b); Hugging "
+              "Face openai/gpt-oss-20b config.json"),
       {.id = "kimi-k2",
        .name = "Kimi K2",
        .layers = 61,

@@ -173,6 +173,12 @@ struct ModelSpec {
   // output head and the loss. Timed, and held, on the last stage; not in the model's parameter
   // count (DeepSeek-V3's 671B excludes its 14B MTP module).
   int mtp_layers = 0;
+  // Sliding-window attention: sliding_window_layers of the layers let each query see only the
+  // sliding_window tokens before it (itself included); the rest attend to the whole causal
+  // prefix. gpt-oss: 18 of 36 layers, 128 tokens (alternating); Mistral 7B: every layer, 4096.
+  // 0: none.
+  int sliding_window = 0;
+  int sliding_window_layers = 0;
   std::string source;
 
   // Attention geometry: a query (and key) head's dimension, a value head's, the widths of all
@@ -187,6 +193,11 @@ struct ModelSpec {
   double up_width(double ffn) const { return (gated_ffn ? 2.0 : 1.0) * ffn; }
   // Layers whose MLP is a mixture of experts.
   int moe_layers() const { return moe.enabled() ? std::max(0, layers - moe.dense_layers) : 0; }
+  // The share of the layers whose attention is windowed, and the keys a query of a windowed
+  // layer sees at most.
+  double windowed_share() const {
+    return sliding_window > 0 && layers > 0 ? double(sliding_window_layers) / layers : 0;
+  }
 };
 
 const std::vector<GpuSpec>& gpu_catalog();

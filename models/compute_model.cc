@@ -230,7 +230,8 @@ double gemm_shape_efficiency(const GpuSpec& gpu, const GemmShape& shape,
 }
 
 double AttentionShape::forward_flops() const {
-  return 2 * 2 * batch * heads * q_tokens * kv_tokens * head_dim * (causal ? 0.5 : 1.0);
+  return 2 * 2 * batch * heads * q_tokens * keys_per_query() * head_dim *
+         (causal && !windowed() ? 0.5 : 1.0);
 }
 
 KernelTime gemm_time(const GpuSpec& gpu, Precision precision, const GemmShape& shape,
@@ -292,7 +293,8 @@ KernelTime attention_time(const GpuSpec& gpu, Precision precision, const Attenti
       (backward ? params.attention_bwd_max_efficiency : params.attention_fwd_max_efficiency) *
       attention_head_dim_factor(gpu, shape.head_dim, backward, tensor_rate, params);
   const double efficiency =
-      ceiling * shape.kv_tokens / (shape.kv_tokens + params.attention_half_efficiency_kv_tokens);
+      ceiling * shape.keys_per_query() /
+      (shape.keys_per_query() + params.attention_half_efficiency_kv_tokens);
   // Q and O (query heads), K and V (kv heads) read once, O written; backward moves each twice
   // (inputs and their gradients).
   const double elements = shape.batch * shape.head_dim *

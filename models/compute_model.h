@@ -291,7 +291,14 @@ struct AttentionShape {
   double q_tokens = 0;
   double kv_tokens = 0;
   bool causal = true;
-  // QK^T and AV: 2 matmuls of 2 * q * kv * head_dim FLOPs per head (halved when causal).
+  // Sliding-window attention: each query sees at most this many keys (0: all of them).
+  double window = 0;
+  // The keys a query sees: kv_tokens, or the window when it is shorter (each query of a long
+  // sequence then sees the whole window: the first window's partial ones are not counted apart).
+  double keys_per_query() const { return window > 0 && window < kv_tokens ? window : kv_tokens; }
+  bool windowed() const { return window > 0 && window < kv_tokens; }
+  // QK^T and AV: 2 matmuls of 2 * q * keys * head_dim FLOPs per head (halved when causal and
+  // not windowed).
   double forward_flops() const;
 };
 

@@ -285,6 +285,18 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     const ComputeParams kernel = attention_kernel_params(params, w.framework.attention);
     out.attention_forward_s = par.cp * attention_time(gpu, pa, a, false, kernel).time_s;
     out.attention_backward_s = par.cp * attention_time(gpu, pa, a, true, kernel).time_s;
+    // Sliding-window layers: each query against the window's keys, at the kernel's rate for
+    // keys that few (the sequence's K and V still read whole); the layer's time is the mean over
+    // the windowed and the full layers.
+    const double share = m.windowed_share();
+    if (share > 0 && m.sliding_window < a.kv_tokens) {
+      AttentionShape win = a;
+      win.window = m.sliding_window;
+      const double fwd = par.cp * attention_time(gpu, pa, win, false, kernel).time_s;
+      const double bwd = par.cp * attention_time(gpu, pa, win, true, kernel).time_s;
+      out.attention_forward_s = (1 - share) * out.attention_forward_s + share * fwd;
+      out.attention_backward_s = (1 - share) * out.attention_backward_s + share * bwd;
+    }
   } else {
     unfused_attention(gpu, w, params, heads_local, head_dim, &out);
   }

@@ -140,7 +140,7 @@ constexpr std::string_view kWorkloadKeys[] = {
     "model",   "layers",    "hidden",       "heads",       "kv_heads",  "ffn_hidden",
     "vocab",   "gated_ffn", "tied_embeddings", "linear_biases", "normalization",
     "position_embedding",
-    "head_dim", "mla", "moe", "mtp_layers",
+    "head_dim", "mla", "moe", "mtp_layers", "sliding_window", "sliding_window_layers",
     "seq_len", "global_batch", "micro_batch", "precision", "dropout", "framework",
     "parallelism", "train_tokens"};
 constexpr std::string_view kMlaKeys[] = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
@@ -1004,6 +1004,26 @@ bool Loader::load_model(const YAML::Node& node) {
   if (!dim("head_dim", &m.head_dim_override)) return false;
   if (node["mtp_layers"].IsDefined()) overridden.emplace_back("mtp_layers");
   if (!read_int(node, path, "mtp_layers", 0, &m.mtp_layers)) return false;
+  for (auto key : {"sliding_window", "sliding_window_layers"}) {
+    if (node[key].IsDefined()) overridden.emplace_back(key);
+  }
+  if (!read_int(node, path, "sliding_window", 0, &m.sliding_window) ||
+      !read_int(node, path, "sliding_window_layers", 0, &m.sliding_window_layers)) {
+    return false;
+  }
+  if (node["sliding_window"].IsDefined() && !node["sliding_window_layers"].IsDefined() &&
+      m.sliding_window > 0 && m.sliding_window_layers == 0) {
+    m.sliding_window_layers = m.layers;  // a window on every layer unless said otherwise
+  }
+  if (m.sliding_window_layers > m.layers) {
+    return fail(node["sliding_window_layers"], child(path, "sliding_window_layers"),
+                "at most the model's " + std::to_string(m.layers) + " layers, got " +
+                    std::to_string(m.sliding_window_layers));
+  }
+  if (m.sliding_window_layers > 0 && m.sliding_window == 0) {
+    return fail(node["sliding_window_layers"], child(path, "sliding_window_layers"),
+                "needs sliding_window (the tokens a query of those layers sees)");
+  }
   // Multi-head latent attention and the experts: maps of their own; each key given overrides
   // the preset's.
   const YAML::Node mla = node["mla"];

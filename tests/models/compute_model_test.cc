@@ -374,6 +374,29 @@ TEST_SUITE("models") {
     CHECK(gain("gb300") > gain("gb200") * 1.1);
   }
 
+  TEST_CASE("compute: sliding-window attention, each query against the window's keys") {
+    const GpuSpec& h100 = *find_gpu("h100-sxm");
+    const ComputeParams p = default_compute_params(h100);
+    AttentionShape full{.batch = 1, .heads = 64, .kv_heads = 8, .head_dim = 64,
+                        .q_tokens = 4096, .kv_tokens = 4096, .causal = true};
+    AttentionShape win = full;
+    win.window = 128;
+    // 4 x q x window x d per head (every query of a long sequence sees the whole window).
+    CHECK(win.forward_flops() == doctest::Approx(4.0 * 64 * 4096 * 128 * 64));
+    CHECK(full.forward_flops() == doctest::Approx(4.0 * 64 * 4096 * 2048 * 64));
+    // The kernel's rate ramps with the keys a query sees: 128 / (128 + 512) of its ceiling.
+    const auto kw = attention_time(h100, Precision::kBf16, win, false, p);
+    const auto kf = attention_time(h100, Precision::kBf16, full, false, p);
+    CHECK(kw.efficiency / kf.efficiency ==
+          doctest::Approx((128.0 / 640) / (4096.0 / (4096 + 512))).epsilon(1e-6));
+    CHECK(kw.time_s < kf.time_s);
+    // A window no shorter than the keys is no window.
+    AttentionShape wide = full;
+    wide.window = 4096;
+    CHECK(attention_time(h100, Precision::kBf16, wide, false, p).time_s ==
+          doctest::Approx(kf.time_s));
+  }
+
   TEST_CASE("compute: quantized GEMMs against bf16, call 8's fp8 and torchao's nvfp4 shapes") {
     // A tile's fixed time (gemm_k_overhead) is the same whatever the operands: at fp8's twice
     // faster peak it counts twice the reduction steps. Measured fp8 / bf16 rate on one H200

@@ -300,6 +300,28 @@ TEST_SUITE("models") {
     CHECK(d.active() == d.total());
   }
 
+  TEST_CASE("transformer: gpt-oss's sliding window, 128 keys on half the layers") {
+    const ModelSpec& m = preset("gpt-oss-120b");
+    const auto pc = count_parameters(m);
+    // The model card's 116.83B total (OpenAI 2025, Table 1).
+    CHECK(pc.total() == doctest::Approx(116.83e9).epsilon(0.001));
+    // Per token and layer: 2 x 64 heads x (64 + 64) FLOPs per key; 18 dense layers see half of
+    // 4096 keys (causal), 18 windowed ones 128.
+    const double per_key = 2.0 * 64 * (64 + 64);
+    const auto f = flops_per_token(m, 4096);
+    CHECK(f.attention_forward == doctest::Approx(per_key * (18 * 2048 + 18 * 128)));
+    CHECK(flops_per_token(m, 4096, false).attention_forward ==
+          doctest::Approx(per_key * (18 * 4096 + 18 * 128)));
+    // A window as long as the sequence changes nothing.
+    ModelSpec wide = m;
+    wide.sliding_window = 4096;
+    ModelSpec none = m;
+    none.sliding_window = 0;
+    none.sliding_window_layers = 0;
+    CHECK(flops_per_token(wide, 4096).attention_forward ==
+          doctest::Approx(flops_per_token(none, 4096).attention_forward));
+  }
+
   TEST_CASE("transformer: 6N FLOPs plus attention") {
     const ModelSpec& m = preset("llama3-8b");
     const auto pc = count_parameters(m);
