@@ -245,4 +245,10 @@ grep -qF "This layout ran as published (llama3-paper): it fits only with what th
   "$tmp/l3.txt" || fail "no published-layout note in: $(grep -F 'FIT' "$tmp/l3.txt")"
 grep -qF "Meta's pipeline schedule" "$tmp/l3.txt" || fail "the note lacks the run's not_modelled"
 grep -qF "This layout ran as published" "$tmp/pt.txt" && fail "the published-layout note printed for a run that fits"
+# A Megatron-Core layout string is echoed on the parallel line.
+"$bin" plan "$src/scenarios/published/nvidia-moe/mbridge-26.08-gb200-deepseek-v3-256gpu-mxfp8.yaml" \
+  --engine analytic >"$tmp/layout.txt" 2>&1 || fail "plan of the DeepSeek-V3 layout row exited $?"
+grep -qF "pp 4 interleaved x4 (layout Et*4|(t*4|)*14tmL)" "$tmp/layout.txt" ||
+  fail "no layout on the parallel line: $(grep -F 'parallel' "$tmp/layout.txt")"
+grep -qF "(layout " "$tmp/pt.txt" && fail "a layout printed for a run without one"
 finish plan_cli
