@@ -8,6 +8,7 @@
 
 #include "models/cost_model.h"
 #include "models/integer_math.h"
+#include "models/pipeline_layout.h"
 #include "models/transformer_model.h"
 
 namespace clustersim::models {
@@ -136,6 +137,15 @@ void for_each_layout(const Scenario& base, const SearchSpace& space, Visit&& vis
                 p.pp_schedule = sched.kind;
                 p.virtual_stages = sched.virtual_stages;
                 probe.workload.micro_batch = mb;
+                // A model whose layers split over no pipeline of pp stages (DeepSeek-V3's 61)
+                // gets Megatron-Core's layout string with the remainder on the first chunks.
+                const int layers = w.model.layers, chunks = pp * sched.virtual_stages;
+                if (pp > 1 && layers % pp != 0 && (layers + 2) % pp != 0 && chunks <= layers) {
+                  p.pipeline_layout =
+                      balanced_pipeline_layout(layers, chunks, w.model.mtp_layers);
+                  std::string unused;
+                  if (!parse_pipeline_layout(p.pipeline_layout, &p.layout, &unused)) continue;
+                }
                 if (!check_parallelism(probe).ok()) continue;
                 for (int zero : zero_stages) {
                   for (Recompute rc : space.recompute) {

@@ -1,5 +1,6 @@
 #include "models/pipeline_layout.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstddef>
 #include <utility>
@@ -152,6 +153,15 @@ bool parse_pipeline_layout(std::string_view text, PipelineLayout* out, std::stri
   }
   *out = std::move(layout);
   return true;
+}
+
+std::string balanced_pipeline_layout(int layers, int chunks, int mtp_layers) {
+  std::string s = "E";
+  for (int c = 0; c < chunks; ++c) {
+    if (c > 0) s += "|";
+    s += "t*" + std::to_string(layers / chunks + (c < layers % chunks ? 1 : 0));
+  }
+  return s + std::string(static_cast<size_t>(std::max(0, mtp_layers)), 'm') + "L";
 }
 
 }  // namespace clustersim::models

@@ -27,4 +27,11 @@ struct PipelineLayout {
 // saying why; `out` is left as it was.
 bool parse_pipeline_layout(std::string_view text, PipelineLayout* out, std::string* error);
 
+// A layout string for `layers` decoder layers over `chunks` model chunks when no even split
+// exists (DeepSeek-V3's 61 layers): layers / chunks each, the remainder one more on each of the
+// first chunks (the embedding's side: the last carries the output head, the loss and the
+// `mtp_layers` multi-token-prediction layers). E.g. 61 over 4: "Et*16|t*15|t*15|t*15mL".
+// REQUIRES: 1 <= chunks <= layers, mtp_layers >= 0.
+std::string balanced_pipeline_layout(int layers, int chunks, int mtp_layers);
+
 }  // namespace clustersim::models

@@ -31,7 +31,7 @@ Scenario load(const std::string& name, const std::vector<ScenarioOverride>& over
 std::vector<ScenarioOverride> overrides_for(const Layout& l) {
   const ParallelismConfig& p = l.parallelism;
   const std::string par = "workload.parallelism.";
-  return {{par + "tp", std::to_string(p.tp)},
+  std::vector<ScenarioOverride> out = {{par + "tp", std::to_string(p.tp)},
           {par + "pp", std::to_string(p.pp)},
           {par + "dp", std::to_string(p.dp)},
           {par + "cp", std::to_string(p.cp)},
@@ -42,6 +42,9 @@ std::vector<ScenarioOverride> overrides_for(const Layout& l) {
           {par + "virtual_stages", std::to_string(p.virtual_stages)},
           {par + "ep", std::to_string(p.ep)},
           {"workload.micro_batch", std::to_string(l.micro_batch)}};
+  // A layout string where no even split exists (80 layers on pp 32).
+  if (!p.pipeline_layout.empty()) out.push_back({par + "pipeline_layout", p.pipeline_layout});
+  return out;
 }
 
 auto key(const Layout& l) {

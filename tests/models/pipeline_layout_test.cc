@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/layer_model.h"
+#include "models/parallelism_search.h"
 #include "models/pipeline_layout.h"
 #include "models/scenario.h"
 #include "models/step_model.h"
@@ -356,5 +357,37 @@ TEST_SUITE("models") {
       CHECK(s.message().find("pipeline_layout") != std::string::npos);
       CHECK(s.message().find(b.why) != std::string::npos);
     }
+  }
+
+  TEST_CASE("pipeline layout strings: balanced ones for layers no pipeline splits evenly") {
+    // 61 over 4 chunks: 16 on the first, 15 on the others; the MTP layer and the loss last.
+    CHECK(balanced_pipeline_layout(61, 4, 1) == "Et*16|t*15|t*15|t*15mL");
+    PipelineLayout l;
+    std::string why;
+    REQUIRE(parse_pipeline_layout(balanced_pipeline_layout(61, 16, 1), &l, &why));
+    std::vector<int> want(16, 3);
+    for (int c = 0; c < 13; ++c) want[static_cast<size_t>(c)] = 4;  // 61 = 16 x 3 + 13
+    CHECK(l.chunk_layers == want);
+    CHECK(l.mtp_layers == 1);
+    CHECK(balanced_pipeline_layout(7, 7, 0) == "Et*1|t*1|t*1|t*1|t*1|t*1|t*1L");
+    // The search gives DeepSeek-V3 (61 layers: no even split for any pp > 1) pipelines with one,
+    // each accepted by the loader; without them it had none.
+    const Scenario base = load(deepseek("    {tp: 1, pp: 16, dp: 32, ep: 32, zero: 1, "
+                                        "first_stage_layers: 3, last_stage_layers: 2}\n")).value();
+    SearchSpace space;
+    space.max_virtual_stages = 2;
+    int piped = 0;
+    for (const Layout& layout : enumerate_layouts(base, space)) {
+      const ParallelismConfig& p = layout.parallelism;
+      if (p.pp == 1) {
+        CHECK(p.pipeline_layout.empty());
+        continue;
+      }
+      ++piped;
+      REQUIRE_FALSE(p.pipeline_layout.empty());
+      CHECK(p.layout.chunk_layers.size() == static_cast<size_t>(p.pp * p.virtual_stages));
+      CHECK(check_parallelism(with_layout(base, layout)).ok());
+    }
+    CHECK(piped > 0);
   }
 }
