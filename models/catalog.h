@@ -193,8 +193,7 @@ struct ModelSpec {
   double up_width(double ffn) const { return (gated_ffn ? 2.0 : 1.0) * ffn; }
   // Layers whose MLP is a mixture of experts.
   int moe_layers() const { return moe.enabled() ? std::max(0, layers - moe.dense_layers) : 0; }
-  // The share of the layers whose attention is windowed, and the keys a query of a windowed
-  // layer sees at most.
+  // The share of the layers whose attention is windowed (0 without a window).
   double windowed_share() const {
     return sliding_window > 0 && layers > 0 ? double(sliding_window_layers) / layers : 0;
   }

@@ -229,9 +229,14 @@ double gemm_shape_efficiency(const GpuSpec& gpu, const GemmShape& shape,
   return best;
 }
 
+double attention_keys_per_query(double keys, double window, bool causal) {
+  const double full = causal ? 0.5 * keys : keys;
+  return window > 0 ? std::min(window, full) : full;
+}
+
 double AttentionShape::forward_flops() const {
-  return 2 * 2 * batch * heads * q_tokens * keys_per_query() * head_dim *
-         (causal && !windowed() ? 0.5 : 1.0);
+  return 2 * 2 * batch * heads * q_tokens * attention_keys_per_query(kv_tokens, window, causal) *
+         head_dim;
 }
 
 KernelTime gemm_time(const GpuSpec& gpu, Precision precision, const GemmShape& shape,
@@ -293,8 +298,7 @@ KernelTime attention_time(const GpuSpec& gpu, Precision precision, const Attenti
       (backward ? params.attention_bwd_max_efficiency : params.attention_fwd_max_efficiency) *
       attention_head_dim_factor(gpu, shape.head_dim, backward, tensor_rate, params);
   const double efficiency =
-      ceiling * shape.keys_per_query() /
-      (shape.keys_per_query() + params.attention_half_efficiency_kv_tokens);
+      ceiling * shape.key_span() / (shape.key_span() + params.attention_half_efficiency_kv_tokens);
   // Q and O (query heads), K and V (kv heads) read once, O written; backward moves each twice
   // (inputs and their gradients).
   const double elements = shape.batch * shape.head_dim *

@@ -293,14 +293,19 @@ struct AttentionShape {
   bool causal = true;
   // Sliding-window attention: each query sees at most this many keys (0: all of them).
   double window = 0;
-  // The keys a query sees: kv_tokens, or the window when it is shorter (each query of a long
-  // sequence then sees the whole window: the first window's partial ones are not counted apart).
-  double keys_per_query() const { return window > 0 && window < kv_tokens ? window : kv_tokens; }
-  bool windowed() const { return window > 0 && window < kv_tokens; }
-  // QK^T and AV: 2 matmuls of 2 * q * keys * head_dim FLOPs per head (halved when causal and
-  // not windowed).
+  // The keys a query's row of scores spans, what the kernel's rate ramps with: kv_tokens, or
+  // the window when it is shorter.
+  double key_span() const { return window > 0 && window < kv_tokens ? window : kv_tokens; }
+  // QK^T and AV: 2 matmuls of 2 * q * head_dim FLOPs per head for each key a query sees
+  // (attention_keys_per_query).
   double forward_flops() const;
 };
+
+// The keys a query's scores are computed against, on average over a sequence of `keys`: all of
+// them, half when causal; with a sliding window (tokens, 0: none) at most the window (each
+// query of a long sequence sees the whole window; the first window's shorter rows are not
+// counted apart). The one count of attention's FLOPs: kernel times and the FLOPs per token.
+double attention_keys_per_query(double keys, double window, bool causal);
 
 struct KernelTime {
   double time_s = 0;

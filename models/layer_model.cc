@@ -75,7 +75,7 @@ void unfused_attention(const GpuSpec& gpu, const WorkloadConfig& w, const Comput
 
 // Llama 3's layout: (layers + 2) slots over pp x v chunks where the layers alone do not split.
 bool embedding_and_head_take_slots(const WorkloadConfig& w) {
-  if (!w.parallelism.layout.chunk_layers.empty()) return false;  // the layout places them
+  if (w.parallelism.layout.given()) return false;  // the layout places them
   const int slots = std::max(1, w.parallelism.pp) * chunks_per_stage(w);
   return w.model.layers % slots != 0 && (w.model.layers + 2) % slots == 0;
 }
@@ -289,7 +289,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     // keys that few (the sequence's K and V still read whole); the layer's time is the mean over
     // the windowed and the full layers.
     const double share = m.windowed_share();
-    if (share > 0 && m.sliding_window < a.kv_tokens) {
+    if (share > 0) {  // a window no shorter than the sequence times as the full layers
       AttentionShape win = a;
       win.window = m.sliding_window;
       const double fwd = par.cp * attention_time(gpu, pa, win, false, kernel).time_s;
@@ -523,7 +523,7 @@ std::vector<int> layers_of_stages(const WorkloadConfig& w) {
   const int layers = w.model.layers;
   std::vector<int> out(static_cast<size_t>(pp), 0);
   const auto& par = w.parallelism;
-  if (!par.layout.chunk_layers.empty()) {
+  if (par.layout.given()) {
     // Megatron-Core's layout: model chunk c x pp + s on stage s (the loader checked the count).
     const std::vector<int>& chunk = par.layout.chunk_layers;
     for (size_t c = 0; c < chunk.size(); ++c) out[c % static_cast<size_t>(pp)] += chunk[c];
@@ -551,7 +551,7 @@ std::vector<int> layers_of_chunks(const WorkloadConfig& w, int stage) {
   const int v = chunks_per_stage(w);
   const int stage_layers = layers_of_stages(w)[static_cast<size_t>(stage)];
   std::vector<int> out(static_cast<size_t>(v), 0);
-  if (!w.parallelism.layout.chunk_layers.empty()) {
+  if (w.parallelism.layout.given()) {
     const std::vector<int>& chunk = w.parallelism.layout.chunk_layers;
     for (int c = 0; c < v; ++c) out[static_cast<size_t>(c)] = chunk[static_cast<size_t>(c * pp + stage)];
     if (stage == pp - 1) out.back() += w.model.mtp_layers;

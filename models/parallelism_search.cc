@@ -141,10 +141,11 @@ void for_each_layout(const Scenario& base, const SearchSpace& space, Visit&& vis
                 // gets Megatron-Core's layout string with the remainder on the first chunks.
                 const int layers = w.model.layers, chunks = pp * sched.virtual_stages;
                 if (pp > 1 && layers % pp != 0 && (layers + 2) % pp != 0 && chunks <= layers) {
-                  p.pipeline_layout =
+                  const std::string text =
                       balanced_pipeline_layout(layers, chunks, w.model.mtp_layers);
-                  std::string unused;
-                  if (!parse_pipeline_layout(p.pipeline_layout, &p.layout, &unused)) continue;
+                  std::string why;
+                  const bool parsed = parse_pipeline_layout(text, &p.layout, &why);
+                  CS_ASSERT(parsed, why.c_str());
                 }
                 if (!check_parallelism(probe).ok()) continue;
                 for (int zero : zero_stages) {

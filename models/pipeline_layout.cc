@@ -96,6 +96,7 @@ bool parse_pipeline_layout(std::string_view text, PipelineLayout* out, std::stri
   std::string flat;
   if (!expand(text, &flat, error)) return false;
   PipelineLayout layout;
+  layout.text = std::string(text);
   layout.chunk_layers.push_back(0);
   int embeddings = 0, losses = 0;
   bool mtp_seen = false;

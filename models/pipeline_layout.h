@@ -10,12 +10,14 @@
 
 namespace clustersim::models {
 
-// A parsed layout: the decoder layers of each model chunk in model order (chunk i runs on
-// pipeline stage i mod pp as its virtual stage i / pp), and the multi-token-prediction layers,
-// all in the last chunk.
+// A parsed layout: the string as given, the decoder layers of each model chunk in model order
+// (chunk i runs on pipeline stage i mod pp as its virtual stage i / pp), and the
+// multi-token-prediction layers, all in the last chunk. Empty: no layout given.
 struct PipelineLayout {
+  std::string text;
   std::vector<int> chunk_layers;
   int mtp_layers = 0;
+  bool given() const { return !chunk_layers.empty(); }
   bool operator==(const PipelineLayout&) const = default;
 };
 

@@ -1016,9 +1016,15 @@ bool Loader::load_model(const YAML::Node& node) {
     m.sliding_window_layers = m.layers;  // a window on every layer unless said otherwise
   }
   if (m.sliding_window_layers > m.layers) {
-    return fail(node["sliding_window_layers"], child(path, "sliding_window_layers"),
+    // Given here, or the preset's count against fewer layers given here.
+    const char* key =
+        node["sliding_window_layers"].IsDefined() ? "sliding_window_layers" : "layers";
+    return fail(node[key], child(path, key),
                 "at most the model's " + std::to_string(m.layers) + " layers, got " +
-                    std::to_string(m.sliding_window_layers));
+                    std::to_string(m.sliding_window_layers) + " windowed ones" +
+                    (key == std::string_view("layers")
+                         ? " from " + m.id + ": give sliding_window_layers"
+                         : std::string()));
   }
   if (m.sliding_window_layers > 0 && m.sliding_window == 0) {
     return fail(node["sliding_window_layers"], child(path, "sliding_window_layers"),
@@ -1122,13 +1128,14 @@ bool Loader::load_parallelism(const YAML::Node& node, const std::string& path) {
       !read_int(node, path, "virtual_stages", 1, &p.virtual_stages) ||
       !read_int(node, path, "ep", 1, &p.ep) || !read_int(node, path, "etp", 1, &p.etp) ||
       !read_int(node, path, "first_stage_layers", 1, &p.first_stage_layers) ||
-      !read_int(node, path, "last_stage_layers", 1, &p.last_stage_layers) ||
-      !read_string(node, path, "pipeline_layout", &p.pipeline_layout)) {
+      !read_int(node, path, "last_stage_layers", 1, &p.last_stage_layers)) {
     return false;
   }
-  if (!p.pipeline_layout.empty()) {
+  std::string layout_text;
+  if (!read_string(node, path, "pipeline_layout", &layout_text)) return false;
+  if (!layout_text.empty()) {
     std::string why;
-    if (!parse_pipeline_layout(p.pipeline_layout, &p.layout, &why)) {
+    if (!parse_pipeline_layout(layout_text, &p.layout, &why)) {
       return fail(node["pipeline_layout"], child(path, "pipeline_layout"), why);
     }
   }
@@ -1621,7 +1628,7 @@ Status check_parallelism(const Scenario& scenario) {
   const int chunks = p.pp * p.virtual_stages;
   const bool uneven = p.first_stage_layers > 0 || p.last_stage_layers > 0;
   const std::string layout_key = par + ".pipeline_layout";
-  if (!p.layout.chunk_layers.empty()) {
+  if (p.layout.given()) {
     // Megatron-Core's layout places every layer itself (PipelineParallelLayerLayout's checks).
     const std::vector<int>& chunk = p.layout.chunk_layers;
     int decoder = 0;

@@ -142,9 +142,8 @@ struct ParallelismConfig {
   int first_stage_layers = 0;
   int last_stage_layers = 0;
   // Megatron-Core's layout string (pipeline_model_parallel_layout, e.g. DeepSeek-V3's
-  // "Et*4|(t*4|)*14tmL" for 61 layers over 16 chunks) as given, and the layers of each model
-  // chunk it places (empty: not given, the even split or Llama 3's applies).
-  std::string pipeline_layout;
+  // "Et*4|(t*4|)*14tmL" for 61 layers over 16 chunks) and the layers of each model chunk it
+  // places (not given: the even split or Llama 3's applies).
   PipelineLayout layout;
   unsigned recompute_modules = kRecomputeCoreAttn;  // RecomputeModule bits, recompute: selective
   int gpus() const { return tp * pp * dp * cp; }

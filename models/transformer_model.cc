@@ -418,12 +418,11 @@ FlopsPerToken flops_per_token(const ModelSpec& model, int seq_len, bool causal) 
   FlopsPerToken f;
   f.head_forward = 2.0 * model.vocab * model.hidden;
   f.dense_forward = 2 * pc.active_layer_matmuls() + f.head_forward;
-  // Per token and layer: a query against its seq_len keys (half of them when causal), or against
-  // the window's (every query of a long sequence sees the whole window) on windowed layers.
+  // Per token and layer: a query against the keys it sees (attention_keys_per_query), on the
+  // windowed layers against the window's.
   const double per_key = 2.0 * model.heads * (model.qk_head_dim() + model.v_head_dim());
-  const double full_keys = seq_len * (causal ? 0.5 : 1.0);
-  const double window_keys =
-      model.sliding_window > 0 ? std::min<double>(model.sliding_window, full_keys) : full_keys;
+  const double full_keys = attention_keys_per_query(seq_len, 0, causal);
+  const double window_keys = attention_keys_per_query(seq_len, model.sliding_window, causal);
   const double windowed = model.sliding_window > 0 ? model.sliding_window_layers : 0;
   f.attention_forward = per_key * ((model.layers - windowed) * full_keys + windowed * window_keys);
   // wk, wo and w3 (the up half of a gated MLP): what op-level checkpointing recomputes (of the

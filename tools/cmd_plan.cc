@@ -122,7 +122,7 @@ std::string parallelism_line(const models::WorkloadConfig& w, int micro_batches)
   if (p.pp_schedule == models::PipelineSchedule::kInterleaved) {
     s += " x" + std::to_string(p.virtual_stages);
   }
-  if (!p.pipeline_layout.empty()) s += " (layout " + p.pipeline_layout + ")";
+  if (p.layout.given()) s += " (layout " + p.layout.text + ")";
   s += ", dp " + std::to_string(p.dp) + ", cp " + std::to_string(p.cp) +
        (p.ep > 1 ? ", ep " + std::to_string(p.ep) : std::string()) +
        (p.etp > 1 ? ", etp " + std::to_string(p.etp) : std::string()) + ", zero " +

@@ -21,7 +21,7 @@ std::vector<std::string> layout_cells(const models::Layout& layout) {
     pp += p.pp_schedule == models::PipelineSchedule::kInterleaved
               ? " x" + std::to_string(p.virtual_stages) + " il"
               : " " + std::string(models::to_string(p.pp_schedule));
-    if (!p.pipeline_layout.empty()) pp += " uneven";  // a layout string (layout_yaml gives it)
+    if (p.layout.given()) pp += " uneven";  // a layout string (layout_yaml gives it)
   }
   return {std::to_string(p.tp) + (p.sp ? "+sp" : ""),
           pp,
@@ -48,7 +48,7 @@ nlohmann::json layout_json(const models::Layout& layout) {
                       {"virtual_stages", p.virtual_stages},
                       {"micro_batch", layout.micro_batch}};
   // Only where one was given or generated: the object reads back as a parallelism map.
-  if (!p.pipeline_layout.empty()) j["pipeline_layout"] = p.pipeline_layout;
+  if (p.layout.given()) j["pipeline_layout"] = p.layout.text;
   return j;
 }
 
@@ -63,7 +63,7 @@ std::string layout_yaml(const models::Layout& layout) {
   if (p.virtual_stages > 1) s += ", virtual_stages: " + std::to_string(p.virtual_stages);
   if (p.ep > 1) s += ", ep: " + std::to_string(p.ep);
   if (p.etp > 1) s += ", etp: " + std::to_string(p.etp);
-  if (!p.pipeline_layout.empty()) s += ", pipeline_layout: \"" + p.pipeline_layout + "\"";
+  if (p.layout.given()) s += ", pipeline_layout: \"" + p.layout.text + "\"";
   return s + "}";
 }
 

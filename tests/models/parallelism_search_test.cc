@@ -43,7 +43,7 @@ std::vector<ScenarioOverride> overrides_for(const Layout& l) {
           {par + "ep", std::to_string(p.ep)},
           {"workload.micro_batch", std::to_string(l.micro_batch)}};
   // A layout string where no even split exists (80 layers on pp 32).
-  if (!p.pipeline_layout.empty()) out.push_back({par + "pipeline_layout", p.pipeline_layout});
+  if (p.layout.given()) out.push_back({par + "pipeline_layout", p.layout.text});
   return out;
 }
 

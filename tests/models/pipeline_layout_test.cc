@@ -380,11 +380,11 @@ TEST_SUITE("models") {
     for (const Layout& layout : enumerate_layouts(base, space)) {
       const ParallelismConfig& p = layout.parallelism;
       if (p.pp == 1) {
-        CHECK(p.pipeline_layout.empty());
+        CHECK_FALSE(p.layout.given());
         continue;
       }
       ++piped;
-      REQUIRE_FALSE(p.pipeline_layout.empty());
+      REQUIRE(p.layout.given());
       CHECK(p.layout.chunk_layers.size() == static_cast<size_t>(p.pp * p.virtual_stages));
       CHECK(check_parallelism(with_layout(base, layout)).ok());
     }
