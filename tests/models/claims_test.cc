@@ -163,7 +163,9 @@ TEST_SUITE("models") {
   }
 
   TEST_CASE("claims: a claims file with an error names file, line and key") {
-    const std::string path = "/tmp/clustersim-claims-test.yaml";
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("clustersim-claims-test-" + std::to_string(::getpid()) + ".yaml"))
+                                 .string();
     std::ofstream(path) << "claims:\n  - id: x\n    says: y\n    kind: collective_time\n"
                            "    gpu: h100-sxm\n    op: all_reduce\n    size: 2GB\n";
     auto r = load_claims_file(path);
@@ -173,5 +175,6 @@ TEST_SUITE("models") {
     auto k = load_claims_file(path);
     REQUIRE_FALSE(k.ok());
     CHECK(k.message().find(":4:11: claims[0].kind: unknown kind") != std::string::npos);
+    std::filesystem::remove(path);
   }
 }

@@ -550,7 +550,9 @@ TEST_SUITE("models") {
     REQUIRE_FALSE(dir.ok());
     CHECK(dir.message().find("is a directory") != std::string::npos);
 
-    const fs::path tmp = fs::temp_directory_path() / "clustersim_scenario_test";
+    const fs::path tmp =
+        fs::temp_directory_path() / ("clustersim_scenario_test_" + std::to_string(::getpid()));
+    fs::remove_all(tmp);
     fs::create_directories(tmp / "measurements");
     std::ofstream(tmp / "measurements" / "cal.yaml") << "# calibration\n";
     std::ofstream(tmp / "s.yaml") << kBase << "calibration: measurements/cal.yaml\n";

@@ -21,7 +21,10 @@ namespace fs = std::filesystem;
 // A scratch folder for one test case, removed at the end.
 struct Scratch {
   fs::path dir = fs::temp_directory_path() / ("clustersim_journal_" + std::to_string(::getpid()));
-  Scratch() { fs::create_directories(dir); }
+  Scratch() {
+    fs::remove_all(dir);  // a pid can repeat across runs
+    fs::create_directories(dir);
+  }
   ~Scratch() { fs::remove_all(dir); }
   std::string path(const char* name) const { return (dir / name).string(); }
 };

@@ -72,9 +72,12 @@ Measurement sample() {
   return m;
 }
 
-std::string temp_dir() {
-  auto dir =
-      std::filesystem::temp_directory_path() / ("clustersim_measure_" + std::to_string(::getpid()));
+// An empty directory of the test's own: a pid can repeat across runs on one machine, so
+// whatever an earlier process left under the same name is removed first.
+std::string temp_dir(const std::string& test) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("clustersim_measure_" + std::to_string(::getpid()) + "_" + test);
+  std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();
 }
@@ -197,7 +200,7 @@ TEST_SUITE("validate") {
   }
 
   TEST_CASE("a partial file is valid JSON after every checkpoint; finish renames it") {
-    const std::string dir = temp_dir();
+    const std::string dir = temp_dir("checkpoint");
     const std::string path = dir + "/m.json";
     MeasurementWriter w(path);
     Measurement m = sample();
@@ -243,7 +246,8 @@ TEST_SUITE("validate") {
   }
 
   TEST_CASE("an attention reference file: rows read, bad input named, never a throw") {
-    const std::string path = temp_dir() + "/ref.json";
+    const std::string dir = temp_dir("reference");
+    const std::string path = dir + "/ref.json";
     auto load = [&](const std::string& text) {
       std::ofstream(path) << text;
       return load_attention_reference(path);
@@ -279,5 +283,6 @@ TEST_SUITE("validate") {
       CHECK_MESSAGE(r.message().find(path) == 0, r.message());
       CHECK_MESSAGE(r.message().find(want) != std::string::npos, r.message());
     }
+    std::filesystem::remove_all(dir);
   }
 }

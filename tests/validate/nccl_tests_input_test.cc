@@ -37,7 +37,10 @@ constexpr const char* kTable =
 struct Files {
   std::filesystem::path dir = std::filesystem::temp_directory_path() /
                               ("clustersim-nccl-input-" + std::to_string(::getpid()));
-  Files() { std::filesystem::create_directories(dir); }
+  Files() {
+    std::filesystem::remove_all(dir);  // a pid can repeat across runs
+    std::filesystem::create_directories(dir);
+  }
   ~Files() { std::filesystem::remove_all(dir); }
   std::string write(const std::string& name, const std::string& text) {
     const auto p = dir / name;

@@ -80,6 +80,7 @@ TEST_SUITE("validate") {
     CHECK(file->collectives.size() == m->collectives.size());
     CHECK_FALSE(std::filesystem::exists(writer.partial_path()));
     CHECK_FALSE(lines.empty());
+    std::filesystem::remove_all(std::filesystem::path(path).parent_path());
   }
 
   TEST_CASE("runner: a hung collective is aborted, named, and the run goes on") {
