@@ -29,13 +29,15 @@ struct WeightGemm {
 };
 
 // `chunks` > 1: the forward and data-gradient GEMMs run as that many GEMMs of m / chunks rows.
+// `batch` > 1: that many such GEMMs (a GPU's local experts) run as one grouped kernel, their
+// tiles sharing the waves over the SMs (gemm_shape_efficiency's batch).
 WeightGemm weight_gemm(const GpuSpec& gpu, Precision p, double m, double n, double k,
-                       const ComputeParams& params, int chunks = 1) {
+                       const ComputeParams& params, int chunks = 1, double batch = 1) {
   const double rows = m / chunks;
   WeightGemm w;
-  w.forward_s = chunks * gemm_time(gpu, p, {rows, n, k}, params).time_s;
-  w.backward_s = chunks * gemm_time(gpu, p, {rows, k, n}, params).time_s +  // dX = dY W^T
-                 gemm_time(gpu, p, {k, n, m}, params).time_s;               // dW = X^T dY
+  w.forward_s = chunks * gemm_time(gpu, p, {rows, n, k, batch}, params).time_s;
+  w.backward_s = chunks * gemm_time(gpu, p, {rows, k, n, batch}, params).time_s +  // dX = dY W^T
+                 gemm_time(gpu, p, {k, n, m, batch}, params).time_s;               // dW = X^T dY
   return w;
 }
 
@@ -182,7 +184,12 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     int chunks;
     bool quantized = true;    // an FP8 (FP4) GEMM under fp8 (fp4) training (the router is not)
     Role role = Role::kAttention;
-    double count = 1;         // identical GEMMs (a GPU's local experts)
+    // Identical GEMMs (a GPU's local experts), timed as one grouped GEMM: Megatron-Core's
+    // TEGroupedMLP runs them through Transformer Engine's GroupedLinear, whose cuBLAS GEMMs go
+    // out on 4 streams at once (common/gemm/cublaslt_gemm.cu, util/multi_stream.cpp; CUTLASS's
+    // grouped kernel on request), so one expert's last partial wave of tiles is filled by
+    // another's instead of idling the SMs as back-to-back GEMMs would.
+    double count = 1;
   };
   std::vector<Gemm> gemms;
   if (m.mla.enabled()) {
@@ -242,9 +249,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     if (g.m <= 0) continue;
     const bool gemm_quantized = low_precision && g.quantized;
     WeightGemm wg = weight_gemm(gpu, gemm_quantized ? p : unquantized_precision(p), g.m, g.n,
-                                g.k, gemm_quantized ? quantized_params : params, g.chunks);
-    wg.forward_s *= g.count;
-    wg.backward_s *= g.count;
+                                g.k, gemm_quantized ? quantized_params : params, g.chunks, g.count);
     out.gemm_forward_s += wg.forward_s;
     out.gemm_backward_s += wg.backward_s;
     out.gemm_recomputed_by_op_s += g.recomputed_share * wg.forward_s;
