@@ -1,9 +1,10 @@
 """GEMM rates over the shapes transformer layers run (m tokens x n outputs x k inputs) and the
 bandwidth of the memory-bound kernels around them, on one GPU through PyTorch: the ground of
 the step model's GEMM-by-shape and memory-bound terms (models/compute_model.h).
-Usage: python3 kernel_shapes.py OUT.json
-GEMM: bf16 torch.matmul, A [m x k] row-major times B [k x n], 10 products per timed call,
-median of CUDA-event timings over >= 0.15 s. Memory-bound: bytes read + written per second."""
+Usage: python3 kernel_shapes.py OUT.json [--graphs] [--gemm-only]
+GEMM: bf16 torch.matmul, A [m x k] row-major times B [k x n], 10 products per timed call
+(with --graphs captured in a CUDA graph and replayed), median of CUDA-event timings over
+>= 0.15 s. Memory-bound: bytes read + written per second."""
 import json
 import sys
 
@@ -13,8 +14,28 @@ import torch.nn.functional as F
 import torch_reference  # the same folder: its CUDA-event median timer
 
 
-def bench(fn, seconds=0.15, inner=10, min_reps=3):
-    """Median seconds of one fn() call: torch_reference.bench over `inner` back-to-back calls."""
+GRAPHS = "--graphs" in sys.argv  # time GEMMs as CUDA-graph replays (no host launch pacing)
+
+
+def bench(fn, seconds=0.15, inner=10, min_reps=3, graph=False):
+    """Median seconds of one fn() call: torch_reference.bench over `inner` back-to-back calls,
+    captured in a CUDA graph when `graph` (from Python a small GEMM's launch, ~20 us, paces an
+    uncaptured loop: call 9's GEMMs under ~25 us were host-bound)."""
+    if graph:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                fn()
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(inner):
+                fn()
+        t, _ = torch_reference.bench(g.replay, seconds, min_reps)
+        return t / inner
+
     def loop():
         for _ in range(inner):
             fn()
@@ -33,12 +54,19 @@ def main():
             for k in dims:
                 a = torch.randn(m, k, dtype=torch.bfloat16, device=dev)
                 b = torch.randn(k, n, dtype=torch.bfloat16, device=dev)
-                t = bench(lambda: torch.matmul(a, b))
+                c = torch.empty(m, n, dtype=torch.bfloat16, device=dev)
+                t = bench(lambda: torch.matmul(a, b, out=c), graph=GRAPHS)
                 out["gemm"].append({"m": m, "n": n, "k": k, "s": t,
                                     "tflops": 2 * m * n * k / t / 1e12})
-                del a, b
+                del a, b, c
         with open(sys.argv[1], "w") as f:
             json.dump(out, f, indent=1)
+    if "--gemm-only" in sys.argv:
+        out["graphs"] = GRAPHS
+        with open(sys.argv[1], "w") as f:
+            json.dump(out, f, indent=1)
+        print("done", len(out["gemm"]), "gemm shapes")
+        return
     # Memory-bound kernels at 16M-256M elements.
     for elems in [1 << 24, 1 << 26, 1 << 28]:
         x = torch.randn(elems, dtype=torch.bfloat16, device=dev)
