@@ -10,6 +10,7 @@
 
 #include "models/cluster_sketch.h"
 #include "models/physical_floor.h"
+#include "tests/scratch_dir.h"
 
 using namespace clustersim::models;
 
@@ -163,9 +164,8 @@ TEST_SUITE("models") {
   }
 
   TEST_CASE("claims: a claims file with an error names file, line and key") {
-    const std::string path = (std::filesystem::temp_directory_path() /
-                              ("clustersim-claims-test-" + std::to_string(::getpid()) + ".yaml"))
-                                 .string();
+    const clustersim::testing::ScratchDir scratch("claims_test");
+    const std::string path = scratch.path("claims.yaml");
     std::ofstream(path) << "claims:\n  - id: x\n    says: y\n    kind: collective_time\n"
                            "    gpu: h100-sxm\n    op: all_reduce\n    size: 2GB\n";
     auto r = load_claims_file(path);
@@ -175,6 +175,5 @@ TEST_SUITE("models") {
     auto k = load_claims_file(path);
     REQUIRE_FALSE(k.ok());
     CHECK(k.message().find(":4:11: claims[0].kind: unknown kind") != std::string::npos);
-    std::filesystem::remove(path);
   }
 }

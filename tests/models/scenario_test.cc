@@ -12,6 +12,7 @@
 
 #include "models/claims.h"
 #include "models/collective_model.h"
+#include "tests/scratch_dir.h"
 
 namespace clustersim::models {
 namespace {
@@ -550,9 +551,8 @@ TEST_SUITE("models") {
     REQUIRE_FALSE(dir.ok());
     CHECK(dir.message().find("is a directory") != std::string::npos);
 
-    const fs::path tmp =
-        fs::temp_directory_path() / ("clustersim_scenario_test_" + std::to_string(::getpid()));
-    fs::remove_all(tmp);
+    const clustersim::testing::ScratchDir scratch("scenario_test");
+    const fs::path& tmp = scratch.dir();
     fs::create_directories(tmp / "measurements");
     std::ofstream(tmp / "measurements" / "cal.yaml") << "# calibration\n";
     std::ofstream(tmp / "s.yaml") << kBase << "calibration: measurements/cal.yaml\n";
@@ -565,7 +565,6 @@ TEST_SUITE("models") {
     REQUIRE_FALSE(bad.ok());
     CHECK_PREFIX(bad.message(), (tmp / "bad.yaml").string() + ":17:14: calibration: no such "
                                                                    "file");
-    fs::remove_all(tmp);
   }
 
   // docs/scenario-format.md is the users' reference: every key --set accepts, at every depth,

@@ -4,30 +4,20 @@
 #include "tools/row_journal.h"
 
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "models/text_file.h"
+#include "tests/scratch_dir.h"
 
 using namespace clustersim::tools;
+using clustersim::testing::ScratchDir;
 
 namespace {
 
 namespace fs = std::filesystem;
-
-// A scratch folder for one test case, removed at the end.
-struct Scratch {
-  fs::path dir = fs::temp_directory_path() / ("clustersim_journal_" + std::to_string(::getpid()));
-  Scratch() {
-    fs::remove_all(dir);  // a pid can repeat across runs
-    fs::create_directories(dir);
-  }
-  ~Scratch() { fs::remove_all(dir); }
-  std::string path(const char* name) const { return (dir / name).string(); }
-};
 
 void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
@@ -54,7 +44,7 @@ TEST_SUITE("tools") {
   }
 
   TEST_CASE("records written are read back, the first of a row winning") {
-    Scratch s;
+    const ScratchDir s("journal");
     const std::string path = s.path("j");
     auto w = JournalWriter::create(path, kHeader, {{1, "carried"}});
     REQUIRE(w.ok());
@@ -70,7 +60,7 @@ TEST_SUITE("tools") {
   }
 
   TEST_CASE("damaged records are reported and their rows run again") {
-    Scratch s;
+    const ScratchDir s("journal");
     const std::string path = s.path("j");
     auto w = JournalWriter::create(path, kHeader, {{0, "zero"}, {1, "one"}, {2, "two"}});
     REQUIRE(w.ok());
@@ -109,7 +99,7 @@ TEST_SUITE("tools") {
   }
 
   TEST_CASE("a journal of another study, or no journal at all, is refused") {
-    Scratch s;
+    const ScratchDir s("journal");
     const std::string path = s.path("j");
     REQUIRE(JournalWriter::create(path, kHeader, {}).ok());
     JournalHeader other = kHeader;
@@ -126,7 +116,7 @@ TEST_SUITE("tools") {
   }
 
   TEST_CASE("resuming rewrites the journal with only the good records") {
-    Scratch s;
+    const ScratchDir s("journal");
     const std::string path = s.path("j");
     REQUIRE(JournalWriter::create(path, kHeader, {{0, "zero"}}).ok());
     write(path, read(path) + "garbage\n");
@@ -142,13 +132,13 @@ TEST_SUITE("tools") {
   }
 
   TEST_CASE("an atomic write leaves the whole file or the old one, no temporary") {
-    Scratch s;
+    const ScratchDir s("journal");
     const std::string path = s.path("out.csv");
     write(path, "old");
     CHECK(write_file_atomically(path, "new\n").ok());
     CHECK(read(path) == "new\n");
     std::size_t files = 0;
-    for (const auto& e : fs::directory_iterator(s.dir)) files += e.is_regular_file();
+    for (const auto& e : fs::directory_iterator(s.dir())) files += e.is_regular_file();
     CHECK(files == 1);
     auto st = write_file_atomically(s.path("missing/out.csv"), "x");
     REQUIRE_FALSE(st.ok());

@@ -1,7 +1,6 @@
 #include "validate/measurement.h"
 
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -9,8 +8,10 @@
 
 #include "validate/measurement_samples.h"
 #include "validate/measurement_writer.h"
+#include "tests/scratch_dir.h"
 
 using namespace clustersim::validate;
+using clustersim::testing::ScratchDir;
 
 namespace {
 
@@ -70,16 +71,6 @@ Measurement sample() {
   m.transports.push_back({0, 1, "P2P", "P2P/CUMEM/read", 24});
   m.errors.push_back({"attention", "kernel failed"});
   return m;
-}
-
-// An empty directory of the test's own: a pid can repeat across runs on one machine, so
-// whatever an earlier process left under the same name is removed first.
-std::string temp_dir(const std::string& test) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("clustersim_measure_" + std::to_string(::getpid()) + "_" + test);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
 }
 
 }  // namespace
@@ -200,8 +191,8 @@ TEST_SUITE("validate") {
   }
 
   TEST_CASE("a partial file is valid JSON after every checkpoint; finish renames it") {
-    const std::string dir = temp_dir("checkpoint");
-    const std::string path = dir + "/m.json";
+    const ScratchDir scratch("measure_checkpoint");
+    const std::string path = scratch.path("m.json");
     MeasurementWriter w(path);
     Measurement m = sample();
     REQUIRE(w.checkpoint(m).ok());
@@ -220,9 +211,10 @@ TEST_SUITE("validate") {
     CHECK(final_file->complete);
     // No temporary files are left behind.
     int files = 0;
-    for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
+    for (const auto& e : std::filesystem::directory_iterator(scratch.dir())) {
+      files += e.is_regular_file();
+    }
     CHECK(files == 1);
-    std::filesystem::remove_all(dir);
   }
 
   TEST_CASE("writing into a missing directory fails naming the path") {
@@ -246,8 +238,8 @@ TEST_SUITE("validate") {
   }
 
   TEST_CASE("an attention reference file: rows read, bad input named, never a throw") {
-    const std::string dir = temp_dir("reference");
-    const std::string path = dir + "/ref.json";
+    const ScratchDir scratch("measure_reference");
+    const std::string path = scratch.path("ref.json");
     auto load = [&](const std::string& text) {
       std::ofstream(path) << text;
       return load_attention_reference(path);
@@ -283,6 +275,5 @@ TEST_SUITE("validate") {
       CHECK_MESSAGE(r.message().find(path) == 0, r.message());
       CHECK_MESSAGE(r.message().find(want) != std::string::npos, r.message());
     }
-    std::filesystem::remove_all(dir);
   }
 }

@@ -3,15 +3,16 @@
 // scenario's GPUs and hosts, NVLS off where the scenario's switch cannot reduce, and the errors.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "validate/measurement_samples.h"
+#include "tests/scratch_dir.h"
 
 using namespace clustersim;
+using clustersim::testing::ScratchDir;
 using namespace clustersim::validate;
 
 namespace {
@@ -34,18 +35,13 @@ constexpr const char* kTable =
     "     2097152        524288     float     sum      -1    60.00   34.95   65.54       0    61.00"
     "   34.38   64.46       0\n";
 
+// Files written into a scratch folder of the test case's own.
 struct Files {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                              ("clustersim-nccl-input-" + std::to_string(::getpid()));
-  Files() {
-    std::filesystem::remove_all(dir);  // a pid can repeat across runs
-    std::filesystem::create_directories(dir);
-  }
-  ~Files() { std::filesystem::remove_all(dir); }
+  ScratchDir scratch{"nccl_input"};
   std::string write(const std::string& name, const std::string& text) {
-    const auto p = dir / name;
+    const std::string p = scratch.path(name);
     std::ofstream(p) << text;
-    return p.string();
+    return p;
   }
 };
 

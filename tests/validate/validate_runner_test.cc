@@ -1,14 +1,15 @@
 #include "validate/validate_runner.h"
 
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <filesystem>
 
 #include "validate/fake_backend.h"
 #include "validate/host_info.h"
+#include "tests/scratch_dir.h"
 
 using namespace clustersim::validate;
+using clustersim::testing::ScratchDir;
 
 namespace {
 
@@ -24,13 +25,6 @@ ValidateOptions small_options() {
   return o;
 }
 
-std::string temp_path(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("clustersim_runner_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
-}
-
 }  // namespace
 
 TEST_SUITE("validate") {
@@ -41,7 +35,8 @@ TEST_SUITE("validate") {
     f.latency_us = 0.01;
     FakeBackend backend(f);
     SingleProcessBootstrap boot;
-    const std::string path = temp_path("full.json");
+    const ScratchDir scratch("runner");
+    const std::string path = scratch.path("full.json");
     MeasurementWriter writer(path);
     std::vector<std::string> lines;
     auto m = run_validation(small_options(), backend, boot, &writer,
@@ -80,7 +75,6 @@ TEST_SUITE("validate") {
     CHECK(file->collectives.size() == m->collectives.size());
     CHECK_FALSE(std::filesystem::exists(writer.partial_path()));
     CHECK_FALSE(lines.empty());
-    std::filesystem::remove_all(std::filesystem::path(path).parent_path());
   }
 
   TEST_CASE("runner: a hung collective is aborted, named, and the run goes on") {

@@ -15,7 +15,7 @@ import sys
 
 import torch
 
-import torch_reference  # the same folder: its CUDA-event median timer
+import torch_reference  # the same folder: its CUDA-event and CUDA-graph timers
 
 STREAMS = 4
 INNER = 10
@@ -41,20 +41,7 @@ SHAPES = [
 
 
 def bench(fn, seconds):
-    """Seconds of one fn() call: INNER calls captured in a CUDA graph, the graph's replays timed."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # warm-up outside the capture (cuBLAS handles, workspaces)
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(INNER):
-            fn()
-    t, _ = torch_reference.bench(graph.replay, seconds, 3)
-    return t / INNER
+    return torch_reference.bench_graph(fn, seconds, INNER)
 
 
 def main():

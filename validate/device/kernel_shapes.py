@@ -22,19 +22,7 @@ def bench(fn, seconds=0.15, inner=10, min_reps=3, graph=False):
     captured in a CUDA graph when `graph` (from Python a small GEMM's launch, ~20 us, paces an
     uncaptured loop: call 9's GEMMs under ~25 us were host-bound)."""
     if graph:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                fn()
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(inner):
-                fn()
-        t, _ = torch_reference.bench(g.replay, seconds, min_reps)
-        return t / inner
+        return torch_reference.bench_graph(fn, seconds, inner, min_reps)
 
     def loop():
         for _ in range(inner):

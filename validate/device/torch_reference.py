@@ -33,6 +33,25 @@ def bench(fn, seconds, min_reps=3):
     return times[len(times) // 2], len(times)
 
 
+def bench_graph(fn, seconds, inner, min_reps=3):
+    """Median seconds of one fn() call: `inner` calls captured in one CUDA graph (warmed up on a
+    side stream first: cuBLAS handles, workspaces), its replays timed by bench. From Python a
+    small kernel's launch (~20 us) would otherwise pace the loop."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(inner):
+            fn()
+    t, _ = bench(graph.replay, seconds, min_reps)
+    return t / inner
+
+
 def main():
     out_path = sys.argv[1]
     seqs = [int(s) for s in (sys.argv[2] if len(sys.argv) > 2 else
