@@ -2,8 +2,13 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <numbers>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 using namespace clustersim::models;
 
@@ -68,6 +73,52 @@ TEST_SUITE("models") {
       CHECK_MESSAGE(k.flops / k.time_s / 1e12 == doctest::Approx(r.tflops).epsilon(0.10),
                     r.m << "x" << r.n << "x" << r.k);
     }
+  }
+
+  TEST_CASE("compute: the tile model against call 31's 147 graph-timed H200 GEMMs") {
+    // scenarios/measurements/call31/kernel-shapes-graphs.json: call 9's bf16 shapes (m 2048 /
+    // 8192 / 32768, n and k 768-16384) timed as CUDA-graph replays on one H200 at the 700 W cap,
+    // so that the 23 shapes under 40 us are the GPU's time (call 9 timed Python's launches
+    // there). One scale for the clock (the median of model / measured over the long shapes);
+    // the tile model's fit (gemm_k_overhead, the tile menu) saw only call 9's long shapes.
+    std::ifstream in(std::string(CLUSTERSIM_SOURCE_DIR) +
+                     "/scenarios/measurements/call31/kernel-shapes-graphs.json");
+    REQUIRE(in);
+    const nlohmann::json d = nlohmann::json::parse(in);
+    const GpuSpec& h200 = *find_gpu("h200-sxm");
+    const ComputeParams p = default_compute_params(h200);
+    struct Row {
+      double ratio;  // model / measured time
+      bool short_kernel;
+    };
+    std::vector<Row> rows;
+    std::vector<double> long_ratios;
+    for (const auto& r : d.at("gemm")) {
+      const double measured = r.at("s").get<double>();
+      const GemmShape shape{r.at("m").get<double>(), r.at("n").get<double>(),
+                            r.at("k").get<double>()};
+      const double ratio = gemm_time(h200, Precision::kBf16, shape, p).time_s / measured;
+      rows.push_back({ratio, measured < 40e-6});
+      if (measured >= 40e-6) long_ratios.push_back(ratio);
+    }
+    REQUIRE(rows.size() == 147);
+    REQUIRE(long_ratios.size() == 124);
+    std::nth_element(long_ratios.begin(), long_ratios.begin() + long_ratios.size() / 2,
+                     long_ratios.end());
+    const double scale = long_ratios[long_ratios.size() / 2];
+    double sum_long = 0, sum_short = 0, worst = 0;
+    for (const Row& r : rows) {
+      const double e = r.ratio / scale - 1;
+      (r.short_kernel ? sum_short : sum_long) += e * e;
+      worst = std::max(worst, std::abs(e));
+    }
+    // Measured 2.9% and 8.8% RMS, worst 20% (2048 x 1024 x 768, the model fast: with few tiles
+    // and a short reduction cuBLAS runs slower than a tile's k + gemm_k_overhead steps). A
+    // stream-K last wave, 128 x 192 tiles or a fixed time per kernel each take the short shapes
+    // to 6.8-7.0% RMS at best without helping the long ones (docs/modelling.md).
+    CHECK(std::sqrt(sum_long / 124) < 0.035);
+    CHECK(std::sqrt(sum_short / 23) < 0.10);
+    CHECK(worst < 0.25);
   }
 
   TEST_CASE("compute: the slowest of n chips, in standard deviations") {
