@@ -1,10 +1,15 @@
 """GEMM rates over the shapes transformer layers run (m tokens x n outputs x k inputs) and the
 bandwidth of the memory-bound kernels around them, on one GPU through PyTorch: the ground of
 the step model's GEMM-by-shape and memory-bound terms (models/compute_model.h).
-Usage: python3 kernel_shapes.py OUT.json [--graphs] [--gemm-only]
+Usage: python3 kernel_shapes.py OUT.json [--graphs] [--gemm-only] [--fp8]
 GEMM: bf16 torch.matmul, A [m x k] row-major times B [k x n], 10 products per timed call
 (with --graphs captured in a CUDA graph and replayed), median of CUDA-event timings over
->= 0.15 s. Memory-bound: bytes read + written per second."""
+>= 0.15 s. --fp8: the same shapes as torch._scaled_mm with per-tensor scales (e4m3 operands,
+A row-major, B column-major as Hopper's FP8 tensor cores take them, bf16 out), each timed with
+fp32 accumulation promoted as cuBLAS does by default ("s": Transformer Engine's data- and
+weight-gradient GEMMs) and with fast accumulation ("s_fast_accum": its forward GEMMs); the
+ground of compute_model.h's fp8_gemm_ratio and of the tile's fixed time at the fp8 peak over
+shapes (call 8 measured two). Memory-bound: bytes read + written per second."""
 import json
 import sys
 
@@ -15,6 +20,7 @@ import torch_reference  # the same folder: its CUDA-event median timer
 
 
 GRAPHS = "--graphs" in sys.argv  # time GEMMs as CUDA-graph replays (no host launch pacing)
+FP8 = "--fp8" in sys.argv  # per-tensor-scaled e4m3 GEMMs (torch._scaled_mm) instead of bf16
 
 
 def bench(fn, seconds=0.15, inner=10, min_reps=3, graph=False):
@@ -31,6 +37,23 @@ def bench(fn, seconds=0.15, inner=10, min_reps=3, graph=False):
     return t / inner
 
 
+def fp8_row(m, n, k, dev):
+    """One shape as per-tensor-scaled e4m3 GEMMs: with cuBLAS's default accumulation and with
+    fast accumulation."""
+    a = torch.randn(m, k, device=dev).to(torch.float8_e4m3fn)
+    b = torch.randn(n, k, device=dev).to(torch.float8_e4m3fn).t()  # column-major [k x n]
+    scale_a = torch.tensor(1.0, device=dev)
+    scale_b = torch.tensor(1.0 / k, device=dev)
+    row = {"m": m, "n": n, "k": k}
+    for key, fast in (("s", False), ("s_fast_accum", True)):
+        t = bench(lambda: torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16,
+                                           use_fast_accum=fast), graph=GRAPHS)
+        row[key] = t
+        row["tflops" if key == "s" else "tflops_fast_accum"] = 2 * m * n * k / t / 1e12
+    del a, b
+    return row
+
+
 def main():
     dev = torch.device("cuda:0")
     out = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0),
@@ -40,6 +63,9 @@ def main():
     for m in [2048, 8192, 32768]:
         for n in dims:
             for k in dims:
+                if FP8:
+                    out["gemm"].append(fp8_row(m, n, k, dev))
+                    continue
                 a = torch.randn(m, k, dtype=torch.bfloat16, device=dev)
                 b = torch.randn(k, n, dtype=torch.bfloat16, device=dev)
                 c = torch.empty(m, n, dtype=torch.bfloat16, device=dev)
@@ -49,8 +75,9 @@ def main():
                 del a, b, c
         with open(sys.argv[1], "w") as f:
             json.dump(out, f, indent=1)
-    if "--gemm-only" in sys.argv:
+    if "--gemm-only" in sys.argv or FP8:
         out["graphs"] = GRAPHS
+        out["precision"] = "fp8_e4m3_tensorwise" if FP8 else "bf16"
         with open(sys.argv[1], "w") as f:
             json.dump(out, f, indent=1)
         print("done", len(out["gemm"]), "gemm shapes")
