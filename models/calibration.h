@@ -65,10 +65,12 @@ struct CollectiveTransfer {
 // (gemm_shape_efficiency, compute_model.h).
 struct GemmCalibration {
   Precision precision = Precision::kBf16;
-  double max_efficiency = 0;        // what a training run sustains (the planner's)
-  double short_max_efficiency = 0;  // the short runs' in-tile maximum, before scaling to the burn
-  int points = 0;                   // rows the maximum was fitted on
-  bool sustained_scaled = false;    // max_efficiency scaled down to the sustained burn's rate
+  double max_efficiency = 0;  // what a training run sustains at the power cap (the planner's)
+  // The in-tile maximum at full clock: fitted on runs too short to reach the power cap, or, where
+  // every run reached it, the capped rate over the GPU's cap (ComputeParams::sustained_clock).
+  double short_max_efficiency = 0;
+  int points = 0;                 // rows the maximum was fitted on
+  bool sustained_scaled = false;  // max_efficiency below short_max_efficiency: the cap's clock
   double max_rel_residual = 0;      // the short-run model's worst |error| / measured on those rows
 };
 

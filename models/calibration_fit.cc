@@ -466,24 +466,32 @@ void fit_transfer(const CalibrationInput& input, const CalibrationOptions& optio
 
 // Per precision, the in-tile efficiency (ComputeParams::gemm_max_efficiency): each row's
 // measured fraction of peak over the fraction the tile model lets its shape reach
-// (gemm_shape_efficiency) estimates it; the median over the short rows is the fit, robust to the
+// (gemm_shape_efficiency) estimates it; the median over the rows is the fit, robust to the
 // few rows the tile model does not describe. Every row is kept: 512^3 and 1024^3 take ~7.7 us
 // each on an H200 in scenarios/measurements/call8/h200-1gpu-shapes.json (34.8 and 279 TFLOP/s
-// bf16), launch- and latency-bound where the tile model (fitted bf16 in-tile 0.713) puts them at
-// 2.0 and 4.1 us; the median is unmoved by them and max_rel_residual shows them.
+// bf16), launch- and latency-bound where the tile model (fitted bf16 in-tile 0.713 at the cap)
+// puts them at 2.0 and 4.1 us; the median is unmoved by them and max_rel_residual shows them.
+// The rows are fitted at the clock they ran at: runs too short to reach the power cap give the
+// full-clock rate (short_max_efficiency); runs at the cap (validate's 1 s rows, a burn:
+// GemmSample::at_power_cap) give the capped one (max_efficiency), the full-clock rate then being
+// the capped one over the GPU's cap (ComputeParams::sustained_clock), which they cannot show.
 void fit_gemm(const CalibrationInput& input, const GpuSpec& gpu, Calibration* out) {
+  const double cap_clock = default_compute_params(gpu).sustained_clock;
   for (Precision p :
        {Precision::kBf16, Precision::kFp16, Precision::kTf32, Precision::kFp8, Precision::kFp32}) {
     const double peak = gpu.peak_flops(p);
     if (peak <= 0) continue;
     ComputeParams shape_params;  // the tile model's own k overhead, at this precision's peak
     shape_params.gemm_k_overhead = gemm_k_overhead(gpu, p, shape_params);
-    std::vector<const GemmSample*> shorts, sustained;
+    // Short full-clock runs; the capped ones split into timed rows and burns (tens of seconds:
+    // a further thermal settling the rows may not show).
+    std::vector<const GemmSample*> shorts, capped, sustained;
     for (const auto& g : input.gemm) {
       if (g.precision != p || g.flops_per_s <= 0 || g.m <= 0 || g.n <= 0 || g.k <= 0) continue;
-      (g.sustained ? sustained : shorts).push_back(&g);
+      (g.sustained ? sustained : g.at_power_cap() ? capped : shorts).push_back(&g);
     }
-    const auto& fitted = shorts.empty() ? sustained : shorts;
+    const bool full_clock = !shorts.empty();
+    const auto& fitted = full_clock ? shorts : !capped.empty() ? capped : sustained;
     if (fitted.empty()) continue;
     std::vector<double> in_tile;
     in_tile.reserve(fitted.size());
@@ -510,19 +518,19 @@ void fit_gemm(const CalibrationInput& input, const GpuSpec& gpu, Calibration* ou
     // A training run is a sustained burn: where one was measured, scale the ceiling to it (at
     // the 700 W cap an H100/H200 settles below its short-run rate: 780-795 TFLOP/s in short runs
     // of ml-engineering's MAMF finder, github.com/stas00/ml-engineering; 672 over a 30 s burn on
-    // our H200s, validate/NOTES.md).
-    if (!shorts.empty() && !sustained.empty()) {
+    // our H200s, validate/NOTES.md). Fitted on capped rows, the burn adds only what heat takes
+    // after them.
+    if (&fitted != &sustained && !sustained.empty()) {
       std::vector<double> ratios;
       ratios.reserve(sustained.size());
       for (const GemmSample* s : sustained) {
         ratios.push_back(s->flops_per_s / predicted_flops_per_s(*s));
       }
       const double ratio = median(ratios);
-      if (ratio < 1) {
-        g.max_efficiency *= ratio;
-        g.sustained_scaled = true;
-      }
+      if (ratio < 1) g.max_efficiency *= ratio;
     }
+    if (!full_clock) g.short_max_efficiency = std::min(1.0, g.short_max_efficiency / cap_clock);
+    g.sustained_scaled = g.max_efficiency < g.short_max_efficiency;
     out->gemm.push_back(g);
   }
 }

@@ -12,6 +12,7 @@
 #include "models/calibration.h"
 #include "models/catalog.h"
 #include "models/collective_model.h"
+#include "models/compute_model.h"
 #include "models/result.h"
 
 namespace clustersim::models {
@@ -124,6 +125,10 @@ struct GemmSample {
   double m = 0, n = 0, k = 0;
   double flops_per_s = 0;
   bool sustained = false;  // a burn of tens of seconds (power and heat settled)
+  double seconds = 0;      // the timed region's length (0: not recorded, read as a short run)
+  // Timed at the power cap's clock: a burn, or a run long enough for the clock to settle
+  // (kPowerCapSettledRunS).
+  bool at_power_cap() const { return sustained || seconds >= kPowerCapSettledRunS; }
 };
 
 struct AttentionSample {

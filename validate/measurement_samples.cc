@@ -241,7 +241,8 @@ models::Result<models::CalibrationInput> calibration_input(
     for (const GemmRate& g : m.gemm) {
       models::Precision p;
       if (!models::parse_precision(g.precision, &p) || g.tflops <= 0) continue;
-      in.gemm.push_back({p, double(g.m), double(g.n), double(g.k), g.tflops * 1e12, g.sustained});
+      in.gemm.push_back(
+          {p, double(g.m), double(g.n), double(g.k), g.tflops * 1e12, g.sustained, g.seconds});
     }
     for (const AttentionRate& a : m.attention) {
       if (a.tflops <= 0 || a.seq_len <= 0) continue;

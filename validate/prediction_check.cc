@@ -93,11 +93,17 @@ void compare_gemm(const Measurement& m, const ComparisonInputs& in, Comparison* 
               " rank " + std::to_string(g.rank);
     r.quantity = "flops_per_s";
     r.measured = g.tflops * 1e12;
-    // The calibrated curve of this precision, where the overlay has one.
+    // The calibrated curve of this precision, where the overlay has one; FP8 and FP4 at their
+    // own in-tile ratio and tile fixed time (what the step model runs them with).
     models::ComputeParams compute = in.compute;
     if (in.calibration) models::apply_calibration(*in.calibration, p, &compute);
-    // A short run is held to the full clock, a burn to the power cap's sustained clock.
-    if (g.sustained) compute = models::at_clock(compute, compute.sustained_clock);
+    if (p == models::Precision::kFp8) compute = models::fp8_gemm_params(gpu, compute, false);
+    if (p == models::Precision::kFp4) compute = models::fp4_gemm_params(gpu, compute);
+    // A run too short to reach the power cap is held to the full clock; a burn, or a run long
+    // enough for the clock to settle (validate's 1 s rows), to the cap's sustained clock.
+    if (g.sustained || g.seconds >= models::kPowerCapSettledRunS) {
+      compute = models::at_clock(compute, compute.sustained_clock);
+    }
     const models::KernelTime k =
         models::gemm_time(gpu, p, {double(g.m), double(g.n), double(g.k)}, compute);
     r.predicted = k.time_s > 0 ? k.flops / k.time_s : 0;

@@ -212,6 +212,58 @@ TEST_SUITE("models") {
     }
   }
 
+  TEST_CASE("calibration fit: rows timed at the power cap give the capped rate, not the full one") {
+    // validate's GEMM rows run 1 s each, long enough to settle at the 700 W cap: an H200 whose
+    // full-clock in-tile rate is 0.834 measures 0.834 x 0.863 in them. The fit keeps that as what
+    // a run sustains and divides it by the cap for the full clock, so that the planner's power
+    // model (power_clock) neither caps it twice nor lets a mixed step run it at full clock.
+    const GpuSpec& h200 = *find_gpu("h200-sxm");
+    const double cap = default_compute_params(h200).sustained_clock;
+    ComputeParams capped;
+    capped.gemm_max_efficiency = 0.834 * cap;
+    auto rate = [&](const GemmShape& s) {
+      const KernelTime t = gemm_time(h200, Precision::kBf16, s, capped);
+      return t.flops / t.time_s;
+    };
+    const GemmShape shapes[] = {{4096, 4096, 4096}, {8192, 8192, 8192}, {16384, 4096, 1024}};
+    for (const char* what : {"1 s rows", "1 s rows and a burn", "a burn alone", "short rows"}) {
+      const std::string w = what;
+      CAPTURE(w);
+      CalibrationInput in;
+      in.gpu_id = "h200-sxm";
+      if (w != "a burn alone") {
+        for (const GemmShape& s : shapes) {
+          const double seconds = w == "short rows" ? 0.1 : 1.0;
+          const double r = w == "short rows" ? rate(s) / cap : rate(s);
+          in.gemm.push_back({Precision::kBf16, s.m, s.n, s.k, r, false, seconds});
+        }
+      }
+      if (w == "1 s rows and a burn" || w == "a burn alone") {
+        // 2% below the 1 s rows after 30 s (heat).
+        in.gemm.push_back(
+            {Precision::kBf16, 8192, 8192, 8192, 0.98 * rate({8192, 8192, 8192}), true, 30});
+      }
+      auto c = fit_calibration(in);
+      REQUIRE(c.ok());
+      REQUIRE(c->gemm.size() == 1);
+      const GemmCalibration& g = c->gemm[0];
+      // A burn alone shows its heat too: the full clock's rate read from it is 2% low.
+      const double full = w == "a burn alone" ? 0.98 * 0.834 : 0.834;
+      CHECK(g.short_max_efficiency == doctest::Approx(full).epsilon(1e-3));
+      const double sustained = w == "short rows" ? 0.834 : w == "1 s rows" ? 0.834 * cap
+                                                                           : 0.98 * 0.834 * cap;
+      CHECK(g.max_efficiency == doctest::Approx(sustained).epsilon(1e-3));
+      CHECK(g.sustained_scaled == (w != "short rows"));
+      // The planner's parameters from the overlay: full clock 0.834, cap 0.863 (x 0.98 with the
+      // burn); without a burn or capped rows, the GPU's own cap stays.
+      ComputeParams p = default_compute_params(h200);
+      apply_calibration(*c, Precision::kBf16, &p);
+      CHECK(p.gemm_max_efficiency == doctest::Approx(full).epsilon(1e-3));
+      CHECK(p.gemm_max_efficiency * p.sustained_clock ==
+            doctest::Approx(w == "short rows" ? 0.834 * cap : sustained).epsilon(1e-3));
+    }
+  }
+
   TEST_CASE("calibration fit: the overlay from samples") {
     CalibrationInput in;
     in.gpu_id = "h200-sxm";

@@ -102,7 +102,11 @@ python3 - "$tmp/own.json" <<'PY' || fail "our 2 x H200 table: error above its ce
 import json, sys
 d = json.load(open(sys.argv[1]))
 ceilings = {"all_reduce x2": 0.11, "all_gather x2": 0.10, "reduce_scatter x2": 0.055,
-            "alltoall x2": 0.10, "broadcast x2": 0.08, "sendrecv x2": 0.055}
+            "alltoall x2": 0.10, "broadcast x2": 0.08, "sendrecv x2": 0.055,
+            # validate's 1 s GEMM rows at the power cap's clock, FP8 at its own in-tile ratio
+            # (2.4, 3.0, 5.3, 2.3% and 0.8% today; 13-32% when 1 s rows were held to full clock)
+            "gemm bf16": 0.04, "gemm fp16": 0.045, "gemm tf32": 0.065, "gemm fp8": 0.04,
+            "gemm bf16 sustained": 0.02}
 stats = {s["group"]: s for s in d["stats"] if s["set"] == "all"}
 for group, ceiling in ceilings.items():
     assert stats[group]["median_abs_error"] <= ceiling, (group, stats[group]["median_abs_error"])
