@@ -395,12 +395,16 @@ void apply_calibration(const Calibration& c, Precision precision, ComputeParams*
     }
   }
   if (c.hbm_efficiency > 0) params->hbm_efficiency = c.hbm_efficiency;
+  // The attention rows ran back to back at the power cap (PyTorch's SDPA, 0.5 s a case), and
+  // the ceilings are full-clock ones that the step scales back to attention_clock: the fitted
+  // maximum over the cap (as the defaults hold cuDNN's measured figures: compute_model.cc).
+  const double cap = params->sustained_clock > 0 ? params->sustained_clock : 1.0;
   for (const auto& a : c.attention) {
     if (!a.applied) continue;
     if (a.backward) {
-      params->attention_bwd_max_efficiency = a.max_efficiency;
+      params->attention_bwd_max_efficiency = a.max_efficiency / cap;
     } else {
-      params->attention_fwd_max_efficiency = a.max_efficiency;
+      params->attention_fwd_max_efficiency = a.max_efficiency / cap;
       params->attention_half_efficiency_kv_tokens = a.half_kv_tokens;
     }
   }

@@ -259,6 +259,32 @@ TEST_SUITE("models") {
     CHECK(calibration_basis(c, CollectiveOp::kAllGather, 8, 1) == "model");
   }
 
+  TEST_CASE("calibration: a production attention fit is what a step at the power cap runs") {
+    // PyTorch's SDPA ran back to back at the cap (call 8: 0.592 forward, 0.556 backward of the
+    // bf16 peak on an H200). The overlay's ceilings are read as full-clock ones over the cap, so
+    // that a step, which scales them back to attention_clock, runs them at the measured rates;
+    // they were once applied as full-clock rates and the cap taken from them a second time
+    // (a 32K-token H200 step 10% slower calibrated than uncalibrated).
+    const GpuSpec& h200 = *find_gpu("h200-sxm");
+    Calibration c;
+    c.gpu = "h200-sxm";
+    c.attention.push_back({false, 0.592, 1800, 7, 0.1, std::string(kAttentionProductionKernel), true});
+    c.attention.push_back({true, 0.556, 2000, 7, 0.04, std::string(kAttentionProductionKernel), true});
+    for (bool with_burn : {false, true}) {
+      CAPTURE(with_burn);
+      Calibration ci = c;
+      if (with_burn) ci.gemm.push_back({Precision::kBf16, 0.70, 0.83, 4, true, 0.02});
+      ComputeParams p = default_compute_params(h200);
+      apply_calibration(ci, Precision::kBf16, &p);
+      const ComputeParams at_cap = at_clock(p, p.sustained_clock);
+      CHECK(at_cap.attention_fwd_max_efficiency == doctest::Approx(0.592));
+      CHECK(at_cap.attention_bwd_max_efficiency == doctest::Approx(0.556));
+      CHECK(p.attention_half_efficiency_kv_tokens == doctest::Approx(1800));
+      // Full clock above the cap: what the defaults hold for cuDNN's measured figures.
+      CHECK(p.attention_fwd_max_efficiency > 0.592);
+    }
+  }
+
   TEST_CASE("calibration: compute efficiencies, and an overlay of another GPU is refused") {
     ComputeParams cp;
     apply_calibration(sample(), Precision::kBf16, &cp);
