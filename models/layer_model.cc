@@ -272,8 +272,14 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   // and writes both FP8 copies. Block-scaled formats (MXFP8, NVFP4) scale along the reduction,
   // which the weight-gradient GEMM takes along the other dimension: one kernel reads the tensor
   // and writes both quantizations with their scales (NVFP4's column-wise one through a 16-point
-  // Hadamard transform, fused into that cast).
-  const double cast_bytes_per_element = 2 + 2 * quantized_tensor_bytes(w);
+  // Hadamard transform, fused into that cast). Blackwell's data-center FP8 GEMMs (sm_100,
+  // sm_103) take any operand layout, and Transformer Engine then quantizes a per-tensor-scaled
+  // tensor once, with no transposed copy (pytorch/csrc/quantizer.cpp: with_transpose =
+  // columnwise_usage && !nvte_is_non_tn_fp8_gemm_supported(), true from sm_100 to sm_119 and from
+  // sm_130; TE 2.4, May 2025).
+  const bool one_copy = !block_scaled(w) && w.framework.fp8_recipe == Fp8Recipe::kTensorwise &&
+                        (gpu.arch == "sm_100" || gpu.arch == "sm_103");
+  const double cast_bytes_per_element = 2 + (one_copy ? 1 : 2) * quantized_tensor_bytes(w);
 
   // 2. The attention core: ring attention runs cp chunks of s/cp queries against s/cp keys.
   const double heads_local = m.heads / t;

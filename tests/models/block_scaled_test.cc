@@ -80,9 +80,25 @@ TEST_SUITE("models") {
     CHECK(b.gemm_forward_s == doctest::Approx(a.gemm_forward_s));
     CHECK(b.gemm_backward_s == doctest::Approx(a.gemm_backward_s));
     CHECK(b.attention_forward_s == doctest::Approx(a.attention_forward_s));
-    // Casts: read 2 bytes, write two copies; per-tensor 1 + 1, MXFP8 2 x (1 + 1/32).
+    // Casts: read 2 bytes and write; MXFP8 both quantizations, 2 x (1 + 1/32); per-tensor FP8
+    // one copy on the B200, whose FP8 GEMMs take any layout (Transformer Engine quantizes no
+    // transpose there), two on Hopper (the weight gradient's K-major transposes).
     CHECK(b.memory_forward_s - a.memory_forward_s ==
-          doctest::Approx(forward_cast_elements() * 2 / 32 / cast_rate(gpu, p)).epsilon(1e-6));
+          doctest::Approx(forward_cast_elements() * (1 + 2.0 / 32) / cast_rate(gpu, p))
+              .epsilon(1e-6));
+    // On Hopper per-tensor casts write both copies, as DeepSeek's blockwise ones do; on the
+    // B200 the blockwise ones keep writing two (their 128-element scales run along K).
+    for (const char* id : {"h100-sxm", "b200"}) {
+      CAPTURE(id);
+      const Scenario tensorwise = llama70b(id, "fp8");
+      const Scenario blockwise = llama70b(id, "fp8", "{fp8_recipe: blockwise}");
+      const GpuSpec& g = tensorwise.cluster.node.gpu;
+      const ComputeParams pg = default_compute_params(g);
+      const double one_copy = std::string(id) == "b200" ? 1 : 0;
+      CHECK(layer_kernels(g, blockwise.workload, pg).memory_forward_s -
+                layer_kernels(g, tensorwise.workload, pg).memory_forward_s ==
+            doctest::Approx(forward_cast_elements() * one_copy / cast_rate(g, pg)).epsilon(1e-6));
+    }
   }
 
   TEST_CASE("block scaling: NVFP4 GEMMs at the fp4 peak times the measured ratio") {
