@@ -148,14 +148,15 @@ void print_calibration(const models::Calibration& c, const std::string& out) {
   if (!c.gemm.empty()) {
     std::printf(
         "\nGEMM: efficiency = in-tile max x the shape's tile/wave efficiency (compute_model.h)\n");
-    TextTable g({"precision", "in-tile max", "short-run max", "rows", "max res", "note"},
+    TextTable g({"precision", "in-tile max", "at full clock", "rows", "max res", "note"},
                 {TextTable::Align::kLeft});
     for (const auto& e : c.gemm) {
       g.add_row({std::string(models::to_string(e.precision)),
                  format_significant(e.max_efficiency, 4),
                  format_significant(e.short_max_efficiency, 4), std::to_string(e.points),
                  format_percent(e.max_rel_residual),
-                 e.sustained_scaled ? "scaled to the sustained burn" : ""});
+                 e.sustained_scaled ? "in-tile max at the power cap (runs of 0.5 s+ or a burn)"
+                                    : "short runs only: no cap measured"});
     }
     std::printf("%s", g.render(2).c_str());
   }
