@@ -597,6 +597,32 @@ TEST_SUITE("models") {
     CHECK(f.bottleneck == CollectiveBottleneck::kScaleUp);
   }
 
+  TEST_CASE("collective: a calibrated estimate keeps the algorithm and protocol NCCL's tuner picks") {
+    // calibrate's fits cover every algorithm and protocol alike (kAuto: they were measured
+    // under NCCL's own choice). The tie was once broken by enumeration order, labelling a
+    // 478 MiB all-gather ring / LL, which the simulator then lowered at LL's fraction of the
+    // links (a DP all-gather 2.6x its calibrated time in plan's default engine).
+    const auto t = topology_of(hgx_h100(1), 8);
+    CollectiveParams p;
+    p.fits.push_back({CollectiveOp::kAllGather, CollectiveAlgorithm::kAuto,
+                      CollectiveProtocol::kAuto, 8, 80e-6, 360e9});
+    for (double bytes : {64.0 * 1024, 478.0 * 1024 * 1024}) {
+      CAPTURE(bytes);
+      const auto tuner = estimate_collective(t, {CollectiveOp::kAllGather, bytes}, CollectiveParams{});
+      const auto fitted = estimate_collective(t, {CollectiveOp::kAllGather, bytes}, p);
+      REQUIRE(tuner.ok());
+      REQUIRE(fitted.ok());
+      CHECK(fitted->bottleneck == CollectiveBottleneck::kCalibrated);
+      CHECK(fitted->algorithm == tuner->algorithm);
+      CHECK(fitted->protocol == tuner->protocol);
+      CHECK(fitted->latency_s == doctest::Approx(80e-6));
+      CHECK(fitted->bandwidth_s == doctest::Approx(bytes * 7 / 8 / 360e9));
+    }
+    const auto big = estimate_collective(t, {CollectiveOp::kAllGather, 478.0 * 1024 * 1024}, p);
+    REQUIRE(big.ok());
+    CHECK(big->protocol == CollectiveProtocol::kSimple);
+  }
+
   TEST_CASE("collective: topology from a cluster") {
     const auto c = hgx_h100(4);
     const auto all = topology_of(c, 32);
