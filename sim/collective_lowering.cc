@@ -485,12 +485,15 @@ int dtree_parent(int n, int rank, int tree) {
 
 double protocol_factor(const CollectiveShape& shape, const models::CollectiveTopology& topology,
                        const models::CollectiveParams& params) {
-  if (shape.protocol == CollectiveProtocol::kSimple || shape.size_bytes <= 0) return 1.0;
-  const models::CollectiveParams p = models::uncalibrated(params);
+  const bool calibrated = !params.fits.empty() || !params.corrections.empty();
+  if (shape.size_bytes <= 0 || (shape.protocol == CollectiveProtocol::kSimple && !calibrated)) {
+    return 1.0;
+  }
   auto with = models::estimate_collective(
-      topology, {shape.op, shape.size_bytes, shape.algorithm, shape.protocol}, p);
+      topology, {shape.op, shape.size_bytes, shape.algorithm, shape.protocol}, params);
   auto simple = models::estimate_collective(
-      topology, {shape.op, shape.size_bytes, shape.algorithm, CollectiveProtocol::kSimple}, p);
+      topology, {shape.op, shape.size_bytes, shape.algorithm, CollectiveProtocol::kSimple},
+      models::uncalibrated(params));
   if (!with || !simple || simple->bandwidth_s <= 0) return 1.0;
   return with->bandwidth_s / simple->bandwidth_s;
 }

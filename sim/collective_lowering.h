@@ -94,8 +94,11 @@ models::Result<LoweredCollective> lower_collective(const CollectiveShape& shape,
                                                    const models::CollectiveParams& params,
                                                    const LoweringOptions& options);
 
-// The analytic model's LL/LL128 cost for this algorithm: bandwidth term with `protocol` over the
-// term with Simple (1 for Simple). Calibration fits are ignored.
+// What each byte of this collective costs on the wire relative to the uncalibrated model's
+// Simple protocol: the bandwidth term of `shape`'s algorithm and protocol under `params` over the
+// uncalibrated Simple one. Uncalibrated, the LL/LL128 cost (1 for Simple); under a calibration
+// overlay also the fit's or correction's rate against the model's, so that the simulator's flows
+// of an uncontended collective last what the calibration measured.
 double protocol_factor(const CollectiveShape& shape, const models::CollectiveTopology& topology,
                        const models::CollectiveParams& params);
 

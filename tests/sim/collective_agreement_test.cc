@@ -123,6 +123,32 @@ TEST_SUITE("sim") {
     for (const Case& c : cases) check_agreement(graph, c, models::kGiB);
   }
 
+  TEST_CASE("under a calibration overlay the simulator times an uncontended collective as the fit") {
+    // A fit (calibrate, from nccl-tests or validate) and a transfer correction: the flows carry
+    // each byte at the calibrated rate against the model's (protocol_factor), so an uncontended
+    // run lasts the calibrated time; the simulator had run its own link rates beside the fit.
+    const auto graph = h100_cluster(4);
+    for (int ranks : {8, 32}) {
+      CAPTURE(ranks);
+      SimParams params;
+      params.collective.fits.push_back({CollectiveOp::kAllGather, CollectiveAlgorithm::kAuto,
+                                        CollectiveProtocol::kAuto, 8, 80e-6, 250e9});
+      params.collective.corrections.push_back(
+          {CollectiveOp::kAllGather, true, 20e-6, 0.8, {}});
+      auto topo = models::collective_topology(graph.cluster(), ranks);
+      REQUIRE(topo.ok());
+      const models::CollectiveRequest request{CollectiveOp::kAllGather, models::kGiB};
+      auto analytic = models::estimate_collective(*topo, request, params.collective);
+      auto plain = models::estimate_collective(*topo, request, models::uncalibrated(params.collective));
+      REQUIRE(analytic.ok());
+      REQUIRE(plain.ok());
+      CHECK(analytic->time_s > 1.2 * plain->time_s);  // the overlay is the slower
+      auto des = simulate_collective(graph, request, ranks, params);
+      REQUIRE(des.ok());
+      CHECK(des->time_s == doctest::Approx(analytic->time_s).epsilon(0.01));
+    }
+  }
+
   TEST_CASE("CollNet-Direct (no NVLS inside the node) agrees with the formula") {
     const auto graph = h100_cluster(4, "nvlink3");
     check_agreement(graph,
