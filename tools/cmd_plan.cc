@@ -133,7 +133,7 @@ std::string parallelism_line(const models::WorkloadConfig& w, int micro_batches)
 }
 
 void print_header(const models::Scenario& s, const models::StepResult& r,
-                  const char* engine = "analytic model") {
+                  const char* engine = "analytic model", const std::string& calibration = "") {
   const auto& c = s.cluster;
   const auto& n = c.node;
   const auto& w = s.workload;
@@ -158,7 +158,13 @@ void print_header(const models::Scenario& s, const models::StepResult& r,
               w.model.id.c_str(), params.c_str(),
               w.seq_len, w.global_batch, format_count(r.tokens_per_step).c_str(),
               std::string(models::to_string(w.precision)).c_str());
-  std::printf("  parallel  %s\n\n", parallelism_line(w, r.micro_batches).c_str());
+  std::printf("  parallel  %s\n", parallelism_line(w, r.micro_batches).c_str());
+  if (!calibration.empty()) {
+    std::printf("  calibrated by %s (its collective, GEMM, attention and memory rates replace the "
+                "model's where it measured them)\n",
+                calibration.c_str());
+  }
+  std::printf("\n");
 }
 
 void print_step(const models::StepResult& r, models::Precision precision) {
@@ -561,8 +567,12 @@ int run_plan(const PlanArgs& a) {
   std::optional<Ownership> ownership;
   if (scenario->cost.present) ownership = estimate_ownership(*scenario, *step, cost);
 
+  // The overlay in force, if any: the flag's, else the scenario's calibration: key.
+  const std::string calibration_path =
+      a.calibration.empty() ? scenario->calibration_path : a.calibration;
   if (a.json) {
     nlohmann::json j = plan_json(*scenario, *step, cost, params, des ? "des" : "analytic");
+    j["calibration"] = calibration_path.empty() ? nlohmann::json() : nlohmann::json(calibration_path);
     if (des) j["analytic_step_time_s"] = analytic_step_s;
     if (!other_hash_steps_s.empty()) j["other_ecmp_hash_step_time_s"] = other_hash_steps_s;
     if (!engine_note.empty()) j["engine_note"] = engine_note;
@@ -577,7 +587,8 @@ int run_plan(const PlanArgs& a) {
   }
   print_header(*scenario, *step,
                des ? "discrete-event simulation (SimGrid: contention, overlap, pipeline)"
-                   : "analytic model");
+                   : "analytic model",
+               calibration_path);
   print_step(*step, scenario->workload.precision);
   if (des) {
     std::printf("  (analytic model: step %s; simulated / analytic %s)\n\n",

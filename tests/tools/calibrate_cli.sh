@@ -92,8 +92,12 @@ PY
 "$bin" plan "$src/scenarios/llama3-8b-8xh100.yaml" --calibration "$tmp/cal.yaml" >/dev/null 2>"$tmp/err.txt"
 [ $? -eq 2 ] && grep -q "measured on h200-sxm" "$tmp/err.txt" \
   || fail "an H200 overlay on an H100 plan should exit 2 naming the GPUs"
-"$bin" plan "$src/scenarios/h200-8gpu.yaml" --calibration "$tmp/cal.yaml" >/dev/null \
+"$bin" plan "$src/scenarios/h200-8gpu.yaml" --calibration "$tmp/cal.yaml" >"$tmp/plan-cal.txt" \
   || fail "plan with an H200 overlay"
+grep -qF "calibrated by $tmp/cal.yaml" "$tmp/plan-cal.txt" || fail "plan names the overlay in force"
+"$bin" plan "$src/scenarios/h200-8gpu.yaml" --calibration "$tmp/cal.yaml" --engine analytic --json \
+  | python3 -c "import json,sys; assert json.load(sys.stdin)['calibration'].endswith('cal.yaml')" \
+  || fail "plan --json names the overlay in force"
 
 # An overlay of the saturating GEMM model (half_efficiency_flops, half_identified) still loads.
 sed 's/^\(  - {precision: bf16, .*\)points:/\1half_efficiency_flops: 4.1e+09, half_identified: true, points:/' \
