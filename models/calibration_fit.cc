@@ -473,7 +473,7 @@ void fit_transfer(const CalibrationInput& input, const CalibrationOptions& optio
 // puts them at 2.0 and 4.1 us; the median is unmoved by them and max_rel_residual shows them.
 // The rows are fitted at the clock they ran at: runs too short to reach the power cap give the
 // full-clock rate (short_max_efficiency); runs at the cap (validate's 1 s rows, a burn:
-// GemmSample::at_power_cap) give the capped one (max_efficiency), the full-clock rate then being
+// at_power_cap) give the capped one (max_efficiency), the full-clock rate then being
 // the capped one over the GPU's cap (ComputeParams::sustained_clock), which they cannot show.
 void fit_gemm(const CalibrationInput& input, const GpuSpec& gpu, Calibration* out) {
   const double cap_clock = default_compute_params(gpu).sustained_clock;
@@ -488,10 +488,11 @@ void fit_gemm(const CalibrationInput& input, const GpuSpec& gpu, Calibration* ou
     std::vector<const GemmSample*> shorts, capped, sustained;
     for (const auto& g : input.gemm) {
       if (g.precision != p || g.flops_per_s <= 0 || g.m <= 0 || g.n <= 0 || g.k <= 0) continue;
-      (g.sustained ? sustained : g.at_power_cap() ? capped : shorts).push_back(&g);
+      (g.sustained ? sustained : at_power_cap(false, g.seconds) ? capped : shorts).push_back(&g);
     }
     const bool full_clock = !shorts.empty();
-    const auto& fitted = full_clock ? shorts : !capped.empty() ? capped : sustained;
+    const bool burns_only = !full_clock && capped.empty();
+    const auto& fitted = full_clock ? shorts : burns_only ? sustained : capped;
     if (fitted.empty()) continue;
     std::vector<double> in_tile;
     in_tile.reserve(fitted.size());
@@ -520,7 +521,7 @@ void fit_gemm(const CalibrationInput& input, const GpuSpec& gpu, Calibration* ou
     // of ml-engineering's MAMF finder, github.com/stas00/ml-engineering; 672 over a 30 s burn on
     // our H200s, validate/NOTES.md). Fitted on capped rows, the burn adds only what heat takes
     // after them.
-    if (&fitted != &sustained && !sustained.empty()) {
+    if (!burns_only && !sustained.empty()) {
       std::vector<double> ratios;
       ratios.reserve(sustained.size());
       for (const GemmSample* s : sustained) {

@@ -126,9 +126,6 @@ struct GemmSample {
   double flops_per_s = 0;
   bool sustained = false;  // a burn of tens of seconds (power and heat settled)
   double seconds = 0;      // the timed region's length (0: not recorded, read as a short run)
-  // Timed at the power cap's clock: a burn, or a run long enough for the clock to settle
-  // (kPowerCapSettledRunS).
-  bool at_power_cap() const { return sustained || seconds >= kPowerCapSettledRunS; }
 };
 
 struct AttentionSample {

@@ -830,12 +830,11 @@ Result<CollectiveEstimate> estimate_collective(const CollectiveTopology& topolog
                                  request.protocol, &ignored, request.dispatch);
     if (!plain.empty()) {
       const CollectiveEstimate& tuner = *std::min_element(plain.begin(), plain.end(), nccl_prefers);
-      for (const CollectiveEstimate& e : all) {
-        if (e.algorithm == tuner.algorithm && e.protocol == tuner.protocol &&
-            e.bottleneck == Neck::kCalibrated && e.time_s <= best->time_s * (1 + 1e-12)) {
-          return e;
-        }
-      }
+      const auto same = std::find_if(all.begin(), all.end(), [&](const CollectiveEstimate& e) {
+        return e.algorithm == tuner.algorithm && e.protocol == tuner.protocol &&
+               e.bottleneck == Neck::kCalibrated && e.time_s <= best->time_s * (1 + 1e-12);
+      });
+      if (same != all.end()) return *same;
     }
   }
   return *best;
@@ -859,6 +858,10 @@ void apply_correction(const CollectiveCorrection& c, CollectiveAlgorithm algorit
   if (std::find(c.excluded.begin(), c.excluded.end(), algorithm) == c.excluded.end()) {
     *bandwidth_s /= c.bandwidth_scale;
   }
+}
+
+bool is_calibrated(const CollectiveParams& params) {
+  return !params.fits.empty() || !params.corrections.empty();
 }
 
 CollectiveParams uncalibrated(CollectiveParams params) {

@@ -298,6 +298,8 @@ struct CollectiveParams {
 
 // `params` without its calibration (fits and corrections): the model's own constants.
 CollectiveParams uncalibrated(CollectiveParams params);
+// Whether `params` carries a calibration (fits or transfer corrections).
+bool is_calibrated(const CollectiveParams& params);
 
 // How an all-to-all's copies bound for other nodes travel. NCCL's alltoall (the defaults): each
 // copy is its own message. A hierarchical MoE dispatcher (DeepEP, HybridEP; models

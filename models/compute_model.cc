@@ -180,6 +180,13 @@ ComputeParams flash2_params(const ComputeParams& params) {
   return p;
 }
 
+ComputeParams gemm_params(const GpuSpec& gpu, Precision p, const ComputeParams& params,
+                          bool blockwise) {
+  if (p == Precision::kFp8) return fp8_gemm_params(gpu, params, blockwise);
+  if (p == Precision::kFp4) return fp4_gemm_params(gpu, params);
+  return params;
+}
+
 double attention_clock(const ComputeParams& params, double clock) {
   return std::min(clock, params.sustained_clock);
 }

@@ -20,6 +20,11 @@ namespace clustersim::models {
 // (scenarios/measurements/call8/h200-1gpu-shapes.json), call 9's capped 0.72 rather than the
 // full clock's 0.834. The median batch of a run this long comes after the clock has settled.
 inline constexpr double kPowerCapSettledRunS = 0.5;
+// Whether a timed GEMM region ran at the power cap's clock: a burn, or `seconds` of back-to-back
+// work at least kPowerCapSettledRunS (0: not recorded, read as a short run at full clock).
+inline bool at_power_cap(bool burn, double seconds) {
+  return burn || seconds >= kPowerCapSettledRunS;
+}
 
 struct ComputeParams {
   // Tensor-core efficiency inside a GEMM tile at the GPU's full clock: what a GEMM whose tiles
@@ -259,6 +264,10 @@ ComputeParams fp8_gemm_params(const GpuSpec& gpu, const ComputeParams& params,
 // `params` for NVFP4 GEMMs on `gpu`: the in-tile efficiency times fp4_gemm_ratio, the tile's
 // fixed cost gemm_k_overhead(gpu, fp4).
 ComputeParams fp4_gemm_params(const GpuSpec& gpu, const ComputeParams& params);
+// `params` for GEMMs in precision `p` on `gpu`: fp8_gemm_params (with `blockwise`) or
+// fp4_gemm_params for the quantized precisions, `params` itself for the others.
+ComputeParams gemm_params(const GpuSpec& gpu, Precision p, const ComputeParams& params,
+                          bool blockwise = false);
 // The bandwidth (bytes/s) a kind of eager kernel reaches on `gpu`: its time per byte on the H200
 // (1 / (fraction x 4.8 TB/s)) split into the part that scales with the HBM's bandwidth, 1 -
 // sm_bound of it, and the part that scales with the number of SMs (what each SM keeps in

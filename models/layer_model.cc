@@ -241,9 +241,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   // backward (the scale's amax fused): elements per pass.
   const bool low_precision = quantized(p);
   const ComputeParams quantized_params =
-      p == Precision::kFp4
-          ? fp4_gemm_params(gpu, params)
-          : fp8_gemm_params(gpu, params, w.framework.fp8_recipe == Fp8Recipe::kBlockwise);
+      gemm_params(gpu, p, params, w.framework.fp8_recipe == Fp8Recipe::kBlockwise);
   double cast_forward = 0, cast_backward = 0;
   for (const Gemm& g : gemms) {
     if (g.m <= 0) continue;
@@ -278,7 +276,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   // columnwise_usage && !nvte_is_non_tn_fp8_gemm_supported(), true from sm_100 to sm_119 and from
   // sm_130; TE 2.4, May 2025).
   const bool one_copy = !block_scaled(w) && w.framework.fp8_recipe == Fp8Recipe::kTensorwise &&
-                        (gpu.arch == "sm_100" || gpu.arch == "sm_103");
+                        arch_family(gpu.arch) == "sm_100";
   const double cast_bytes_per_element = 2 + (one_copy ? 1 : 2) * quantized_tensor_bytes(w);
 
   // 2. The attention core: ring attention runs cp chunks of s/cp queries against s/cp keys.

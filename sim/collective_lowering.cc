@@ -485,8 +485,8 @@ int dtree_parent(int n, int rank, int tree) {
 
 double protocol_factor(const CollectiveShape& shape, const models::CollectiveTopology& topology,
                        const models::CollectiveParams& params) {
-  const bool calibrated = !params.fits.empty() || !params.corrections.empty();
-  if (shape.size_bytes <= 0 || (shape.protocol == CollectiveProtocol::kSimple && !calibrated)) {
+  if (shape.size_bytes <= 0 ||
+      (shape.protocol == CollectiveProtocol::kSimple && !models::is_calibrated(params))) {
     return 1.0;
   }
   auto with = models::estimate_collective(

@@ -2,10 +2,14 @@
 
 namespace clustersim::tools {
 
+std::string calibration_path_for(const std::string& flag_path, const std::string& scenario_path) {
+  return flag_path.empty() ? scenario_path : flag_path;
+}
+
 models::Result<std::optional<models::Calibration>> calibration_for(
     const std::string& flag_path, const std::string& scenario_path,
     const models::ClusterConfig& cluster) {
-  auto c = load_calibration_or_none(flag_path.empty() ? scenario_path : flag_path);
+  auto c = load_calibration_or_none(calibration_path_for(flag_path, scenario_path));
   if (!c || !*c) return c;
   if (auto s = models::check_calibration_gpu(**c, cluster); !s) return models::Error{s.message()};
   return c;

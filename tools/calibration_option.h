@@ -13,6 +13,10 @@
 
 namespace clustersim::tools {
 
+// The overlay's path: `flag_path` (--calibration) when given, else `scenario_path` (the
+// scenario's calibration: key, already resolved); "" for none.
+std::string calibration_path_for(const std::string& flag_path, const std::string& scenario_path);
+
 // The overlay for `cluster`: loaded from `flag_path` when given, else from `scenario_path`
 // (already resolved by the scenario loader), else nullopt. Fails on a file that does not load
 // or an overlay measured on another GPU model than the cluster's.

@@ -155,8 +155,10 @@ void print_calibration(const models::Calibration& c, const std::string& out) {
                  format_significant(e.max_efficiency, 4),
                  format_significant(e.short_max_efficiency, 4), std::to_string(e.points),
                  format_percent(e.max_rel_residual),
-                 e.sustained_scaled ? "in-tile max at the power cap (runs of 0.5 s+ or a burn)"
-                                    : "short runs only: no cap measured"});
+                 e.sustained_scaled
+                     ? "in-tile max at the power cap (runs of " +
+                           format_significant(models::kPowerCapSettledRunS, 2) + " s+ or a burn)"
+                     : std::string("short runs only: no cap measured")});
     }
     std::printf("%s", g.render(2).c_str());
   }

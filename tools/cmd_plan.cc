@@ -567,9 +567,8 @@ int run_plan(const PlanArgs& a) {
   std::optional<Ownership> ownership;
   if (scenario->cost.present) ownership = estimate_ownership(*scenario, *step, cost);
 
-  // The overlay in force, if any: the flag's, else the scenario's calibration: key.
   const std::string calibration_path =
-      a.calibration.empty() ? scenario->calibration_path : a.calibration;
+      calibration_path_for(a.calibration, scenario->calibration_path);
   if (a.json) {
     nlohmann::json j = plan_json(*scenario, *step, cost, params, des ? "des" : "analytic");
     j["calibration"] = calibration_path.empty() ? nlohmann::json() : nlohmann::json(calibration_path);

@@ -355,9 +355,9 @@ AcceptanceCheck check_gemm(const Context& x, double* min_rate) {
   double seconds = 0;
   for (const GemmRate& g : x.m.gemm) {
     if (g.precision != "bf16" || g.tflops <= 0) continue;
-    auto& slot = (g.sustained                                  ? per_rank_sustained
-                  : g.seconds >= models::kPowerCapSettledRunS ? per_rank_capped
-                                                               : per_rank_short)[g.rank];
+    auto& slot = (g.sustained                             ? per_rank_sustained
+                  : models::at_power_cap(false, g.seconds) ? per_rank_capped
+                                                           : per_rank_short)[g.rank];
     slot = std::max(slot, g.tflops * 1e12);
     if (g.sustained) seconds = std::max(seconds, g.seconds);
   }
@@ -380,9 +380,11 @@ AcceptanceCheck check_gemm(const Context& x, double* min_rate) {
     }
   }
   *min_rate = lo;
+  const std::string settled =
+      "runs of " + format_significant(models::kPowerCapSettledRunS, 2) + " s or more";
   c.measured = format_flops(lo) + " (slowest GPU, rank " + std::to_string(lo_rank) + ", " +
                (sustained ? "sustained " + format_significant(seconds, 3) + " s"
-                : capped  ? "runs of 0.5 s or more, at the power cap"
+                : capped  ? settled + ", at the power cap"
                           : "short runs") +
                ")";
   c.threshold = ">= " + format_flops(threshold) + " (0.9 x " + format_flops(ref) +
@@ -399,9 +401,10 @@ AcceptanceCheck check_gemm(const Context& x, double* min_rate) {
   }
   if (!sustained) {
     add_reason(c, CheckStatus::kWarn,
-               capped ? "no sustained burn: runs of 0.5 s or more judged at the power cap's "
-                        "reference (a burn adds what heat takes after them)"
-                      : "no sustained burn: short runs judged");
+               capped ? "no sustained burn: " + settled +
+                            " judged at the power cap's reference (a burn adds what heat takes "
+                            "after them)"
+                      : std::string("no sustained burn: short runs judged"));
   }
   return c;
 }

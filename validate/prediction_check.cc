@@ -97,11 +97,10 @@ void compare_gemm(const Measurement& m, const ComparisonInputs& in, Comparison* 
     // own in-tile ratio and tile fixed time (what the step model runs them with).
     models::ComputeParams compute = in.compute;
     if (in.calibration) models::apply_calibration(*in.calibration, p, &compute);
-    if (p == models::Precision::kFp8) compute = models::fp8_gemm_params(gpu, compute, false);
-    if (p == models::Precision::kFp4) compute = models::fp4_gemm_params(gpu, compute);
+    compute = models::gemm_params(gpu, p, compute);
     // A run too short to reach the power cap is held to the full clock; a burn, or a run long
     // enough for the clock to settle (validate's 1 s rows), to the cap's sustained clock.
-    if (g.sustained || g.seconds >= models::kPowerCapSettledRunS) {
+    if (models::at_power_cap(g.sustained, g.seconds)) {
       compute = models::at_clock(compute, compute.sustained_clock);
     }
     const models::KernelTime k =
