@@ -190,31 +190,56 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     // against 668 as one GEMM of all their rows; the model's per-expert ratio is 0.897, measured
     // 0.903. Sharing the waves across experts is not what these kernels do.
     double count = 1;
+    // Where its FP8 (FP4) casts run (Transformer Engine, module/linear.py and
+    // layernorm_linear.py): a column-parallel linear under SP quantizes its input's sequence
+    // shard and all-gathers the quantized tensor, a row-parallel one its output gradient's; a
+    // norm fused into the linear (LayerNormLinear) computes its output's amax (current scaling)
+    // or writes its output quantized (delayed scaling).
+    bool norm_fed = false;
+    bool gathers_input = false;
+    bool gathers_grad = false;
   };
   std::vector<Gemm> gemms;
+  // The flags of the GEMM just added: column-parallel (its input gathered under SP), fed by a
+  // fused norm, row-parallel (its output gradient gathered under SP).
+  const auto column = [&](bool norm_fed) {
+    gemms.back().gathers_input = true;
+    gemms.back().norm_fed = norm_fed;
+  };
+  const auto row = [&] { gemms.back().gathers_grad = true; };
   if (m.mla.enabled()) {
     // MLA (DeepSeek-V3): the down projections unsplit, the up and output projections TP-split.
     const MlaSpec& a = m.mla;
     const double heads_t = m.heads / t;
     if (a.q_lora_rank > 0) {
+      // The down projections take the gathered hidden states (Megatron-Core's MLA), the up
+      // projections the latent through their fused norm (q_layernorm, kv_layernorm).
       gemms.push_back({tokens, double(a.q_lora_rank), h, 0, 1});
       gemms.push_back({tokens, heads_t * a.qk_head_dim(), double(a.q_lora_rank), 0, chunks, true,
                        Role::kMlaUp});
+      gemms.back().norm_fed = true;
     } else {
       gemms.push_back({tokens, heads_t * a.qk_head_dim(), h, 0, chunks});
+      column(false);
     }
     gemms.push_back({tokens, double(a.kv_lora_rank + a.qk_rope_head_dim), h, 0, 1});
     gemms.push_back({tokens, heads_t * (a.qk_nope_head_dim + a.v_head_dim),
                      double(a.kv_lora_rank), 0, chunks, true, Role::kMlaUp});
+    gemms.back().norm_fed = true;
     gemms.push_back({tokens, h, heads_t * a.v_head_dim, 1, chunks});
+    row();
   } else {
     gemms.push_back({tokens, (q_width + kv_dim + m.v_width()) / t, h,
                      kv_dim / (q_width + kv_dim + m.v_width()), chunks});
+    column(true);
     gemms.push_back({tokens, h, m.heads * m.v_head_dim() / t, 1, chunks});
+    row();
   }
   if (!moe) {
     gemms.push_back({tokens, ffn_out / t, h, m.gated_ffn ? 0.5 : 0, chunks, true, Role::kMlp});
+    column(true);
     gemms.push_back({tokens, h, m.ffn_hidden / t, 0, chunks, true, Role::kMlp});
+    row();
   } else {
     // The router on the sequence-parallel shard; the routed experts, each over its share of
     // the routed tokens; the shared experts TP-split like a dense MLP.
@@ -233,16 +258,68 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
                      local_experts});
     if (e.shared_experts > 0) {
       const double f_s = double(e.shared_experts) * e.expert_ffn_hidden;
+      // A MoE layer's norm stands alone (TENorm): its output feeds the router and both MLPs.
       gemms.push_back({tokens, m.up_width(f_s) / t, h, 0, chunks, true, Role::kShared});
+      column(false);
       gemms.push_back({tokens, h, f_s / t, 0, chunks, true, Role::kShared});
+      row();
     }
   }
   // Quantized training casts each quantized GEMM's input forward and its output gradient
-  // backward (the scale's amax fused): elements per pass.
+  // backward.
+  //
+  // Hopper's FP8 tensor-core GEMMs take both operands K-major, so the weight-gradient GEMM
+  // needs the input and the output gradient transposed as well: Transformer Engine's fused
+  // cast_transpose (and DeepSeek's per_channel_cast_and_transpose) reads the 16-bit tensor once
+  // and writes both FP8 copies. Block-scaled formats (MXFP8, NVFP4) scale along the reduction,
+  // which the weight-gradient GEMM takes along the other dimension: one kernel reads the tensor
+  // and writes both quantizations with their scales (NVFP4's column-wise one through a 16-point
+  // Hadamard transform, fused into that cast). Blackwell's data-center FP8 GEMMs (sm_100,
+  // sm_103) take any operand layout, and Transformer Engine then quantizes a per-tensor-scaled
+  // tensor once, with no transposed copy (pytorch/csrc/quantizer.cpp: with_transpose =
+  // columnwise_usage && !nvte_is_non_tn_fp8_gemm_supported(), true from sm_100 to sm_119 and from
+  // sm_130; TE 2.4, May 2025).
+  //
+  // Under SP a per-tensor-scaled tensor is quantized on its sequence shard and gathered in FP8,
+  // row-wise only (distributed.py, _all_gather_fp8: "We cannot directly all-gather the
+  // transposed fp8 tensor"); on Hopper the backward then transposes the gathered tensor
+  // (_create_transpose: read and write a byte per element). Block-scaled tensors are gathered
+  // with both quantizations.
+  //
+  // Current scaling (fp8_recipe tensorwise) takes each tensor's amax in a pass of its own before
+  // the cast (quantizer.cpp, Float8CurrentScalingQuantizer::quantize_impl: nvte_compute_amax,
+  // then nvte_quantize_v2), a second read of the 16-bit tensor, except where a fused norm
+  // computes it (normalization.cpp: FUSED_NORM_AMAX_FP8); the backward's activation functions
+  // fuse no cast under it (layernorm_mlp.py). Delayed scaling records the amax inside the cast,
+  // and its fused norm writes the quantized output in place of the 16-bit one.
   const bool low_precision = quantized(p);
   const ComputeParams quantized_params =
       gemm_params(gpu, p, params, w.framework.fp8_recipe == Fp8Recipe::kBlockwise);
-  double cast_forward = 0, cast_backward = 0;
+  const bool per_tensor = p == Precision::kFp8 && !block_scaled(w) &&
+                          w.framework.fp8_recipe != Fp8Recipe::kBlockwise;
+  const bool current = per_tensor && w.framework.fp8_recipe == Fp8Recipe::kTensorwise;
+  const bool delayed = per_tensor && w.framework.fp8_recipe == Fp8Recipe::kDelayed;
+  const bool one_copy = per_tensor && arch_family(gpu.arch) == "sm_100";
+  const double q = quantized_tensor_bytes(w);
+  const double sp_shard = par.sp ? t : 1;
+  // Bytes one cast moves, and (on Hopper) the backward's transpose of a gathered tensor.
+  struct CastBytes {
+    double cast = 0, transpose = 0;
+  };
+  const auto cast_bytes = [&](double elements, bool gathered, bool norm_fed) {
+    CastBytes b;
+    const bool gathered_rowwise = gathered && sp_shard > 1 && per_tensor;
+    const double local = gathered ? elements / sp_shard : elements;
+    const double write = (gathered_rowwise || one_copy ? 1 : 2) * q * local;
+    if (delayed && norm_fed) {
+      b.cast = std::max(0.0, write - 2 * local);  // in place of the norm's 16-bit output
+    } else {
+      b.cast = (current && !norm_fed ? 4 : 2) * local + write;
+    }
+    if (gathered_rowwise && !one_copy) b.transpose = 2 * q * elements;
+    return b;
+  };
+  double cast_forward_bytes = 0, cast_backward_bytes = 0;
   for (const Gemm& g : gemms) {
     if (g.m <= 0) continue;
     const bool gemm_quantized = low_precision && g.quantized;
@@ -260,24 +337,12 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
       case Role::kAttention: break;
     }
     if (gemm_quantized) {
-      cast_forward += g.count * g.m * g.k;
-      cast_backward += g.count * g.m * g.n;
+      const CastBytes in = cast_bytes(g.m * g.k, g.gathers_input, g.norm_fed);
+      const CastBytes grad = cast_bytes(g.m * g.n, g.gathers_grad, false);
+      cast_forward_bytes += g.count * in.cast;
+      cast_backward_bytes += g.count * (in.transpose + grad.cast + grad.transpose);
     }
   }
-  // Hopper's FP8 tensor-core GEMMs take both operands K-major, so the weight-gradient GEMM
-  // needs the input and the output gradient transposed as well: Transformer Engine's fused
-  // cast_transpose (and DeepSeek's per_channel_cast_and_transpose) reads the 16-bit tensor once
-  // and writes both FP8 copies. Block-scaled formats (MXFP8, NVFP4) scale along the reduction,
-  // which the weight-gradient GEMM takes along the other dimension: one kernel reads the tensor
-  // and writes both quantizations with their scales (NVFP4's column-wise one through a 16-point
-  // Hadamard transform, fused into that cast). Blackwell's data-center FP8 GEMMs (sm_100,
-  // sm_103) take any operand layout, and Transformer Engine then quantizes a per-tensor-scaled
-  // tensor once, with no transposed copy (pytorch/csrc/quantizer.cpp: with_transpose =
-  // columnwise_usage && !nvte_is_non_tn_fp8_gemm_supported(), true from sm_100 to sm_119 and from
-  // sm_130; TE 2.4, May 2025).
-  const bool one_copy = !block_scaled(w) && w.framework.fp8_recipe == Fp8Recipe::kTensorwise &&
-                        arch_family(gpu.arch) == "sm_100";
-  const double cast_bytes_per_element = 2 + (one_copy ? 1 : 2) * quantized_tensor_bytes(w);
 
   // 2. The attention core: ring attention runs cp chunks of s/cp queries against s/cp keys.
   const double heads_local = m.heads / t;
@@ -500,9 +565,8 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   out.memory_backward_s += outside_backward_s;
   if (low_precision) {
     out.memory_forward_s +=
-        elementwise_time(gpu, cast_forward * cast_bytes_per_element, params).time_s;
-    out.memory_backward_s +=
-        elementwise_time(gpu, cast_backward * cast_bytes_per_element, params).time_s;
+        elementwise_time(gpu, cast_forward_bytes, params).time_s;
+    out.memory_backward_s += elementwise_time(gpu, cast_backward_bytes, params).time_s;
   }
   return out;
 }

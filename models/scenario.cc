@@ -1213,6 +1213,7 @@ bool Loader::load_workload(const YAML::Node& node) {
         {"compiled", KernelFusion::kCompiled}};
     static constexpr std::pair<std::string_view, Fp8Recipe> kFp8Recipes[] = {
         {"tensorwise", Fp8Recipe::kTensorwise},
+        {"delayed", Fp8Recipe::kDelayed},
         {"blockwise", Fp8Recipe::kBlockwise},
         {"mxfp8", Fp8Recipe::kMxfp8}};
     static constexpr std::pair<std::string_view, bool> kNormKernels[] = {{"fused", false},

@@ -176,8 +176,14 @@ std::string_view to_string(KernelFusion k);
 
 // How fp8 training scales its tensors.
 enum class Fp8Recipe {
-  // Per tensor: Transformer Engine's delayed or current scaling (the default).
+  // Per tensor, current scaling (Megatron-Core's `tensorwise`, Transformer Engine's
+  // Float8CurrentScaling; the default): each tensor's amax is taken from the tensor itself just
+  // before its cast, a read of its own unless the norm that produces it computes it.
   kTensorwise,
+  // Per tensor, delayed scaling (Transformer Engine's DelayedScaling, Megatron-Core's
+  // `delayed`): the scale comes from earlier steps' amax history and the cast records the new
+  // amax in the same pass; a norm that feeds the GEMM writes its output in FP8 directly.
+  kDelayed,
   // DeepSeek-V3's 1 x 128 / 128 x 128 scales (DeepGEMM, TE's Float8BlockScaling), whose GEMMs
   // pay more per tile (blockwise_fp8_k_overhead).
   kBlockwise,

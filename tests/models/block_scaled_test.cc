@@ -33,12 +33,14 @@ Scenario llama70b(const std::string& gpu, const std::string& precision,
   return std::move(s).value();
 }
 
-// The elements the forward casts per layer of llama70b(): each quantized GEMM's input on 8,192
-// tokens at TP 8 (QKV and the up projection read the hidden size, the output projection h / 8,
-// the down projection ffn / 8); and the fused kernels' copy rate they move at.
-double forward_cast_elements() {
+// The elements of each tensor the forward casts per layer of llama70b(), as each GPU holds it
+// (8,192 tokens at TP 8 with SP): QKV's and the up projection's inputs are quantized on their
+// sequence shard (h wide) and gathered quantized, the output projection's (h / 8) and the down
+// projection's (ffn / 8) inputs whole; each the same h / 8, h / 8, h / 8, ffn / 8 per token.
+// `gathered` weighs the first and third, `whole` the second and fourth.
+double forward_cast_elements(double gathered = 1, double whole = 1) {
   const double tokens = 8192, h = 8192, ffn = 28672, t = 8;
-  return tokens * (h + h / t + h + ffn / t);
+  return tokens * (gathered * (h / t + h / t) + whole * (h / t + ffn / t));
 }
 double cast_rate(const GpuSpec& gpu, const ComputeParams& p) {
   return gpu.hbm_Bps * p.elementwise_efficiency;
@@ -80,24 +82,28 @@ TEST_SUITE("models") {
     CHECK(b.gemm_forward_s == doctest::Approx(a.gemm_forward_s));
     CHECK(b.gemm_backward_s == doctest::Approx(a.gemm_backward_s));
     CHECK(b.attention_forward_s == doctest::Approx(a.attention_forward_s));
-    // Casts: read 2 bytes and write; MXFP8 both quantizations, 2 x (1 + 1/32); per-tensor FP8
-    // one copy on the B200, whose FP8 GEMMs take any layout (Transformer Engine quantizes no
-    // transpose there), two on Hopper (the weight gradient's K-major transposes).
+    // Casts: read 2 bytes and write; MXFP8 both quantizations, 2 x (1 + 1/32) = 4.0625 a
+    // cast. Per-tensor FP8 (current scaling) one copy on the B200, whose FP8 GEMMs take any
+    // layout (Transformer Engine quantizes no transpose there): 3 bytes where the norm computed
+    // the amax (QKV, up), 5 where a pass of its own reads the tensor again (out, down).
     CHECK(b.memory_forward_s - a.memory_forward_s ==
-          doctest::Approx(forward_cast_elements() * (1 + 2.0 / 32) / cast_rate(gpu, p))
+          doctest::Approx(forward_cast_elements(4.0625 - 3, 4.0625 - 5) / cast_rate(gpu, p))
               .epsilon(1e-6));
-    // On Hopper per-tensor casts write both copies, as DeepSeek's blockwise ones do; on the
-    // B200 the blockwise ones keep writing two (their 128-element scales run along K).
+    // DeepSeek's blockwise casts write both quantizations (their 128-element scales run along
+    // K) and take their amax per block in the cast: 4 bytes each. Per-tensor: QKV's and up's
+    // 2 + 1 on Hopper too (gathered row-wise; the backward transposes the gathered tensor), the
+    // others 4 + 2 on Hopper and 4 + 1 on the B200.
     for (const char* id : {"h100-sxm", "b200"}) {
       CAPTURE(id);
       const Scenario tensorwise = llama70b(id, "fp8");
       const Scenario blockwise = llama70b(id, "fp8", "{fp8_recipe: blockwise}");
       const GpuSpec& g = tensorwise.cluster.node.gpu;
       const ComputeParams pg = default_compute_params(g);
-      const double one_copy = std::string(id) == "b200" ? 1 : 0;
+      const double whole = std::string(id) == "b200" ? 5 : 6;
       CHECK(layer_kernels(g, blockwise.workload, pg).memory_forward_s -
                 layer_kernels(g, tensorwise.workload, pg).memory_forward_s ==
-            doctest::Approx(forward_cast_elements() * one_copy / cast_rate(g, pg)).epsilon(1e-6));
+            doctest::Approx(forward_cast_elements(4 - 3, 4 - whole) / cast_rate(g, pg))
+                .epsilon(1e-6));
     }
   }
 
@@ -116,7 +122,8 @@ TEST_SUITE("models") {
     // Attention stays in bf16.
     CHECK(b.attention_forward_s == doctest::Approx(a.attention_forward_s));
     CHECK(b.attention_backward_s == doctest::Approx(a.attention_backward_s));
-    // Casts: read 2 bytes, write both quantizations at 0.5625 each: 3.125 bytes per element.
+    // Casts: read 2 bytes, write both quantizations at 0.5625 each: 3.125 bytes per element
+    // (QKV's and up's inputs on their sequence shard, gathered quantized).
     CHECK(b.memory_forward_s - a.memory_forward_s ==
           doctest::Approx(3.125 * forward_cast_elements() / cast_rate(gpu, p)));
   }
@@ -173,6 +180,16 @@ TEST_SUITE("models") {
     CHECK(load_error(on("h100-sxm", "  precision: fp8\n  framework: {fp8_recipe: mxfp8}\n"))
               .find("mxfp8 needs Blackwell's block-scaled tensor cores (sm_100, sm_103); "
                     "h100-sxm is sm_90") != std::string::npos);
+    // Per-tensor scaling, current (the default) or delayed, on any FP8 GPU.
+    for (const auto& [name, recipe] : {std::pair{"tensorwise", Fp8Recipe::kTensorwise},
+                                       std::pair{"delayed", Fp8Recipe::kDelayed}}) {
+      auto s = load_scenario_text(
+          on("h100-sxm", std::string("  precision: fp8\n  framework: {fp8_recipe: ") + name +
+                             "}\n"),
+          "per-tensor.yaml");
+      REQUIRE_MESSAGE(s.ok(), s.message());
+      CHECK(s->workload.framework.fp8_recipe == recipe);
+    }
     // fp4 needs an fp4 peak.
     CHECK(load_error(on("h100-sxm", "  precision: fp4\n"))
               .find("h100-sxm has no fp4 tensor-core peak") != std::string::npos);

@@ -42,16 +42,35 @@ TEST_SUITE("models") {
     CHECK(lf.gemm_backward_s == doctest::Approx(lb.gemm_backward_s / (2 * 0.90)).epsilon(0.02));
     CHECK(lf.attention_forward_s == doctest::Approx(lb.attention_forward_s));
     CHECK(lf.attention_backward_s == doctest::Approx(lb.attention_backward_s));
-    // Casts: each quantized GEMM's input forward (tokens x k) and output gradient backward
-    // (tokens x n), read 2 bytes and write the FP8 copy and its transpose (1 + 1), at the fused
-    // kernels' rate.
+    // Casts (current scaling, Transformer Engine), at the fused kernels' rate, bytes per
+    // element of the tensor as this GPU holds it. Forward, each quantized GEMM's input: QKV's
+    // and up's on their sequence shard (h / 8 of the h-wide norm output, SP), read 2 bytes and
+    // written row-wise (1) for the FP8 all-gather, the norm having computed the amax; the
+    // output and down projections' inputs (h / 8, ffn / 8 wide) whole: read for the amax (2),
+    // read again (2), written with the transpose (1 + 1). Backward, each output gradient: QKV's
+    // and up's whole (6), the output and down projections' on their sequence shard (2 + 2 + 1),
+    // and four transposes of gathered tensors (QKV's and up's inputs, the output and down
+    // projections' output gradients: 2 bytes per element of the whole tokens x h).
     const double tokens = 8192;
     const double h = 8192, kv = 1024, ffn = 28672, t = 8;
-    const double inputs = tokens * (h + h / t + h + ffn / t);
-    const double outputs = tokens * ((h + 2 * kv) / t + h + 2 * ffn / t + h);
+    const double forward = tokens * (3 * h / t + 6 * h / t + 3 * h / t + 6 * ffn / t);
+    const double backward =
+        tokens * (6 * (h + 2 * kv) / t + 5 * h / t + 6 * 2 * ffn / t + 5 * h / t + 4 * 2 * h);
     const double rate = gpu.hbm_Bps * p.elementwise_efficiency;
-    CHECK(lf.memory_forward_s - lb.memory_forward_s == doctest::Approx(4 * inputs / rate));
-    CHECK(lf.memory_backward_s - lb.memory_backward_s == doctest::Approx(4 * outputs / rate));
+    CHECK(lf.memory_forward_s - lb.memory_forward_s == doctest::Approx(forward / rate));
+    CHECK(lf.memory_backward_s - lb.memory_backward_s == doctest::Approx(backward / rate));
+    // Delayed scaling: no amax pass, and the norms write their outputs quantized in place of
+    // the 16-bit ones (no cast of QKV's and up's inputs at all).
+    Scenario d = llama70b(Precision::kFp8);
+    d.workload.framework.fp8_recipe = Fp8Recipe::kDelayed;
+    const LayerKernels ld = layer_kernels(gpu, d.workload, p);
+    CHECK(ld.memory_forward_s - lb.memory_forward_s ==
+          doctest::Approx(tokens * (4 * h / t + 4 * ffn / t) / rate));
+    CHECK(ld.memory_backward_s - lb.memory_backward_s ==
+          doctest::Approx(
+              tokens * (4 * (h + 2 * kv) / t + 3 * h / t + 4 * 2 * ffn / t + 3 * h / t + 4 * 2 * h) /
+              rate));
+    CHECK(ld.gemm_forward_s == doctest::Approx(lf.gemm_forward_s));
   }
 
   TEST_CASE("fp8: framework.fp8_attention runs the attention core in fp8, only in fp8 training") {

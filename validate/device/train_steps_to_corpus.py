@@ -1,14 +1,14 @@
-"""Writes the accuracy-corpus files (scenarios/published/clustersim-h200/) for the real training
-steps that validate/device/train_step.py measured on one H200.
+"""Writes the accuracy-corpus files (scenarios/published/clustersim-h200/, clustersim-h100/) for the
+real training steps that validate/device/train_step.py measured on one H200 or H100.
 Usage: python3 train_steps_to_corpus.py OUT_DIR STEPS.json [STEPS.json ...]
 One YAML per measured configuration: a one-GPU H200 cluster, the decoder's dimensions, the
 PyTorch recipe as framework keys, and the measured median step time and peak reserved memory
-under published:."""
+under published:. The GPU is the file's "device" (torch.cuda.get_device_name)."""
 import json
 import os
 import sys
 
-HEADER = """# A real training step on one H200, measured by clustersim (device call {call}, {date}):
+HEADER = """# A real training step on one {gpu_name}, measured by clustersim (device call {call}, {date}):
 # validate/device/train_step.py run {name}, {file}.
 # {architecture}
 # Recipe: {recipe}, {recompute}{compiled}. {parameters:,} parameters.
@@ -45,8 +45,21 @@ KEYS_FSDP = ("Framework keys: zero 3 with weights_in_fp32 and fp32_gradients (FS
              "reduce-scatters are copies.")
 
 
-def yaml_for(run, file, date, call):
+# torch.cuda.get_device_name -> (the catalog's GPU, the corpus source, the name in the header).
+GPUS = {"H200": ("h200-sxm", "clustersim-h200", "H200"),
+        "H100 80GB HBM3": ("h100-sxm", "clustersim-h100", "H100 SXM")}
+
+
+def gpu_of(device):
+    for key, value in GPUS.items():
+        if key in device:
+            return value
+    raise SystemExit("no catalog GPU for device %r" % device)
+
+
+def yaml_for(run, file, date, call, device="NVIDIA H200"):
     name = run["name"]
+    gpu, source, gpu_name = gpu_of(device)
     arch = run.get("architecture", "llama")
     fsdp = run.get("recipe", "autocast") == "fsdp"
     recompute = {"full": "every block checkpointed (torch.utils.checkpoint, full recompute)",
@@ -65,7 +78,7 @@ def yaml_for(run, file, date, call):
     norm = ("llm-foundry's low_precision_layernorm (computed in bf16)" if arch == "mpt"
             else "torch's nn.LayerNorm (fp32 under autocast)")
     architecture = {"llama": LLAMA, "titan": TITAN}.get(arch, GPT).format(norm=norm, **dims)
-    text = HEADER.format(call=call, date=date, name=name, file=file, architecture=architecture,
+    text = HEADER.format(gpu_name=gpu_name, call=call, date=date, name=name, file=file, architecture=architecture,
                          recipe=FSDP if fsdp else AUTOCAST, keys=KEYS_FSDP if fsdp else KEYS_AUTOCAST,
                          recompute=recompute, compiled=compiled,
                          parameters=run["parameters"], steps=len(run["step_times_s"]),
@@ -83,11 +96,11 @@ def yaml_for(run, file, date, call):
         optimizer += "\n    low_precision_norm: true   # llm-foundry's low_precision_layernorm"
     if arch == "titan":
         optimizer += "\n    norm_kernel: fp32-ops   # TorchTitan's RMSNorm: fp32 tensor ops"
-    text += f"""name: clustersim-h200-{name}
+    text += f"""name: {source}-{name}
 cluster:
   nodes: 1
   node:
-    gpu: h200-sxm
+    gpu: {gpu}
     gpus_per_node: 1
 workload:
   layers: {run['layers']}
@@ -116,7 +129,7 @@ workload:
     dp: 1{zero}
     recompute: {recompute_key}
 published:
-  source: clustersim-h200
+  source: {source}
   citation: "clustersim device call {call}, validate/device/train_step.py, run {name}
     (scenarios/measurements/call{call}/{file})"
   metric: step_time
@@ -124,7 +137,7 @@ published:
   memory_per_gpu: {run['peak_reserved_bytes']}B
 """
     text = "\n".join(line.rstrip() for line in text.split("\n"))
-    return f"clustersim-h200-{name}.yaml", text
+    return f"{source}-{name}.yaml", text
 
 
 # The device call and date of each measurement file (scenarios/measurements/callN/).
@@ -132,7 +145,8 @@ CALLS = {"train-steps-eager.json": (9, "2026-12-01"), "train-steps-compiled.json
          "train-steps-gpt.json": (20, "2026-12-04"), "train-steps-memory.json": (21, "2026-12-04"),
          "train-steps-layers.json": (22, "2026-12-04"),
          "train-steps-llama3-8b-fused.json": (23, "2026-12-04"),
-         "train-steps-llama3-8b-titan.json": (23, "2026-12-04")}
+         "train-steps-llama3-8b-titan.json": (23, "2026-12-04"),
+         "train-steps-h100-a.json": (32, "2026-12-05"), "train-steps-h100-b.json": (32, "2026-12-05")}
 
 
 def main():
@@ -145,7 +159,8 @@ def main():
         for run in data["runs"]:
             if "error" in run or (only and run["name"] not in only):
                 continue
-            fname, text = yaml_for(run, os.path.basename(path), date, call)
+            fname, text = yaml_for(run, os.path.basename(path), date, call,
+                                   data.get("device", "NVIDIA H200"))
             with open(os.path.join(out, fname), "w") as f:
                 f.write(text)
 
