@@ -58,12 +58,19 @@ for engine in ("analytic", "des"):
     assert s["leave_one_source_out_mean_abs_error"] <= 0.085, s
     h200 = [x for x in s["sources"] if x["source"] == "clustersim-h200"][0]
     assert h200["runs"] >= 16 and h200["mean_abs_error"] <= 0.07, h200
+    # Our H100 steps (device call 32), predicted before they ran (1.9% now, largest 4.2%).
+    h100 = [x for x in s["sources"] if x["source"] == "clustersim-h100"][0]
+    assert h100["runs"] == 17 and h100["mean_abs_error"] <= 0.035, h100
+    assert h100["max_abs_error"] <= 0.06, h100
+    # The public runs alone (6.1% now): our own steps must not hide a regression there.
+    public = [abs(r[engine]["error"]) for r in runs if not r["source"].startswith("clustersim-")]
+    assert len(public) >= 97 and sum(public) / len(public) <= 0.065, sum(public) / len(public)
     # Published memory (PyTorch's reserved peak) within 20% on our own H200 steps (at most 15.1%
     # now), and every run on the GPUs it ran on but one of Meta's Llama 3 405B runs.
     for r in runs:
-        if r["source"] == "clustersim-h200":
+        if r["source"] in ("clustersim-h200", "clustersim-h100"):
             err = r["allocator_memory_per_gpu_bytes"] / r["published_memory_per_gpu_bytes"] - 1
-            assert abs(err) < 0.20, (r["name"], err)
+            assert abs(err) < (0.20 if r["source"] == "clustersim-h200" else 0.10), (r["name"], err)
     unfit = sorted(r["name"] for r in runs if not r["fits"])
     # Meta's 8K-GPU layout: 32 micro-batches per pipeline under Megatron's interleaved
     # schedule hold 17.6 micro-batches beside the FP32 gradients (its not_modelled says why).
