@@ -1,7 +1,7 @@
 """GEMM rates over the shapes transformer layers run (m tokens x n outputs x k inputs) and the
 bandwidth of the memory-bound kernels around them, on one GPU through PyTorch: the ground of
 the step model's GEMM-by-shape and memory-bound terms (models/compute_model.h).
-Usage: python3 kernel_shapes.py OUT.json [--graphs] [--gemm-only] [--fp8]
+Usage: python3 kernel_shapes.py OUT.json [--graphs] [--gemm-only] [--fp8] [--shapes MxNxK,...]
 GEMM: bf16 torch.matmul, A [m x k] row-major times B [k x n], 10 products per timed call
 (with --graphs captured in a CUDA graph and replayed), median of CUDA-event timings over
 >= 0.15 s. --fp8: the same shapes as torch._scaled_mm with per-tensor scales (e4m3 operands,
@@ -9,7 +9,8 @@ A row-major, B column-major as Hopper's FP8 tensor cores take them, bf16 out), e
 fp32 accumulation promoted as cuBLAS does by default ("s": Transformer Engine's data- and
 weight-gradient GEMMs) and with fast accumulation ("s_fast_accum": its forward GEMMs); the
 ground of compute_model.h's fp8_gemm_ratio and of the tile's fixed time at the fp8 peak over
-shapes (call 8 measured two). Memory-bound: bytes read + written per second."""
+shapes (call 8 measured two). --shapes: these GEMMs instead of the 147 (m x n x k each; GEMMs
+only). Memory-bound: bytes read + written per second."""
 import json
 import sys
 
@@ -21,6 +22,9 @@ import torch_reference  # the same folder: its CUDA-event median timer
 
 GRAPHS = "--graphs" in sys.argv  # time GEMMs as CUDA-graph replays (no host launch pacing)
 FP8 = "--fp8" in sys.argv  # per-tensor-scaled e4m3 GEMMs (torch._scaled_mm) instead of bf16
+# --shapes MxNxK,...: these GEMMs only (a training layout's own shapes)
+SHAPES = ([tuple(int(v) for v in s.split("x")) for s in sys.argv[sys.argv.index("--shapes") + 1]
+           .split(",")] if "--shapes" in sys.argv else None)
 
 
 def bench(fn, seconds=0.15, inner=10, min_reps=3, graph=False):
@@ -60,22 +64,22 @@ def main():
            "sm_count": torch.cuda.get_device_properties(0).multi_processor_count,
            "gemm": [], "memory_bound": []}
     dims = [768, 1024, 2048, 3072, 4096, 8192, 16384]
-    for m in [2048, 8192, 32768]:
-        for n in dims:
-            for k in dims:
-                if FP8:
-                    out["gemm"].append(fp8_row(m, n, k, dev))
-                    continue
-                a = torch.randn(m, k, dtype=torch.bfloat16, device=dev)
-                b = torch.randn(k, n, dtype=torch.bfloat16, device=dev)
-                c = torch.empty(m, n, dtype=torch.bfloat16, device=dev)
-                t = bench(lambda: torch.matmul(a, b, out=c), graph=GRAPHS)
-                out["gemm"].append({"m": m, "n": n, "k": k, "s": t,
-                                    "tflops": 2 * m * n * k / t / 1e12})
-                del a, b, c
-        with open(sys.argv[1], "w") as f:
-            json.dump(out, f, indent=1)
-    if "--gemm-only" in sys.argv or FP8:
+    shapes = SHAPES or [(m, n, k) for m in [2048, 8192, 32768] for n in dims for k in dims]
+    for m, n, k in shapes:
+        if FP8:
+            out["gemm"].append(fp8_row(m, n, k, dev))
+        else:
+            a = torch.randn(m, k, dtype=torch.bfloat16, device=dev)
+            b = torch.randn(k, n, dtype=torch.bfloat16, device=dev)
+            c = torch.empty(m, n, dtype=torch.bfloat16, device=dev)
+            t = bench(lambda: torch.matmul(a, b, out=c), graph=GRAPHS)
+            out["gemm"].append({"m": m, "n": n, "k": k, "s": t,
+                                "tflops": 2 * m * n * k / t / 1e12})
+            del a, b, c
+        if len(out["gemm"]) % 49 == 0:
+            with open(sys.argv[1], "w") as f:
+                json.dump(out, f, indent=1)
+    if "--gemm-only" in sys.argv or FP8 or SHAPES:
         out["graphs"] = GRAPHS
         out["precision"] = "fp8_e4m3_tensorwise" if FP8 else "bf16"
         with open(sys.argv[1], "w") as f:
