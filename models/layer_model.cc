@@ -97,7 +97,7 @@ double LayerKernels::recompute_gemm_s(Recompute r, unsigned modules) const {
     case Recompute::kSelectiveOp:
       return gemm_recomputed_by_op_s;
     case Recompute::kFull:
-      return gemm_forward_s;
+      return gemm_forward_s - full_recompute_skipped_gemm_s;
   }
   return 0;
 }
@@ -120,7 +120,7 @@ double LayerKernels::recompute_s(Recompute r, unsigned modules) const {
     case Recompute::kSelectiveOp:
       return gemm_recomputed_by_op_s + memory_forward_s;
     case Recompute::kFull:
-      return forward_s();
+      return forward_s() - full_recompute_skipped_gemm_s;
   }
   return 0;
 }
@@ -198,6 +198,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     bool norm_fed = false;
     bool gathers_input = false;
     bool gathers_grad = false;
+    bool last = false;  // the block's last GEMM (a dense MLP's down projection)
   };
   std::vector<Gemm> gemms;
   // The flags of the GEMM just added: column-parallel (its input gathered under SP), fed by a
@@ -240,6 +241,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     column(true);
     gemms.push_back({tokens, h, m.ffn_hidden / t, 0, chunks, true, Role::kMlp});
     row();
+    gemms.back().last = true;
   } else {
     // The router on the sequence-parallel shard; the routed experts, each over its share of
     // the routed tokens; the shared experts TP-split like a dense MLP.
@@ -335,6 +337,9 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
       case Role::kMlp: out.gemm_mlp_forward_s += wg.forward_s; break;
       case Role::kShared: out.gemm_shared_forward_s += wg.forward_s; break;
       case Role::kAttention: break;
+    }
+    if (g.last && w.framework.recompute_stops_early()) {
+      out.full_recompute_skipped_gemm_s += wg.forward_s;
     }
     if (gemm_quantized) {
       const CastBytes in = cast_bytes(g.m * g.k, g.gathers_input, g.norm_fed);

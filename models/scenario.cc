@@ -150,7 +150,7 @@ constexpr std::string_view kMoeKeys[] = {"experts",       "top_k",           "ex
                                          "imbalance",     "max_nodes_per_token"};
 constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "tp_comm_overlap",     "tp_wgrad_overlap",
-                                               "sp_input_regather",
+                                               "sp_input_regather",   "recompute_early_stop",
                                                "loss_input",          "optimizer_kernel",
                                                "low_precision_norm",  "norm_kernel",
                                                "ep_comm_overlap",     "pp_comm_overlap",
@@ -510,6 +510,16 @@ class Loader {
     const YAML::Node v = map[std::string(key)];
     if (!v.IsDefined()) return true;
     return parse_bool(v, child(path, key), out);
+  }
+
+  bool read_optional_bool(const YAML::Node& map, const std::string& path, std::string_view key,
+                          std::optional<bool>* out) {
+    const YAML::Node v = map[std::string(key)];
+    if (!v.IsDefined()) return true;
+    bool b = false;
+    if (!parse_bool(v, child(path, key), &b)) return false;
+    *out = b;
+    return true;
   }
 
   bool parse_bool(const YAML::Node& v, const std::string& p, bool* out) {
@@ -1235,6 +1245,7 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_bool(fw, fp, "tp_comm_overlap", &f.tp_comm_overlap) ||
         !read_bool(fw, fp, "tp_wgrad_overlap", &f.tp_wgrad_overlap) ||
         !read_bool(fw, fp, "sp_input_regather", &f.sp_input_regather) ||
+        !read_optional_bool(fw, fp, "recompute_early_stop", &f.recompute_early_stop) ||
         !read_enum(fw, fp, "loss_input", kLossInputs, &f.loss_input) ||
         !read_enum(fw, fp, "optimizer_kernel", kOptimizerKernels, &f.foreach_optimizer) ||
         !read_bool(fw, fp, "low_precision_norm", &f.low_precision_norm) ||

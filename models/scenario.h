@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -241,6 +242,16 @@ struct FrameworkConfig {
   // GEMM). false: the gathered input is kept for the backward (PyTorch DTensor SP, where
   // autograd saves the matmul's input), with no second gather.
   bool sp_input_regather = true;
+  // Full recomputation as PyTorch's non-reentrant checkpoint runs it (torch.utils.checkpoint
+  // with use_reentrant=False, TorchTitan's and FSDP's checkpoint wrappers): the recomputed
+  // forward stops as soon as every tensor the backward saved is back (early stop, PyTorch's
+  // default since 2.1), so a dense block's down projection is not repeated. Megatron-LM's and
+  // DeepSpeed's checkpointing rerun the whole forward. Unset: true for PyTorch's kernels
+  // (kernels: eager or compiled), false for fused ones (recompute_stops_early()).
+  std::optional<bool> recompute_early_stop;
+  bool recompute_stops_early() const {
+    return recompute_early_stop.value_or(kernels != KernelFusion::kFused);
+  }
   // PyTorch kernels (eager, compiled): what the cross-entropy over the vocabulary is given
   // (LossInput; transformer_model.cc counts what each holds).
   LossInput loss_input = LossInput::kFp32;

@@ -7,6 +7,7 @@
 #include <string>
 #include <tuple>
 
+#include "models/compute_model.h"
 #include "models/layer_model.h"
 #include "models/scenario.h"
 #include "models/units.h"
@@ -568,6 +569,49 @@ TEST_SUITE("models") {
     CHECK(memory_per_gpu(w).activations_bytes < op);
     w.parallelism.recompute = Recompute::kSelective;
     CHECK(memory_per_gpu(w).activations_bytes > op);
+  }
+
+  TEST_CASE("transformer: PyTorch's full recompute stops before the block's down projection") {
+    // torch.utils.checkpoint(use_reentrant=False) stops recomputing once the tensors the
+    // backward saved are back: the MLP's down projection, whose output only the residual add
+    // reads, runs once. Megatron's and DeepSpeed's checkpointing rerun the whole forward.
+    auto w = llama2_70b_default();
+    const GpuSpec& gpu = *find_gpu("h100-sxm");
+    const ComputeParams p = default_compute_params(gpu);
+    CHECK_FALSE(w.framework.recompute_stops_early());  // fused kernels: Megatron-style
+    const LayerKernels megatron = layer_kernels(gpu, w, p);
+    CHECK(megatron.full_recompute_skipped_gemm_s == 0);
+    CHECK(megatron.recompute_s(Recompute::kFull) == doctest::Approx(megatron.forward_s()));
+    w.framework.kernels = KernelFusion::kCompiled;
+    CHECK(w.framework.recompute_stops_early());  // PyTorch's kernels: its checkpoint
+    const LayerKernels pytorch = layer_kernels(gpu, w, p);
+    // The down projection (tokens x h x ffn / t) alone: its forward GEMM time.
+    const double tokens = 4096, h = 8192, f = 28672, t = 8;
+    const double down = gemm_time(gpu, Precision::kBf16, {tokens, h, f / t}, p).time_s;
+    CHECK(pytorch.full_recompute_skipped_gemm_s == doctest::Approx(down));
+    CHECK(pytorch.recompute_s(Recompute::kFull) ==
+          doctest::Approx(pytorch.forward_s() - down));
+    CHECK(pytorch.recompute_gemm_s(Recompute::kFull) ==
+          doctest::Approx(pytorch.gemm_forward_s - down));
+    // The key overrides the default either way, and names itself when misspelt.
+    w.framework.recompute_early_stop = false;
+    CHECK(layer_kernels(gpu, w, p).full_recompute_skipped_gemm_s == 0);
+    auto s = load_scenario_text(
+        "cluster: {nodes: 1, node: {gpu: h100-sxm, gpus_per_node: 8, scale_up: nvlink4}}\n"
+        "workload: {model: llama3-8b, seq_len: 4096, global_batch: 8,\n"
+        "  framework: {recompute_early_stop: true},\n"
+        "  parallelism: {tp: 1, dp: 8, recompute: full}}\n",
+        "early.yaml");
+    REQUIRE_MESSAGE(s.ok(), s.message());
+    CHECK(s->workload.framework.recompute_stops_early());
+    auto bad = load_scenario_text(
+        "cluster: {nodes: 1, node: {gpu: h100-sxm, gpus_per_node: 8, scale_up: nvlink4}}\n"
+        "workload: {model: llama3-8b, seq_len: 4096, global_batch: 8,\n"
+        "  framework: {recompute_early_stop: maybe},\n"
+        "  parallelism: {tp: 1, dp: 8}}\n",
+        "early.yaml");
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.message().find("recompute_early_stop") != std::string::npos);
   }
 
   TEST_CASE("transformer: pipeline stages hold micro-batches in flight") {
