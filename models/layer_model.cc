@@ -120,7 +120,7 @@ double LayerKernels::recompute_s(Recompute r, unsigned modules) const {
     case Recompute::kSelectiveOp:
       return gemm_recomputed_by_op_s + memory_forward_s;
     case Recompute::kFull:
-      return forward_s() - full_recompute_skipped_gemm_s;
+      return forward_s() - full_recompute_skipped_gemm_s - full_recompute_skipped_memory_s;
   }
   return 0;
 }
@@ -530,6 +530,10 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
         w.framework.kernels == KernelFusion::kCompiled ? params.compiled_elementwise_share : 1.0;
     out.memory_forward_s = share * fwd * tokens + outside_forward_s;
     out.memory_backward_s = share * bwd * tokens + outside_backward_s;
+    if (out.full_recompute_skipped_gemm_s > 0) {  // the last residual add, the down weight's cast
+      const double down_cast = stream32 ? at(rate.cast_down, 6 * h * f / t / tokens) : 0;
+      out.full_recompute_skipped_memory_s = share * (add_fwd / sp + down_cast) * tokens;
+    }
     return out;
   }
   const double drop_mask = w.dropout > 0 ? kMaskBytes : 0;
@@ -565,6 +569,10 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   }
   if (w.framework.attention == AttentionKernel::kUnfused) bytes += 2 * h / t * e;
   out.memory_forward_s = elementwise_time(gpu, bytes * tokens, params).time_s;
+  if (out.full_recompute_skipped_gemm_s > 0) {  // the last residual add (with dropout's mask)
+    out.full_recompute_skipped_memory_s =
+        elementwise_time(gpu, (3 * h * e + h * drop_mask) / sp * tokens, params).time_s;
+  }
   out.memory_backward_s = 2 * out.memory_forward_s;
   out.memory_forward_s += outside_forward_s;
   out.memory_backward_s += outside_backward_s;

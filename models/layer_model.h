@@ -49,8 +49,10 @@ struct LayerKernels {
   // What full recomputation leaves out (FrameworkConfig::recompute_stops_early): PyTorch's
   // non-reentrant checkpoint stops recomputing once the tensors the backward saved are back, so
   // a dense block's last GEMM, the MLP's down projection (whose output only the residual add
-  // reads, and that add saves nothing), runs once. 0 where the whole forward is repeated.
+  // reads, and that add saves nothing), runs once, and so do the add and (autocast) the down
+  // weight's cast: GEMM and memory-bound seconds. 0 where the whole forward is repeated.
   double full_recompute_skipped_gemm_s = 0;
+  double full_recompute_skipped_memory_s = 0;
   bool moe = false;  // a mixture-of-experts layer
   // Whether the modules recompute this layer's whole MLP (mlp for a dense layer, moe for a MoE
   // one).
