@@ -356,6 +356,62 @@ TEST_SUITE("models") {
     CHECK(eager_bandwidth_Bps(a100, copy_like, p) == doctest::Approx(0.90 * a100.hbm_Bps));
   }
 
+  TEST_CASE("compute: the GEMMs of three FP8 training layouts, bf16 and FP8 (call 33)") {
+    // scenarios/measurements/call33/layout-shapes-{bf16,fp8}.json: on one H200, CUDA graphs,
+    // the forward, data-gradient and weight-gradient GEMMs of one layer as Megatron-Bridge's
+    // H100 FP8 rows run them: Llama 3.1 405B at TP 8 CP 2 (userbuffers chunks of 512 rows),
+    // Llama 3 70B at TP 4 (chunks of 2048), Llama 3 8B at TP 1; each set in bf16 and as
+    // per-tensor FP8 (promoted accumulation). One scale per precision (the clock) over all 34.
+    const GpuSpec& gpu = *find_gpu("h200-sxm");
+    struct Set {
+      std::vector<GemmShape> shapes;
+      std::vector<double> measured, model;
+    };
+    auto load = [&](const char* prec, Precision p) {
+      std::ifstream in(std::string(CLUSTERSIM_SOURCE_DIR) +
+                       "/scenarios/measurements/call33/layout-shapes-" + prec + ".json");
+      REQUIRE(in);
+      const nlohmann::json d = nlohmann::json::parse(in);
+      const ComputeParams params = gemm_params(gpu, p, default_compute_params(gpu));
+      Set out;
+      for (const auto& r : d.at("gemm")) {
+        const GemmShape shape{r.at("m").get<double>(), r.at("n").get<double>(),
+                              r.at("k").get<double>()};
+        out.shapes.push_back(shape);
+        out.measured.push_back(r.at("s").get<double>());
+        out.model.push_back(gemm_time(gpu, p, shape, params).time_s);
+      }
+      REQUIRE(out.shapes.size() == 34);
+      return out;
+    };
+    const Set bf16 = load("bf16", Precision::kBf16);
+    const Set fp8 = load("fp8", Precision::kFp8);
+    auto scale_of = [](const Set& s) {
+      std::vector<double> r;
+      for (std::size_t i = 0; i < s.model.size(); ++i) r.push_back(s.model[i] / s.measured[i]);
+      std::nth_element(r.begin(), r.begin() + r.size() / 2, r.end());
+      return r[r.size() / 2];
+    };
+    const double sb = scale_of(bf16), sf = scale_of(fp8);
+    // Each layout's layer: the summed GEMM time, model against measured (bf16: -2.6, +0.4,
+    // 0.0%; FP8: -0.7, +0.6, +0.4%), and FP8's speed-up over bf16 (measured 1.76, 1.75, 1.75;
+    // the model 1.73, 1.75, 1.74). The 405B row's gap (12.9% fast) is not its GEMMs' rate.
+    const std::size_t bounds[] = {0, 12, 24, 34};
+    for (int g = 0; g < 3; ++g) {
+      double mb = 0, tb = 0, mf = 0, tf = 0;
+      for (std::size_t i = bounds[g]; i < bounds[g + 1]; ++i) {
+        mb += bf16.model[i] / sb;
+        tb += bf16.measured[i];
+        mf += fp8.model[i] / sf;
+        tf += fp8.measured[i];
+      }
+      CAPTURE(g);
+      CHECK(std::abs(mb / tb - 1) < 0.04);
+      CHECK(std::abs(mf / tf - 1) < 0.03);
+      CHECK((tb / tf) / (mb / mf) == doctest::Approx(1.0).epsilon(0.03));
+    }
+  }
+
   TEST_CASE("compute: eager kernels on an H100, predicted from the H200 (call 32)") {
     // scenarios/measurements/call32/eager-ops.json: call 24's kernels on one H100 SXM (the
     // H200's 132 SMs, 3.35 TB/s of HBM3 against 4.8), at 16,384 x 4096. The model carries each
