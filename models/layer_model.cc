@@ -175,6 +175,10 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   // feeds or a reduce-scatter drains into tp chunks of tokens / tp rows, each computed while the
   // ring passes the next (forward and data gradients; weight gradients run whole).
   const int chunks = w.framework.tp_comm_overlap && par.tp > 1 ? par.tp : 1;
+  const double sp = par.sp ? t : 1;  // the sequence-parallel shard of the residual stream
+  // Full recomputation leaves a dense block's down projection and the residual add after it
+  // out (LayerKernels::full_recompute_skipped_gemm_s).
+  const bool early_stop = !moe && w.framework.recompute_stops_early();
   enum class Role { kAttention, kMlaUp, kMlp, kShared };
   struct Gemm {
     double m, n, k;
@@ -297,21 +301,19 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   const bool low_precision = quantized(p);
   const ComputeParams quantized_params =
       gemm_params(gpu, p, params, w.framework.fp8_recipe == Fp8Recipe::kBlockwise);
-  const bool per_tensor = p == Precision::kFp8 && !block_scaled(w) &&
-                          w.framework.fp8_recipe != Fp8Recipe::kBlockwise;
-  const bool current = per_tensor && w.framework.fp8_recipe == Fp8Recipe::kTensorwise;
-  const bool delayed = per_tensor && w.framework.fp8_recipe == Fp8Recipe::kDelayed;
+  const bool current = p == Precision::kFp8 && w.framework.fp8_recipe == Fp8Recipe::kTensorwise;
+  const bool delayed = p == Precision::kFp8 && w.framework.fp8_recipe == Fp8Recipe::kDelayed;
+  const bool per_tensor = current || delayed;
   const bool one_copy = per_tensor && arch_family(gpu.arch) == "sm_100";
   const double q = quantized_tensor_bytes(w);
-  const double sp_shard = par.sp ? t : 1;
   // Bytes one cast moves, and (on Hopper) the backward's transpose of a gathered tensor.
   struct CastBytes {
     double cast = 0, transpose = 0;
   };
   const auto cast_bytes = [&](double elements, bool gathered, bool norm_fed) {
     CastBytes b;
-    const bool gathered_rowwise = gathered && sp_shard > 1 && per_tensor;
-    const double local = gathered ? elements / sp_shard : elements;
+    const bool gathered_rowwise = gathered && sp > 1 && per_tensor;
+    const double local = gathered ? elements / sp : elements;
     const double write = (gathered_rowwise || one_copy ? 1 : 2) * q * local;
     if (delayed && norm_fed) {
       b.cast = std::max(0.0, write - 2 * local);  // in place of the norm's 16-bit output
@@ -338,7 +340,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
       case Role::kShared: out.gemm_shared_forward_s += wg.forward_s; break;
       case Role::kAttention: break;
     }
-    if (g.last && w.framework.recompute_stops_early()) {
+    if (g.last && early_stop) {
       out.full_recompute_skipped_gemm_s += wg.forward_s;
     }
     if (gemm_quantized) {
@@ -384,7 +386,6 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
 
   // 3. Memory-bound kernels, bytes per token (see the header).
   const double e = working_bytes(p);
-  const double sp = par.sp ? t : 1;  // the sequence-parallel shard of the residual stream
   // A TP reduce-scatter that copy engines move (FrameworkConfig::copy_engine_reduce_scatters:
   // Transformer Engine's ring exchange, PyTorch's async TP) sends each peer the GEMM's partial
   // output for that peer's rows and ends with a kernel on the compute stream that sums the tp
@@ -530,7 +531,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
         w.framework.kernels == KernelFusion::kCompiled ? params.compiled_elementwise_share : 1.0;
     out.memory_forward_s = share * fwd * tokens + outside_forward_s;
     out.memory_backward_s = share * bwd * tokens + outside_backward_s;
-    if (out.full_recompute_skipped_gemm_s > 0) {  // the last residual add, the down weight's cast
+    if (early_stop) {  // the last residual add, the down weight's cast
       const double down_cast = stream32 ? at(rate.cast_down, 6 * h * f / t / tokens) : 0;
       out.full_recompute_skipped_memory_s = share * (add_fwd / sp + down_cast) * tokens;
     }
@@ -540,7 +541,9 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   double bytes = 0;
   const double norm_bytes = 2 * (2 * h * e) / sp;  // two norms: read h, write h
   double act_bytes = 0, permute_bytes = 0;
-  bytes += 2 * (3 * h * e + h * drop_mask) / sp;  // two residual adds (with dropout's mask)
+  // A residual add (with dropout's mask) on the sequence shard: read two, write one.
+  const double residual_add_bytes = (3 * h * e + h * drop_mask) / sp;
+  bytes += 2 * residual_add_bytes;
   if (!moe) {
     act_bytes = (ffn_out + m.ffn_hidden) / t * e;  // activation: read the up (+ gate), write f
   } else {
@@ -569,9 +572,9 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   }
   if (w.framework.attention == AttentionKernel::kUnfused) bytes += 2 * h / t * e;
   out.memory_forward_s = elementwise_time(gpu, bytes * tokens, params).time_s;
-  if (out.full_recompute_skipped_gemm_s > 0) {  // the last residual add (with dropout's mask)
+  if (early_stop) {  // the last residual add
     out.full_recompute_skipped_memory_s =
-        elementwise_time(gpu, (3 * h * e + h * drop_mask) / sp * tokens, params).time_s;
+        elementwise_time(gpu, residual_add_bytes * tokens, params).time_s;
   }
   out.memory_backward_s = 2 * out.memory_forward_s;
   out.memory_forward_s += outside_forward_s;

@@ -15,45 +15,58 @@ using namespace clustersim::models;
 
 namespace {
 
-// The tile model against a kernel_shapes.py file (scenarios/measurements/FILE): model / measured
-// time per GEMM under one scale for the clock (the median ratio over the shapes of 40 us or
-// longer), and the scaled errors' RMS over the long and the short shapes and the worst.
+// A kernel_shapes.py file's GEMMs (scenarios/measurements/FILE) against the tile model on
+// `gpu_id` in precision `p`: the measured time (its `key`: "s", "s_fast_accum") and the model's.
+struct ShapeRow {
+  double measured, model;
+};
+std::vector<ShapeRow> shape_rows(const std::string& file, const char* gpu_id, Precision p,
+                                 const char* key) {
+  std::ifstream in(std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/measurements/" + file);
+  REQUIRE(in);
+  const nlohmann::json d = nlohmann::json::parse(in);
+  const GpuSpec& gpu = *find_gpu(gpu_id);
+  const ComputeParams params = gemm_params(gpu, p, default_compute_params(gpu));
+  std::vector<ShapeRow> rows;
+  for (const auto& r : d.at("gemm")) {
+    const GemmShape shape{r.at("m").get<double>(), r.at("n").get<double>(),
+                          r.at("k").get<double>()};
+    rows.push_back({r.at(key).get<double>(), gemm_time(gpu, p, shape, params).time_s});
+  }
+  return rows;
+}
+
+// The clock's scale: the median of model / measured over the rows at least `min_s` long.
+double clock_scale(const std::vector<ShapeRow>& rows, double min_s = 0) {
+  std::vector<double> ratios;
+  for (const ShapeRow& r : rows) {
+    if (r.measured >= min_s) ratios.push_back(r.model / r.measured);
+  }
+  REQUIRE(!ratios.empty());
+  std::nth_element(ratios.begin(), ratios.begin() + ratios.size() / 2, ratios.end());
+  return ratios[ratios.size() / 2];
+}
+
+// The tile model against call 9's 147 shapes in a kernel_shapes.py file: one scale for the clock
+// (over the shapes of 40 us or longer), and the scaled errors' RMS over the long and the short
+// shapes and the worst.
 struct ShapeScore {
   double scale = 0, rms_long = 0, rms_short = 0, worst = 0;
   std::size_t long_shapes = 0;
 };
 ShapeScore score_shapes(const std::string& file, const char* gpu_id, Precision p,
                         const char* key) {
-  std::ifstream in(std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/measurements/" + file);
-  REQUIRE(in);
-  const nlohmann::json d = nlohmann::json::parse(in);
-  const GpuSpec& gpu = *find_gpu(gpu_id);
-  const ComputeParams params = gemm_params(gpu, p, default_compute_params(gpu));
-  struct Row {
-    double ratio;  // model / measured time
-    bool short_kernel;
-  };
-  std::vector<Row> rows;
-  std::vector<double> long_ratios;
-  for (const auto& r : d.at("gemm")) {
-    const double measured = r.at(key).get<double>();
-    const GemmShape shape{r.at("m").get<double>(), r.at("n").get<double>(),
-                          r.at("k").get<double>()};
-    const double ratio = gemm_time(gpu, p, shape, params).time_s / measured;
-    rows.push_back({ratio, measured < 40e-6});
-    if (measured >= 40e-6) long_ratios.push_back(ratio);
-  }
+  constexpr double kShortS = 40e-6;
+  const std::vector<ShapeRow> rows = shape_rows(file, gpu_id, p, key);
   REQUIRE(rows.size() == 147);
-  REQUIRE(!long_ratios.empty());
   ShapeScore out;
-  out.long_shapes = long_ratios.size();
-  std::nth_element(long_ratios.begin(), long_ratios.begin() + long_ratios.size() / 2,
-                   long_ratios.end());
-  out.scale = long_ratios[long_ratios.size() / 2];
+  out.scale = clock_scale(rows, kShortS);
   double sum_long = 0, sum_short = 0;
-  for (const Row& r : rows) {
-    const double e = r.ratio / out.scale - 1;
-    (r.short_kernel ? sum_short : sum_long) += e * e;
+  for (const ShapeRow& r : rows) {
+    const double e = r.model / r.measured / out.scale - 1;
+    const bool long_kernel = r.measured >= kShortS;
+    (long_kernel ? sum_long : sum_short) += e * e;
+    out.long_shapes += long_kernel;
     out.worst = std::max(out.worst, std::abs(e));
   }
   const double n_short = double(rows.size() - out.long_shapes);
@@ -362,37 +375,12 @@ TEST_SUITE("models") {
     // H100 FP8 rows run them: Llama 3.1 405B at TP 8 CP 2 (userbuffers chunks of 512 rows),
     // Llama 3 70B at TP 4 (chunks of 2048), Llama 3 8B at TP 1; each set in bf16 and as
     // per-tensor FP8 (promoted accumulation). One scale per precision (the clock) over all 34.
-    const GpuSpec& gpu = *find_gpu("h200-sxm");
-    struct Set {
-      std::vector<GemmShape> shapes;
-      std::vector<double> measured, model;
-    };
-    auto load = [&](const char* prec, Precision p) {
-      std::ifstream in(std::string(CLUSTERSIM_SOURCE_DIR) +
-                       "/scenarios/measurements/call33/layout-shapes-" + prec + ".json");
-      REQUIRE(in);
-      const nlohmann::json d = nlohmann::json::parse(in);
-      const ComputeParams params = gemm_params(gpu, p, default_compute_params(gpu));
-      Set out;
-      for (const auto& r : d.at("gemm")) {
-        const GemmShape shape{r.at("m").get<double>(), r.at("n").get<double>(),
-                              r.at("k").get<double>()};
-        out.shapes.push_back(shape);
-        out.measured.push_back(r.at("s").get<double>());
-        out.model.push_back(gemm_time(gpu, p, shape, params).time_s);
-      }
-      REQUIRE(out.shapes.size() == 34);
-      return out;
-    };
-    const Set bf16 = load("bf16", Precision::kBf16);
-    const Set fp8 = load("fp8", Precision::kFp8);
-    auto scale_of = [](const Set& s) {
-      std::vector<double> r;
-      for (std::size_t i = 0; i < s.model.size(); ++i) r.push_back(s.model[i] / s.measured[i]);
-      std::nth_element(r.begin(), r.begin() + r.size() / 2, r.end());
-      return r[r.size() / 2];
-    };
-    const double sb = scale_of(bf16), sf = scale_of(fp8);
+    const auto bf16 =
+        shape_rows("call33/layout-shapes-bf16.json", "h200-sxm", Precision::kBf16, "s");
+    const auto fp8 = shape_rows("call33/layout-shapes-fp8.json", "h200-sxm", Precision::kFp8, "s");
+    REQUIRE(bf16.size() == 34);
+    REQUIRE(fp8.size() == 34);
+    const double sb = clock_scale(bf16), sf = clock_scale(fp8);
     // Each layout's layer: the summed GEMM time, model against measured (bf16: -2.6, +0.4,
     // 0.0%; FP8: -0.7, +0.6, +0.4%), and FP8's speed-up over bf16 (measured 1.76, 1.75, 1.75;
     // the model 1.73, 1.75, 1.74). The 405B row's gap (12.9% fast) is not its GEMMs' rate.
@@ -400,10 +388,10 @@ TEST_SUITE("models") {
     for (int g = 0; g < 3; ++g) {
       double mb = 0, tb = 0, mf = 0, tf = 0;
       for (std::size_t i = bounds[g]; i < bounds[g + 1]; ++i) {
-        mb += bf16.model[i] / sb;
-        tb += bf16.measured[i];
-        mf += fp8.model[i] / sf;
-        tf += fp8.measured[i];
+        mb += bf16[i].model / sb;
+        tb += bf16[i].measured;
+        mf += fp8[i].model / sf;
+        tf += fp8[i].measured;
       }
       CAPTURE(g);
       CHECK(std::abs(mb / tb - 1) < 0.04);

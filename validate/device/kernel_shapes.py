@@ -22,9 +22,24 @@ import torch_reference  # the same folder: its CUDA-event median timer
 
 GRAPHS = "--graphs" in sys.argv  # time GEMMs as CUDA-graph replays (no host launch pacing)
 FP8 = "--fp8" in sys.argv  # per-tensor-scaled e4m3 GEMMs (torch._scaled_mm) instead of bf16
-# --shapes MxNxK,...: these GEMMs only (a training layout's own shapes)
-SHAPES = ([tuple(int(v) for v in s.split("x")) for s in sys.argv[sys.argv.index("--shapes") + 1]
-           .split(",")] if "--shapes" in sys.argv else None)
+
+
+def parse_shapes(argv):
+    """--shapes MxNxK,...: these GEMMs only (a training layout's own shapes); None without it."""
+    if "--shapes" not in argv:
+        return None
+    i = argv.index("--shapes") + 1
+    try:
+        shapes = [tuple(int(v) for v in s.split("x")) for s in argv[i].split(",")]
+    except (IndexError, ValueError):
+        shapes = []
+    if not shapes or any(len(s) != 3 or min(s) <= 0 for s in shapes):
+        raise SystemExit("--shapes: expected MxNxK,... with positive integers, got %r"
+                         % (argv[i] if i < len(argv) else ""))
+    return shapes
+
+
+SHAPES = parse_shapes(sys.argv)
 
 
 def bench(fn, seconds=0.15, inner=10, min_reps=3, graph=False):
@@ -76,7 +91,7 @@ def main():
             out["gemm"].append({"m": m, "n": n, "k": k, "s": t,
                                 "tflops": 2 * m * n * k / t / 1e12})
             del a, b, c
-        if len(out["gemm"]) % 49 == 0:
+        if len(out["gemm"]) % 49 == 0:  # after each m of the 7 x 7 grid: a timeout keeps them
             with open(sys.argv[1], "w") as f:
                 json.dump(out, f, indent=1)
     if "--gemm-only" in sys.argv or FP8 or SHAPES:
