@@ -620,7 +620,9 @@ std::vector<SwitchSpec> make_switches() {
 }
 
 // gpt-oss (both sizes): residual width 2880, 64 query heads of 64 and 8 KV heads, experts of
-// 2880 (SwiGLU), top 4, a 128-token window on every other layer, vocabulary 201,088.
+// 2880 (SwiGLU), top 4, a 128-token window on every other layer, vocabulary 201,088; biases on
+// the attention's and the experts' linears (config.json "attention_bias": true, the experts'
+// gate_up_proj_bias and down_proj_bias).
 ModelSpec gpt_oss(const char* id, int layers, int experts, const char* source) {
   ModelSpec m{.id = id,
               .name = id,
@@ -632,6 +634,7 @@ ModelSpec gpt_oss(const char* id, int layers, int experts, const char* source) {
               .vocab = 201088,
               .gated_ffn = true,
               .tied_embeddings = false,
+              .linear_biases = true,
               .head_dim_override = 64,
               .moe = {.experts = experts, .top_k = 4, .expert_ffn_hidden = 2880},
               .sliding_window = 128,

@@ -162,7 +162,7 @@ constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "tp_overlap_copy_engine_share",
                                                "gradients_in_backward",
                                                "fp32_gradients",      "zero1_grad_reduce",
-                                               "moe_layer_host_time"};
+                                               "moe_layer_host_time", "moe_expert_bias"};
 constexpr std::string_view kParallelismKeys[] = {"tp",   "pp",        "dp",          "cp",
                                                  "sp",   "zero",      "recompute",   "pp_schedule",
                                                  "virtual_stages", "ep", "etp", "first_stage_layers",
@@ -1230,6 +1230,8 @@ bool Loader::load_workload(const YAML::Node& node) {
                                                                         {"fp32-ops", true}};
     static constexpr std::pair<std::string_view, bool> kDispatchers[] = {{"alltoall", false},
                                                                         {"hierarchical", true}};
+    static constexpr std::pair<std::string_view, std::optional<bool>> kExpertBias[] = {
+        {"per_expert", true}, {"grouped", false}};
     static constexpr std::pair<std::string_view, LossInput> kLossInputs[] = {
         {"fp32", LossInput::kFp32},
         {"autocast", LossInput::kAutocast},
@@ -1266,7 +1268,8 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_bool(fw, fp, "fp32_gradients", &f.fp32_gradients) ||
         !read_enum(fw, fp, "zero1_grad_reduce", kZero1Reduce, &f.zero1_all_reduce) ||
         !read_quantity(fw, fp, "moe_layer_host_time", FieldKind::kTime, true,
-                       &f.moe_layer_host_s)) {
+                       &f.moe_layer_host_s) ||
+        !read_enum(fw, fp, "moe_expert_bias", kExpertBias, &f.expert_bias_per_expert)) {
       return false;
     }
     if (fw["tp_overlap_copy_engine_share"].IsDefined() && !f.tp_comm_overlap) {
@@ -1301,11 +1304,21 @@ bool Loader::load_workload(const YAML::Node& node) {
                         " (the workload trains in " + std::string(to_string(w.precision)) + ")");
       }
     }
-    for (const char* key : {"ep_dispatcher", "ep_comm_overlap", "moe_layer_host_time"}) {
+    for (const char* key :
+         {"ep_dispatcher", "ep_comm_overlap", "moe_layer_host_time", "moe_expert_bias"}) {
       if (fw[key].IsDefined() && !w.model.moe.enabled()) {
         return fail(fw[key], child(fp, key),
                     "applies to a mixture-of-experts model (" + w.model.name + " is dense)");
       }
+    }
+    if (fw["moe_expert_bias"].IsDefined() && !w.model.linear_biases) {
+      return fail(fw["moe_expert_bias"], child(fp, "moe_expert_bias"),
+                  "applies to a model with linear biases (" + w.model.name +
+                      " has none: linear_biases: true gives them)");
+    }
+    if (fw["moe_expert_bias"].IsDefined() && f.kernels != KernelFusion::kFused) {
+      return fail(fw["moe_expert_bias"], child(fp, "moe_expert_bias"),
+                  "applies to kernels: fused (Megatron-Core's experts)");
     }
   }
   const YAML::Node par = node["parallelism"];

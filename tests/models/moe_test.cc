@@ -486,4 +486,91 @@ TEST_SUITE("models") {
     CHECK(load_error(gpt_oss("  sliding_window: 0\n  sliding_window_layers: 4\n"))
               .find("needs sliding_window") != std::string::npos);
   }
+
+  TEST_CASE("moe: gpt-oss's expert output biases, one local expert at a time (Megatron-Core)") {
+    auto gpt_oss = [](const std::string& framework) {
+      return "cluster: {nodes: 1, node: {gpu: h100-sxm, gpus_per_node: 8, scale_up: nvlink4}}\n"
+             "workload:\n"
+             "  model: gpt-oss-120b\n"
+             "  seq_len: 4096\n"
+             "  global_batch: 64\n"
+             "  moe: {imbalance: 1}\n" +
+             framework + "  parallelism: {tp: 1, dp: 8, ep: 8, zero: 1}\n";
+    };
+    const Scenario s = load_ok(gpt_oss(""));
+    REQUIRE(s.workload.model.linear_biases);  // config.json: attention_bias, the experts' biases
+    // Launched from the host (the default 8.2 ms), the per-expert path is the default.
+    CHECK(s.workload.framework.expert_bias_eager());
+    const Scenario grouped = load_ok(gpt_oss("  framework: {moe_expert_bias: grouped}\n"));
+    CHECK(!grouped.workload.framework.expert_bias_eager());
+    // A layer captured whole in a CUDA graph cannot run it (host token counts): grouped.
+    const Scenario graphed = load_ok(gpt_oss("  framework: {moe_layer_host_time: 0s}\n"));
+    CHECK(!graphed.workload.framework.expert_bias_eager());
+    const Scenario graphed_eager =
+        load_ok(gpt_oss("  framework: {moe_layer_host_time: 0s, moe_expert_bias: per_expert}\n"));
+    CHECK(graphed_eager.workload.framework.expert_bias_eager());
+
+    // The GPU's bytes by hand, per routed copy (4096 tokens x top 4 on this GPU, balanced) at
+    // the eager kinds' rates: forward 2880 x 2 bytes written by the broadcast product (layout:
+    // PyTorch's non-vectorized broadcast kernel, 1.19 TB/s in device call 34), 3 x 2880 x 2 by
+    // the add (same), 2 x 2880 x 2 by the concatenation (cat); backward 4 x 2880 x 2 by the two
+    // gradient products (layout), 2 x 2880 x 2 read by their sums (norm_backward), 2 x 2880 x 2
+    // by the gradient's concatenation (cat); and each of the 16 local experts' seven small
+    // kernels, 16.7 us (call 34's median beyond the bytes), two of them forward. Only the MoE
+    // layer.
+    const GpuSpec& gpu = s.cluster.node.gpu;
+    const ComputeParams p = default_compute_params(gpu);
+    const auto& rate = p.eager;
+    const auto at = [&](const ComputeParams::EagerRate& kind, double bytes) {
+      return bytes / eager_bandwidth_Bps(gpu, kind, p);
+    };
+    const double copies = 4096.0 * 4, he = 2880.0 * 2;
+    const LayerKernels per = layer_kernels(gpu, s.workload, p, true);
+    const LayerKernels one = layer_kernels(gpu, grouped.workload, p, true);
+    CHECK(per.memory_forward_s - one.memory_forward_s ==
+          doctest::Approx(copies * (at(rate.layout, he) + at(rate.same, 3 * he) +
+                                    at(rate.cat, 2 * he)) +
+                          16 * 2.0 / 7 * 16.7e-6));
+    CHECK(per.memory_backward_s - one.memory_backward_s ==
+          doctest::Approx(copies * (at(rate.layout, 4 * he) + at(rate.norm_backward, 2 * he) +
+                                    at(rate.cat, 2 * he)) +
+                          16 * 5.0 / 7 * 16.7e-6));
+    // Call 34 measured 0.961 ms of kernels for this path at 16,384 copies on an H100.
+    CHECK(per.memory_forward_s + per.memory_backward_s - one.memory_forward_s -
+              one.memory_backward_s ==
+          doctest::Approx(0.961e-3).epsilon(0.10));
+    CHECK(per.gemm_forward_s == one.gemm_forward_s);
+    const LayerKernels dense_per = layer_kernels(gpu, s.workload, p, false);
+    const LayerKernels dense_one = layer_kernels(gpu, grouped.workload, p, false);
+    CHECK(dense_per.memory_forward_s == dense_one.memory_forward_s);
+
+    // The host: the MoE layer's launch time and 16 local experts' bias paths, a third forward.
+    WorkloadConfig w = s.workload;
+    // Call 34: 0.21 ms and 0.131 ms a local expert (2.31 ms measured for 16).
+    const double host = w.framework.moe_layer_host_s + FrameworkConfig::kExpertBiasHostS +
+                        16 * FrameworkConfig::kExpertBiasHostSPerExpert;
+    CHECK(host - w.framework.moe_layer_host_s == doctest::Approx(2.31e-3).epsilon(0.02));
+    const StageCompute st = stage_compute(gpu, w, p).front();
+    const double wait_fwd = std::max(0.0, host / 3 - per.forward_s());
+    const double wait_bwd = std::max(0.0, 2 * host / 3 - per.backward_s());
+    CHECK(st.host_wait_s == doctest::Approx(36 * (wait_fwd + wait_bwd)));
+    CHECK(stage_compute(gpu, grouped.workload, p).front().total_s() < st.total_s());
+
+    // The key applies to MoE models with linear biases on Megatron-Core's (fused) kernels.
+    CHECK(load_error(gpt_oss("  framework: {moe_expert_bias: each}\n"))
+              .find("expected one of: per_expert, grouped") != std::string::npos);
+    CHECK(load_error("cluster: {nodes: 1, node: {gpu: h100-sxm, gpus_per_node: 8, "
+                     "scale_up: nvlink4}}\nworkload:\n  model: qwen3-30b-a3b\n"
+                     "  seq_len: 4096\n  global_batch: 64\n"
+                     "  framework: {moe_expert_bias: grouped}\n"
+                     "  parallelism: {tp: 1, dp: 8, ep: 8, zero: 1}\n")
+              .find("applies to a model with linear biases") != std::string::npos);
+    CHECK(load_error("cluster: {nodes: 1, node: {gpu: h100-sxm, gpus_per_node: 8, "
+                     "scale_up: nvlink4}}\nworkload:\n  model: llama3-8b\n"
+                     "  seq_len: 4096\n  global_batch: 64\n"
+                     "  framework: {moe_expert_bias: grouped}\n  parallelism: {dp: 8}\n")
+              .find("applies to a mixture-of-experts model") != std::string::npos);
+    CHECK(load_error(gpt_oss("  framework: {kernels: eager, moe_expert_bias: grouped}\n"))
+              .find("applies to kernels: fused") != std::string::npos);
+  }
 }

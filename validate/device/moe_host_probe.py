@@ -81,15 +81,11 @@ class Layer(torch.nn.Module):
         return x + combined
 
 
-def measure(layer, tokens, rounds, repeat):
-    x = torch.randn(tokens, HIDDEN, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-    grad = torch.randn_like(x)
-
-    def step():
-        for _ in range(repeat):
-            layer(x).backward(grad)
-
-    for _ in range(3):
+def wall_and_span(step, rounds, warmup=3, repeat=1):
+    """Medians over `rounds` of `step`'s wall time (the host's clock around it and a synchronize
+    after it) and of its GPU span (two CUDA events), each divided by `repeat` (what one call of
+    `step` does), after `warmup` calls."""
+    for _ in range(warmup):
         step()
     wall, gpu = [], []
     for _ in range(rounds):
@@ -103,6 +99,17 @@ def measure(layer, tokens, rounds, repeat):
         wall.append((time.perf_counter() - t0) / repeat)
         gpu.append(start.elapsed_time(end) / 1e3 / repeat)
     return statistics.median(wall), statistics.median(gpu)
+
+
+def measure(layer, tokens, rounds, repeat):
+    x = torch.randn(tokens, HIDDEN, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    grad = torch.randn_like(x)
+
+    def step():
+        for _ in range(repeat):
+            layer(x).backward(grad)
+
+    return wall_and_span(step, rounds, warmup=3, repeat=repeat)
 
 
 def kernel_time(layer, tokens, rounds):
