@@ -22,20 +22,12 @@ constexpr double kLossBackwardBytesPerLogit = 4 + 4 + 4 + 2;
 // output head, the MoE router and the norms stay in bf16.
 Precision unquantized_precision(Precision p) { return quantized(p) ? Precision::kBf16 : p; }
 
-// Whether a MoE layer adds its experts' output biases one local expert at a time in eager
-// PyTorch (Megatron-Core's experts, FrameworkConfig::expert_bias_per_expert): a model with
-// linear biases, on fused (Megatron) kernels.
 // The GPU time of the per-expert bias path's small kernels beyond their bytes, per local expert
 // and micro-batch, forward and backward: device call 34's probe (one H100, 4-32 experts, 256 to
 // 32,768 routed copies of 2880), its measured kernel time less the bytes at the eager kinds'
 // rates, per expert: 11-21 us, median 16.7 (seven kernels, about 2.4 us each: two forward, five
 // backward).
 constexpr double kExpertBiasGpuSPerExpert = 16.7e-6;
-
-bool expert_bias_per_expert(const WorkloadConfig& w) {
-  return w.model.moe.enabled() && w.model.linear_biases &&
-         w.framework.kernels == KernelFusion::kFused && w.framework.expert_bias_eager();
-}
 
 // Forward, data-gradient and weight-gradient GEMMs of a weight [k x n] applied to m tokens.
 struct WeightGemm {
@@ -96,6 +88,11 @@ bool embedding_and_head_take_slots(const WorkloadConfig& w) {
 }
 
 }  // namespace
+
+bool expert_bias_per_expert(const WorkloadConfig& w) {
+  return w.model.moe.enabled() && w.model.linear_biases &&
+         w.framework.kernels == KernelFusion::kFused && w.framework.expert_bias_eager();
+}
 
 double LayerKernels::recompute_gemm_s(Recompute r, unsigned modules) const {
   switch (r) {

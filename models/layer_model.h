@@ -71,6 +71,11 @@ struct LayerKernels {
   double recompute_gemm_s(Recompute r, unsigned modules = kRecomputeCoreAttn) const;
 };
 
+// Whether a MoE layer adds its experts' output biases one local expert at a time in eager
+// PyTorch (Megatron-Core's experts, FrameworkConfig::expert_bias_per_expert): a MoE model with
+// linear biases, on fused (Megatron) kernels, with the per-expert path in force.
+bool expert_bias_per_expert(const WorkloadConfig& workload);
+
 // One layer of the model. moe_layer: a mixture-of-experts layer (ModelSpec::moe), whose MLP is
 // the router (hidden x experts), the routed experts this GPU holds (experts / ep of them, each a
 // gated MLP of expert_ffn_hidden over the tokens routed to it: the GPU's sequence-parallel

@@ -527,11 +527,16 @@ std::vector<std::string> step_advice(const Scenario& scenario, const StepResult&
                           "(framework.ep_comm_overlap, DualPipe-like), or more NIC bandwidth"});
   }
   if (b.host_wait_s > 0) {
+    const bool bias = expert_bias_per_expert(scenario.workload);
     losses.push_back({b.host_wait_s,
                       "the GPU waits for the host to launch MoE layers for " +
                           share(b.host_wait_s) +
                           ": more sequences per micro-batch (micro_batch), or the layers "
-                          "captured in CUDA graphs (framework.moe_layer_host_time)"});
+                          "captured in CUDA graphs (framework.moe_layer_host_time)" +
+                          std::string(bias ? "; the experts' output biases are added one "
+                                             "expert at a time (framework.moe_expert_bias: "
+                                             "grouped adds them in one pass)"
+                                           : "")});
   }
   if (b.cp.exposed_s > 0) {
     losses.push_back({b.cp.exposed_s, "ring-attention K/V exchange is " + share(b.cp.exposed_s) +

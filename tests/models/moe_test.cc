@@ -555,6 +555,15 @@ TEST_SUITE("models") {
     const double wait_bwd = std::max(0.0, 2 * host / 3 - per.backward_s());
     CHECK(st.host_wait_s == doctest::Approx(36 * (wait_fwd + wait_bwd)));
     CHECK(stage_compute(gpu, grouped.workload, p).front().total_s() < st.total_s());
+    // plan's advice names the key where the host paces the layers.
+    const auto step = predict_step(s, default_step_params(s.cluster));
+    REQUIRE(step.ok());
+    REQUIRE(step->breakdown.host_wait_s > 0);
+    bool named = false;
+    for (const std::string& line : step_advice(s, *step, 0.05)) {
+      named = named || line.find("framework.moe_expert_bias: grouped") != std::string::npos;
+    }
+    CHECK(named);
 
     // The key applies to MoE models with linear biases on Megatron-Core's (fused) kernels.
     CHECK(load_error(gpt_oss("  framework: {moe_expert_bias: each}\n"))
