@@ -4,7 +4,8 @@ scaled_dot_product_attention forward and backward, causal and full, bf16, batch 
 head dim 128, over the probe's sequence lengths. Times are CUDA-event medians after warm-up.
 Usage: python3 torch_reference.py OUT.json [seq,...] [seconds_per_case] [MxNxK,...] [HxD,...]
 [BACKEND]
-(the matmul shapes default to 4096^3 and 8192^3; HxD: attention heads x head dim, default 16x128;
+(the matmul shapes default to 4096^3 and 8192^3; HxD: attention heads x head dim, default 16x128,
+or BxHxD with a batch of B sequences;
 an empty MxNxK list skips the matmuls; BACKEND: flash | cudnn | efficient forces SDPA's backend,
 e.g. flash = PyTorch's FlashAttention-2 kernels; default: the one SDPA picks)"""
 import contextlib
@@ -63,7 +64,8 @@ def main():
     shapes = [tuple(int(x) for x in t.split("x")) for t in
               (sys.argv[4] if len(sys.argv) > 4 else "4096x4096x4096,8192x8192x8192").split(",")
               if t]
-    head_shapes = [tuple(int(x) for x in t.split("x")) for t in
+    # HxD (batch 1) or BxHxD: batch x heads x head dim.
+    head_shapes = [(1,) * (3 - len(t.split("x"))) + tuple(int(x) for x in t.split("x")) for t in
                    (sys.argv[5] if len(sys.argv) > 5 else "16x128").split(",")]
     for m, n, kk in shapes:
         a = torch.randn(m, kk, dtype=torch.bfloat16, device=dev)
@@ -92,18 +94,20 @@ def main():
 
 
 def sdpa_cases(result, head_shapes, seqs, seconds, dev):
-    for heads, dim in head_shapes:
+    for batch, heads, dim in head_shapes:
         for s in seqs:
-            q, k, v = (torch.randn(1, heads, s, dim, dtype=torch.bfloat16, device=dev)
+            q, k, v = (torch.randn(batch, heads, s, dim, dtype=torch.bfloat16, device=dev)
                        for _ in range(3))
             for causal in (True, False):
-                flops = 4.0 * heads * s * s * dim / (2 if causal else 1)
+                flops = 4.0 * batch * heads * s * s * dim / (2 if causal else 1)
                 t, reps = bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
                                 seconds)
-                result["sdpa"].append({"seq_len": s, "heads": heads, "head_dim": dim,
-                                       "causal": causal, "direction": "forward",
-                                       "time_ms": t * 1e3, "tflops": flops / t / 1e12, "reps": reps})
-                print("sdpa fwd", heads, dim, s, causal, result["sdpa"][-1]["tflops"], flush=True)
+                result["sdpa"].append({"seq_len": s, "batch": batch, "heads": heads,
+                                       "head_dim": dim, "causal": causal, "direction": "forward",
+                                       "time_ms": t * 1e3, "tflops": flops / t / 1e12,
+                                       "reps": reps})
+                print("sdpa fwd", batch, heads, dim, s, causal, result["sdpa"][-1]["tflops"],
+                      flush=True)
                 qg, kg, vg = (x.detach().clone().requires_grad_(True) for x in (q, k, v))
                 grad = torch.randn_like(q)
 
@@ -113,11 +117,12 @@ def sdpa_cases(result, head_shapes, seqs, seconds, dev):
                 tb, reps = bench(fwd_bwd, seconds)
                 bwd = max(tb - t, 1e-9)
                 # Backward: 2.5x the forward FLOPs (FlashAttention-2 paper's convention).
-                result["sdpa"].append({"seq_len": s, "heads": heads, "head_dim": dim,
-                                       "causal": causal, "direction": "backward",
+                result["sdpa"].append({"seq_len": s, "batch": batch, "heads": heads,
+                                       "head_dim": dim, "causal": causal, "direction": "backward",
                                        "time_ms": bwd * 1e3, "tflops": 2.5 * flops / bwd / 1e12,
                                        "reps": reps})
-                print("sdpa bwd", heads, dim, s, causal, result["sdpa"][-1]["tflops"], flush=True)
+                print("sdpa bwd", batch, heads, dim, s, causal, result["sdpa"][-1]["tflops"],
+                      flush=True)
                 del qg, kg, vg, grad
             del q, k, v
             torch.cuda.empty_cache()
