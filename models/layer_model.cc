@@ -22,12 +22,22 @@ constexpr double kLossBackwardBytesPerLogit = 4 + 4 + 4 + 2;
 // output head, the MoE router and the norms stay in bf16.
 Precision unquantized_precision(Precision p) { return quantized(p) ? Precision::kBf16 : p; }
 
-// The GPU time of the per-expert bias path's small kernels beyond their bytes, per local expert
-// and micro-batch, forward and backward: device call 34's probe (one H100, 4-32 experts, 256 to
-// 32,768 routed copies of 2880), its measured kernel time less the bytes at the eager kinds'
-// rates, per expert: 11-21 us, median 16.7 (seven kernels, about 2.4 us each: two forward, five
-// backward).
+// Megatron-Core's per-expert output bias (per_expert_bias_path), as device call 34 measured it
+// (validate/device/moe_bias_probe.py on one H100 machine, torch 2.11, gpt-oss's width 2880, 4-32
+// local experts, 256 to 32,768 routed copies, bf16 router probabilities;
+// scenarios/measurements/call34/moe-bias.json):
+// - the GPU time of its small kernels beyond their bytes, per local expert and micro-batch,
+//   forward and backward: the measured kernel time less the bytes at the eager kinds' rates, per
+//   expert 11-21 us, median 16.7 us; seven kernels an expert, two of them forward;
+// - the host's time, per MoE layer and micro-batch, forward and backward: at few routed copies,
+//   where the GPU waits for Python, 0.733 / 2.310 / 4.405 ms for 4 / 16 / 32 local experts (33 /
+//   117 / 229 kernels), a line of 0.21 ms plus 0.131 ms an expert (about 19 us a kernel); with 16
+//   experts the host still paces it at a micro-batch's 16,384 copies (2.28 ms wall, 0.96 ms of
+//   kernels).
 constexpr double kExpertBiasGpuSPerExpert = 16.7e-6;
+constexpr double kExpertBiasForwardKernelShare = 2.0 / 7;
+constexpr double kExpertBiasHostS = 0.21e-3;
+constexpr double kExpertBiasHostSPerExpert = 0.131e-3;
 
 // Forward, data-gradient and weight-gradient GEMMs of a weight [k x n] applied to m tokens.
 struct WeightGemm {
@@ -89,9 +99,15 @@ bool embedding_and_head_take_slots(const WorkloadConfig& w) {
 
 }  // namespace
 
-bool expert_bias_per_expert(const WorkloadConfig& w) {
+bool per_expert_bias_path(const WorkloadConfig& w) {
   return w.model.moe.enabled() && w.model.linear_biases &&
          w.framework.kernels == KernelFusion::kFused && w.framework.expert_bias_eager();
+}
+
+double expert_bias_host_s(const WorkloadConfig& w) {
+  if (!per_expert_bias_path(w)) return 0;
+  const double local_experts = double(w.model.moe.experts) / w.parallelism.ep;
+  return kExpertBiasHostS + local_experts * kExpertBiasHostSPerExpert;
 }
 
 double LayerKernels::recompute_gemm_s(Recompute r, unsigned modules) const {
@@ -589,7 +605,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
         elementwise_time(gpu, residual_add_bytes * tokens, params).time_s;
   }
   out.memory_backward_s = 2 * out.memory_forward_s;
-  if (moe && expert_bias_per_expert(w)) {
+  if (moe && per_expert_bias_path(w)) {
     // The experts' output bias added expert by expert in eager PyTorch (Megatron-Core's
     // TEGroupedMLP._apply_bias, FrameworkConfig::expert_bias_per_expert), per routed copy:
     // forward the bias times the copy's probability (a broadcast product writing h), its sum with
@@ -597,20 +613,20 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     // (read h, write h); backward the output gradient times the probability and times the bias
     // (broadcast products reading h and writing h each), their sums over the copies and over h
     // (reading h each) and the gradient's slices concatenated back (read h, write h). Device
-    // call 34 (scenarios/measurements/call34, one H100, gpt-oss's 2880 wide, 4-32 experts): the
-    // broadcast products ran as PyTorch's non-vectorized broadcast kernel at 1.19 TB/s (the
-    // layout kind's rate, 1.23), the sums near the norm backward's; those bytes give the
-    // measured time within 0.06 ms at 4 experts, and each expert adds kExpertBiasGpuSPerExpert
-    // of small kernels' time (its seven kernels of 1,024 rows or fewer).
+    // call 34 (kExpertBiasGpuSPerExpert's comment): the broadcast products ran as PyTorch's
+    // non-vectorized broadcast kernel at 1.19 TB/s (the layout kind's rate, 1.23), the sums
+    // near the norm backward's; those bytes give the measured time within 0.06 ms at 4
+    // experts, and each expert adds kExpertBiasGpuSPerExpert of small kernels' time (its seven
+    // kernels of 1,024 rows or fewer).
     const double copies = m.moe.top_k * w.moe_routing.busiest_share() / t * tokens;
     const double local_experts = double(m.moe.experts) / par.ep;
     out.memory_forward_s +=
         copies * (at(rate.layout, h * e) + at(rate.same, 3 * h * e) + at(rate.cat, 2 * h * e)) +
-        2.0 / 7 * local_experts * kExpertBiasGpuSPerExpert;
+        kExpertBiasForwardKernelShare * local_experts * kExpertBiasGpuSPerExpert;
     out.memory_backward_s +=
         copies * (at(rate.layout, 4 * h * e) + at(rate.norm_backward, 2 * h * e) +
                   at(rate.cat, 2 * h * e)) +
-        5.0 / 7 * local_experts * kExpertBiasGpuSPerExpert;
+        (1 - kExpertBiasForwardKernelShare) * local_experts * kExpertBiasGpuSPerExpert;
   }
   out.memory_forward_s += outside_forward_s;
   out.memory_backward_s += outside_backward_s;
@@ -741,14 +757,8 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
     add(c.layers - n_moe, dense_layer);
     add(n_moe, moe_layer);
     // The host's time to launch a MoE layer, with the experts' output biases added one local
-    // expert at a time where the model has them (FrameworkConfig::expert_bias_per_expert).
-    const double host =
-        w.framework.moe_layer_host_s +
-        (expert_bias_per_expert(w)
-             ? FrameworkConfig::kExpertBiasHostS + double(w.model.moe.experts) /
-                                                       w.parallelism.ep *
-                                                       FrameworkConfig::kExpertBiasHostSPerExpert
-             : 0);
+    // expert at a time where the model has them (expert_bias_host_s).
+    const double host = w.framework.moe_layer_host_s + expert_bias_host_s(w);
     if (n_moe > 0 && host > 0) {
       const double host_fwd = kHostForwardShare * host;
       const double host_bwd = host - host_fwd + (rc == Recompute::kFull ? host_fwd : 0);

@@ -74,7 +74,10 @@ struct LayerKernels {
 // Whether a MoE layer adds its experts' output biases one local expert at a time in eager
 // PyTorch (Megatron-Core's experts, FrameworkConfig::expert_bias_per_expert): a MoE model with
 // linear biases, on fused (Megatron) kernels, with the per-expert path in force.
-bool expert_bias_per_expert(const WorkloadConfig& workload);
+bool per_expert_bias_path(const WorkloadConfig& workload);
+// The host's time that path adds to a MoE layer's launch, per micro-batch, forward and backward
+// (measured in device call 34: a fixed part and one per local expert); 0 without it.
+double expert_bias_host_s(const WorkloadConfig& workload);
 
 // One layer of the model. moe_layer: a mixture-of-experts layer (ModelSpec::moe), whose MLP is
 // the router (hidden x experts), the routed experts this GPU holds (experts / ep of them, each a

@@ -354,8 +354,8 @@ struct FrameworkConfig {
   // by expert in eager PyTorch, weighted by each routed copy's router probability: a broadcast
   // product and an add per local expert and a concatenation; in the backward, per expert, the
   // bias's and the probabilities' gradients (a product and a sum each) and the gradient's
-  // concatenation. Bytes at the eager kernels' rates (layer_kernels) and, per local expert,
-  // kExpertBiasHostSPerExpert of host time (stage_compute). false ("grouped"): one fused pass
+  // concatenation: bytes at the eager kernels' rates and a measured GPU and host time per local
+  // expert (layer_model.cc, per_expert_bias_path, expert_bias_host_s). false ("grouped"): one fused pass
   // (Transformer Engine's grouped bias; Megatron-Core's packed path of 2026-08), no launches per
   // expert; that pass is not counted (a read and a write of the routed copies, some 0.2 ms of a
   // gpt-oss layer's 6.5 ms at EP 8 on an H100). Default: per_expert where the layer is
@@ -363,15 +363,6 @@ struct FrameworkConfig {
   // graph, which the per-expert path cannot be (it reads the experts' token counts on the host).
   std::optional<bool> expert_bias_per_expert;
   bool expert_bias_eager() const { return expert_bias_per_expert.value_or(moe_layer_host_s > 0); }
-  // The host's time for the per-expert bias path of one MoE layer and micro-batch, forward and
-  // backward: kExpertBiasHostS and kExpertBiasHostSPerExpert per local expert. Device call 34
-  // (validate/device/moe_bias_probe.py on one H100 machine, torch 2.11, bf16 probabilities as
-  // Megatron-Core's router gives them): at few routed copies, where the GPU waits for Python,
-  // 0.733 / 2.310 / 4.405 ms for 4 / 16 / 32 local experts (33 / 117 / 229 kernels), a line of
-  // 0.21 ms plus 0.131 ms an expert (about 19 us of host time a kernel); with 16 experts the
-  // host still paces it at a micro-batch's 16,384 copies (2.28 ms, 0.96 ms of kernels).
-  static constexpr double kExpertBiasHostS = 0.21e-3;
-  static constexpr double kExpertBiasHostSPerExpert = 0.131e-3;
   bool operator==(const FrameworkConfig&) const = default;
 };
 

@@ -527,7 +527,7 @@ std::vector<std::string> step_advice(const Scenario& scenario, const StepResult&
                           "(framework.ep_comm_overlap, DualPipe-like), or more NIC bandwidth"});
   }
   if (b.host_wait_s > 0) {
-    const bool bias = expert_bias_per_expert(scenario.workload);
+    const bool bias = per_expert_bias_path(scenario.workload);
     losses.push_back({b.host_wait_s,
                       "the GPU waits for the host to launch MoE layers for " +
                           share(b.host_wait_s) +

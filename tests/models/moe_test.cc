@@ -547,8 +547,7 @@ TEST_SUITE("models") {
     // The host: the MoE layer's launch time and 16 local experts' bias paths, a third forward.
     WorkloadConfig w = s.workload;
     // Call 34: 0.21 ms and 0.131 ms a local expert (2.31 ms measured for 16).
-    const double host = w.framework.moe_layer_host_s + FrameworkConfig::kExpertBiasHostS +
-                        16 * FrameworkConfig::kExpertBiasHostSPerExpert;
+    const double host = w.framework.moe_layer_host_s + expert_bias_host_s(w);
     CHECK(host - w.framework.moe_layer_host_s == doctest::Approx(2.31e-3).epsilon(0.02));
     const StageCompute st = stage_compute(gpu, w, p).front();
     const double wait_fwd = std::max(0.0, host / 3 - per.forward_s());

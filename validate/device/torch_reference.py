@@ -53,6 +53,22 @@ def bench_graph(fn, seconds, inner, min_reps=3):
     return t / inner
 
 
+def parse_head_shapes(text):
+    """HxD (batch 1) or BxHxD, comma-separated: (batch, heads, head dim) each; a malformed list
+    exits with what was expected."""
+    shapes = []
+    for t in text.split(","):
+        try:
+            v = tuple(int(x) for x in t.split("x"))
+        except ValueError:
+            v = ()
+        if len(v) not in (2, 3) or min(v) <= 0:
+            raise SystemExit("attention shapes: expected HxD or BxHxD with positive integers, "
+                             "got %r" % t)
+        shapes.append((1,) * (3 - len(v)) + v)
+    return shapes
+
+
 def main():
     out_path = sys.argv[1]
     seqs = [int(s) for s in (sys.argv[2] if len(sys.argv) > 2 else
@@ -64,9 +80,7 @@ def main():
     shapes = [tuple(int(x) for x in t.split("x")) for t in
               (sys.argv[4] if len(sys.argv) > 4 else "4096x4096x4096,8192x8192x8192").split(",")
               if t]
-    # HxD (batch 1) or BxHxD: batch x heads x head dim.
-    head_shapes = [(1,) * (3 - len(t.split("x"))) + tuple(int(x) for x in t.split("x")) for t in
-                   (sys.argv[5] if len(sys.argv) > 5 else "16x128").split(",")]
+    head_shapes = parse_head_shapes(sys.argv[5] if len(sys.argv) > 5 else "16x128")
     for m, n, kk in shapes:
         a = torch.randn(m, kk, dtype=torch.bfloat16, device=dev)
         b = torch.randn(kk, n, dtype=torch.bfloat16, device=dev)
