@@ -153,10 +153,11 @@ python3 -c 'import json,sys; i=json.load(open(sys.argv[1]))["interference"]; ass
 
 # Every shipped scenario plans (exit 0, valid JSON); other YAML there (claims) is skipped. Under
 # the sanitizers (CLUSTERSIM_TIME_SCALE above 1) the largest jobs plan with the formulas (1.6-3.2
-# s each simulated in the optimised build, ten times that there): two variants of Qwen3-235B,
-# on the rail-optimised and the ECMP fabric (simulated on InfiniBand), and the clusters of more
-# than 2,048 nodes (Llama 3 405B at 64K and 128K; scale_cli simulates the 128K one there).
-variants=" moe-qwen3-235b-256xh100-rail moe-qwen3-235b-256xh100-roce-ecmp "
+# s each simulated in the optimised build, ten times that there): Qwen3-235B on its three
+# fabrics (mixtral-8x22b-256xh100 simulates a MoE step there), DeepSeek-V3 on 2,048 H800, and
+# the clusters of more than 2,048 nodes (Llama 3 405B at 64K and 128K; scale_cli simulates the
+# 128K one there).
+variants=" moe-qwen3-235b-256xh100-ib moe-qwen3-235b-256xh100-rail moe-qwen3-235b-256xh100-roce-ecmp deepseek-v3-2048xh800 "
 for f in "$src"/scenarios/*.yaml "$src"/scenarios/seed/*.yaml "$src"/scenarios/examples/*.yaml; do
   grep -q '^cluster:' "$f" || continue
   engine=()
