@@ -17,6 +17,9 @@ if "$bin" compare "$ib" "$roce" >"$tmp/out.txt" 2>"$tmp/err.txt"; then
               "protocol efficiency"; do
     grep -qF -- "$want" "$tmp/out.txt" || fail "compare output lacks '$want'"
   done
+  # RoCE against InfiniBand: the published side-by-side figure, and the model's own gap.
+  tr -s ' \n' ' ' <"$tmp/out.txt" | grep -qE "measured level with InfiniBand .*Tolly #225107\), where these efficiencies give RoCE 4\.26% less" ||
+    fail "compare does not set the NIC efficiencies against the published RoCE / InfiniBand figure"
 else
   fail "compare exited $? ($(cat "$tmp/err.txt"))"
 fi
