@@ -161,6 +161,19 @@ for want in "Accuracy on 37 published runs" "clustersim-h200-4.3b-s8k-b1-compile
 done
 grep -qF " des " "$tmp/h200.txt" && fail "--engine analytic printed a des column"
 
+# Our steps' forward and backward, each against the model (validate/device/step_phases.py: the
+# split a step's sum can hide; scenarios/measurements/README.md, call 35).
+(cd "$src" && python3 validate/device/step_phases.py "$bin") >"$tmp/phases.txt" 2>&1 ||
+  fail "step_phases.py exited $? ($(tail -2 "$tmp/phases.txt"))"
+python3 - "$tmp/phases.txt" <<'PY' || fail "the steps' forward or backward off the model"
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r"^all +(\d+) runs: forward mean \|error\| ([\d.]+)% .*?, backward ([\d.]+)%", text, re.M)
+assert m, text[-800:]
+runs, fwd, bwd = int(m.group(1)), float(m.group(2)), float(m.group(3))
+assert runs >= 54 and fwd <= 5 and bwd <= 3.5, (runs, fwd, bwd)
+PY
+
 # Bad input: exit 2, a message naming the file.
 expect_bad accuracy "not a directory" "$tmp/nowhere"
 mkdir -p "$tmp/c"
