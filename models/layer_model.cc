@@ -91,6 +91,11 @@ void unfused_attention(const GpuSpec& gpu, const WorkloadConfig& w, const Comput
 }
 
 // Llama 3's layout: (layers + 2) slots over pp x v chunks where the layers alone do not split.
+// The routed experts one GPU holds: experts / ep (fractional where a scenario splits them so).
+double experts_per_gpu(const WorkloadConfig& w) {
+  return double(w.model.moe.experts) / w.parallelism.ep;
+}
+
 bool embedding_and_head_take_slots(const WorkloadConfig& w) {
   if (w.parallelism.layout.given()) return false;  // the layout places them
   const int slots = std::max(1, w.parallelism.pp) * chunks_per_stage(w);
@@ -106,8 +111,7 @@ bool per_expert_bias_path(const WorkloadConfig& w) {
 
 double expert_bias_host_s(const WorkloadConfig& w) {
   if (!per_expert_bias_path(w)) return 0;
-  const double local_experts = double(w.model.moe.experts) / w.parallelism.ep;
-  return kExpertBiasHostS + local_experts * kExpertBiasHostSPerExpert;
+  return kExpertBiasHostS + experts_per_gpu(w) * kExpertBiasHostSPerExpert;
 }
 
 double LayerKernels::recompute_gemm_s(Recompute r, unsigned modules) const {
@@ -279,7 +283,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     // the routed tokens; the shared experts TP-split like a dense MLP.
     const MoeSpec& e = m.moe;
     const double shard = tokens / t;
-    const double local_experts = double(e.experts) / par.ep;
+    const double local_experts = experts_per_gpu(w);
     const double routed = shard * e.top_k * w.moe_routing.busiest_share();
     // Expert TP: each expert's rows are the etp ranks' gathered tokens, its columns (up) and
     // reduction (down) 1/etp of the FFN.
@@ -619,7 +623,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     // experts, and each expert adds kExpertBiasGpuSPerExpert of small kernels' time (its seven
     // kernels of 1,024 rows or fewer).
     const double copies = m.moe.top_k * w.moe_routing.busiest_share() / t * tokens;
-    const double local_experts = double(m.moe.experts) / par.ep;
+    const double local_experts = experts_per_gpu(w);
     out.memory_forward_s +=
         copies * (at(rate.layout, h * e) + at(rate.same, 3 * h * e) + at(rate.cat, 2 * h * e)) +
         kExpertBiasForwardKernelShare * local_experts * kExpertBiasGpuSPerExpert;

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "models/cost_model.h"
@@ -429,21 +430,18 @@ std::vector<std::string> reasons(const Design& a, const Design& b) {
                          format_percent(na.nic.protocol_efficiency) + " vs " +
                          format_percent(nb.nic.protocol_efficiency) +
                          " of line rate (catalog protocol efficiency)";
-      // RoCE against InfiniBand: what the one published side-by-side measurement found.
-      const auto tech = [](const models::NodeConfig& n) { return n.nic.technology; };
-      const bool roce_vs_ib =
-          (tech(na) == models::LinkTechnology::kRoce &&
-           tech(nb) == models::LinkTechnology::kInfiniband) ||
-          (tech(na) == models::LinkTechnology::kInfiniband &&
-           tech(nb) == models::LinkTechnology::kRoce);
-      if (roce_vs_ib) {
-        const bool a_roce = tech(na) == models::LinkTechnology::kRoce;
-        const double roce = (a_roce ? na : nb).nic.protocol_efficiency;
-        const double ib = (a_roce ? nb : na).nic.protocol_efficiency;
+      // RoCE against InfiniBand: the one published side-by-side measurement (Tolly #225107, the
+      // corpus's contention/tolly-225107-*.yaml: bus bandwidth ratios 1.0048 and 1.0254).
+      using models::LinkTechnology;
+      const auto& [roce, ib] = na.nic.technology == LinkTechnology::kRoce ? std::tie(na, nb)
+                                                                          : std::tie(nb, na);
+      if (roce.nic.technology == LinkTechnology::kRoce &&
+          ib.nic.technology == LinkTechnology::kInfiniband) {
+        const double gap = roce.nic.protocol_efficiency / ib.nic.protocol_efficiency - 1;
         line += "; on the same 64 H20 a collision-free RoCE fabric was measured level with "
                 "InfiniBand (all_reduce +0.5%, alltoall +2.5% bus bandwidth, Tolly #225107), "
                 "where these efficiencies give RoCE " +
-                format_percent(std::abs(roce / ib - 1)) + (roce < ib ? " less" : " more") +
+                format_percent(std::abs(gap)) + (gap < 0 ? " less" : " more") +
                 " (docs/collectives.md, contention)";
       }
       out.push_back(line);

@@ -163,7 +163,7 @@ grep -qF " des " "$tmp/h200.txt" && fail "--engine analytic printed a des column
 
 # Our steps' forward and backward, each against the model (validate/device/step_phases.py: the
 # split a step's sum can hide; scenarios/measurements/README.md, call 35).
-(cd "$src" && python3 validate/device/step_phases.py "$bin") >"$tmp/phases.txt" 2>&1 ||
+python3 "$src/validate/device/step_phases.py" "$bin" >"$tmp/phases.txt" 2>&1 ||
   fail "step_phases.py exited $? ($(tail -2 "$tmp/phases.txt"))"
 python3 - "$tmp/phases.txt" <<'PY' || fail "the steps' forward or backward off the model"
 import re, sys

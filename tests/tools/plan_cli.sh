@@ -161,10 +161,10 @@ variants=" moe-qwen3-235b-256xh100-ib moe-qwen3-235b-256xh100-rail moe-qwen3-235
 for f in "$src"/scenarios/*.yaml "$src"/scenarios/seed/*.yaml "$src"/scenarios/examples/*.yaml; do
   grep -q '^cluster:' "$f" || continue
   engine=()
-  if [ "${CLUSTERSIM_TIME_SCALE:-1}" -gt 1 ] && [[ "$variants" == *" $(basename "$f" .yaml) "* ]]; then
+  if [ "${CLUSTERSIM_TIME_SCALE:-1}" -gt 1 ] &&
+     { [[ "$variants" == *" $(basename "$f" .yaml) "* ]] || too_big_for_sanitizers "$f"; }; then
     engine=(--engine analytic)
   fi
-  too_big_for_sanitizers "$f" && engine=(--engine analytic)
   "$bin" plan "$f" "${engine[@]}" --json >"$tmp/s.json" 2>"$tmp/err.txt" ||
     fail "plan $f exited $? ($(cat "$tmp/err.txt"))"
   python3 -m json.tool "$tmp/s.json" >/dev/null || fail "plan $f --json is not valid JSON"

@@ -1,5 +1,5 @@
 """The model's forward and backward, each against what validate/device/train_step.py measured.
-Usage (from the repository's root, after the build): python3 validate/device/step_phases.py
+Usage (after the build; paths from anywhere): python3 validate/device/step_phases.py
 [CLUSTERSIM] [CORPUS_DIR ...]
 For every corpus file written by train_steps_to_corpus.py (scenarios/published/clustersim-h200/
 and clustersim-h100/ by default), the run its citation names is read from the measurement file
@@ -15,7 +15,10 @@ import statistics
 import subprocess
 import sys
 
+# The citation train_steps_to_corpus.py writes: "... run NAME\n    (scenarios/measurements/...json)",
+# the measurement file's path from the repository's root.
 CITATION = re.compile(r"run (\S+) \((scenarios/measurements/\S+?\.json)\)")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def measured_run(path):
@@ -24,28 +27,40 @@ def measured_run(path):
     if not m:
         return None
     name, measurement = m.groups()
-    runs = [r for r in json.load(open(measurement))["runs"] if r["name"] == name]
+    runs = [r for r in json.load(open(os.path.join(ROOT, measurement)))["runs"] if r["name"] == name]
     if not runs or "forward_s" not in runs[0]:
         return None
     return runs[0]
 
 
+def plan(binary, path):
+    try:
+        p = subprocess.run([binary, "plan", path, "--engine", "analytic", "--json"],
+                           capture_output=True, text=True)
+    except OSError as e:
+        sys.exit("step_phases.py: cannot run %s: %s" % (binary, e.strerror))
+    if p.returncode != 0:
+        sys.exit("step_phases.py: %s plan %s exited %d: %s" % (binary, path, p.returncode,
+                                                                 p.stderr.strip()))
+    return json.loads(p.stdout)
+
+
 def main(argv):
-    binary = argv[1] if len(argv) > 1 else "build/tools/clustersim"
-    dirs = argv[2:] or ["scenarios/published/clustersim-h200", "scenarios/published/clustersim-h100"]
+    binary = argv[1] if len(argv) > 1 else os.path.join(ROOT, "build/tools/clustersim")
+    dirs = argv[2:] or [os.path.join(ROOT, "scenarios/published", d)
+                        for d in ("clustersim-h200", "clustersim-h100")]
     rows = []
     for path in sorted(p for d in dirs for p in glob.glob(os.path.join(d, "*.yaml"))):
         run = measured_run(path)
         if run is None:
             continue
-        out = subprocess.run([binary, "plan", path, "--engine", "analytic", "--json"],
-                             capture_output=True, text=True, check=True).stdout
-        plan = json.loads(out)
-        rows.append(dict(name=os.path.basename(path)[:-5], gpu=path.split("clustersim-")[1][:4],
+        plan_ = plan(binary, path)
+        rows.append(dict(name=os.path.basename(path)[:-5],
+                         gpu=os.path.basename(os.path.dirname(os.path.abspath(path))),
                          seq=run["seq_len"],
-                         fwd=plan["forward_s"] / run["forward_s"] - 1,
-                         bwd=plan["backward_s"] / run["backward_s"] - 1,
-                         step=plan["step_time_s"] / run["step_time_s"] - 1))
+                         fwd=plan_["forward_s"] / run["forward_s"] - 1,
+                         bwd=plan_["backward_s"] / run["backward_s"] - 1,
+                         step=plan_["step_time_s"] / run["step_time_s"] - 1))
     if not rows:
         sys.exit("step_phases.py: no corpus file cites a train_step.py run with forward_s")
     print("%-52s %8s %8s %8s" % ("run", "forward", "backward", "step"))

@@ -53,20 +53,20 @@ def bench_graph(fn, seconds, inner, min_reps=3):
     return t / inner
 
 
-def parse_head_shapes(text):
-    """HxD (batch 1) or BxHxD, comma-separated: (batch, heads, head dim) each; a malformed list
-    exits with what was expected."""
-    shapes = []
-    for t in text.split(","):
+def parse_dims(text, forms):
+    """Comma-separated lists of positive integers joined by x (empty entries skipped), each in
+    one of `forms` ("MxNxK", "HxD", ...: as many numbers as the form has letters); a malformed
+    list exits with what was expected."""
+    out = []
+    for t in filter(None, text.split(",")):
         try:
             v = tuple(int(x) for x in t.split("x"))
         except ValueError:
             v = ()
-        if len(v) not in (2, 3) or min(v) <= 0:
-            raise SystemExit("attention shapes: expected HxD or BxHxD with positive integers, "
-                             "got %r" % t)
-        shapes.append((1,) * (3 - len(v)) + v)
-    return shapes
+        if len(v) not in [len(f.split("x")) for f in forms] or min(v) <= 0:
+            raise SystemExit("expected %s with positive integers, got %r" % (" or ".join(forms), t))
+        out.append(v)
+    return out
 
 
 def main():
@@ -77,10 +77,11 @@ def main():
     dev = torch.device("cuda:0")
     result = {"torch": torch.__version__, "cuda": torch.version.cuda,
               "device": torch.cuda.get_device_name(0), "matmul": [], "sdpa": []}
-    shapes = [tuple(int(x) for x in t.split("x")) for t in
-              (sys.argv[4] if len(sys.argv) > 4 else "4096x4096x4096,8192x8192x8192").split(",")
-              if t]
-    head_shapes = parse_head_shapes(sys.argv[5] if len(sys.argv) > 5 else "16x128")
+    shapes = parse_dims(sys.argv[4] if len(sys.argv) > 4 else "4096x4096x4096,8192x8192x8192",
+                        ["MxNxK"])
+    # HxD (batch 1) or BxHxD: batch x heads x head dim.
+    head_shapes = [(1,) * (3 - len(v)) + v for v in
+                   parse_dims(sys.argv[5] if len(sys.argv) > 5 else "16x128", ["HxD", "BxHxD"])]
     for m, n, kk in shapes:
         a = torch.randn(m, kk, dtype=torch.bfloat16, device=dev)
         b = torch.randn(kk, n, dtype=torch.bfloat16, device=dev)
