@@ -17,12 +17,12 @@ corpus="$src/scenarios/published"
 # the target 5%), leave-one-source-out 8.5% (analytic 6.81%, simulator 6.49%; the target 8%),
 # and the H200 steps we measured ourselves.
 # The contention measurements (scenarios/published/contention/) are scored apart, the simulator
-# gated at its current largest error (37.9%, Meta's) plus a margin: 40% (it overstates ECMP
+# gated at its current largest error (23.3%, Meta's) plus a margin: 25% (it overstates ECMP
 # collisions, docs/collectives.md; a regression gate, not the 15% target).
 "$bin" accuracy "$corpus" --json --max-mean-error 0.055 --max-loso-error 0.085 \
-  --max-collective-error 0.40 >"$tmp/acc.json" 2>"$tmp/err.txt"
+  --max-collective-error 0.25 >"$tmp/acc.json" 2>"$tmp/err.txt"
 rc=$?
-[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.055 --max-loso-error 0.085 --max-collective-error 0.40 exited $rc ($(tail -3 "$tmp/err.txt"))"
+[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.055 --max-loso-error 0.085 --max-collective-error 0.25 exited $rc ($(tail -3 "$tmp/err.txt"))"
 python3 - "$tmp/acc.json" <<'PY' || fail "accuracy --json content"
 import json, statistics, sys
 d = json.load(open(sys.argv[1]))
@@ -110,7 +110,7 @@ for c in coll:
     median_errs.append(abs(h["median_error"]))
 m = d["collective_des_median_hash_draw"]["overall"]
 assert abs(m["max_abs_error"] - max(median_errs)) < 1e-12, (m, median_errs)
-assert max(errs) <= 0.40, errs
+assert max(errs) <= 0.25, errs
 # The corpus-fitted constants: the shipped value is the corpus's best, refitted per source.
 for c in d["fitted_constants"]:
     assert abs(c["shipped"] - c["corpus_best"]) < 1e-9, c
