@@ -29,7 +29,9 @@ int FrameworkConfig::copy_engine_reduce_scatters() const {
   if (!tp_comm_overlap) return 0;
   const int by_copy_engine =
       static_cast<int>(std::lround(kCollectives * tp_overlap_copy_engine_share));
-  return std::clamp(by_copy_engine - kFedGathers, 0, kReduceScatters);
+  // Without tp_overlap_input_gradients the backward's two are NCCL's, reduced in its kernel.
+  return std::clamp(by_copy_engine - kFedGathers, 0,
+                    tp_overlap_input_gradients ? kReduceScatters : kReduceScatters / 2);
 }
 
 std::string_view to_string(TopologyKind k) {
@@ -150,6 +152,7 @@ constexpr std::string_view kMoeKeys[] = {"experts",       "top_k",           "ex
                                          "imbalance",     "max_nodes_per_token"};
 constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "tp_comm_overlap",     "tp_wgrad_overlap",
+                                               "tp_overlap_input_gradients",
                                                "sp_input_regather",   "recompute_early_stop",
                                                "loss_input",          "optimizer_kernel",
                                                "low_precision_norm",  "norm_kernel",
@@ -1246,6 +1249,7 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_enum(fw, fp, "kernels", kKernels, &f.kernels) ||
         !read_bool(fw, fp, "tp_comm_overlap", &f.tp_comm_overlap) ||
         !read_bool(fw, fp, "tp_wgrad_overlap", &f.tp_wgrad_overlap) ||
+        !read_bool(fw, fp, "tp_overlap_input_gradients", &f.tp_overlap_input_gradients) ||
         !read_bool(fw, fp, "sp_input_regather", &f.sp_input_regather) ||
         !read_optional_bool(fw, fp, "recompute_early_stop", &f.recompute_early_stop) ||
         !read_enum(fw, fp, "loss_input", kLossInputs, &f.loss_input) ||
@@ -1323,6 +1327,12 @@ bool Loader::load_workload(const YAML::Node& node) {
   }
   const YAML::Node par = node["parallelism"];
   if (par.IsDefined() && !load_parallelism(par, child(path, "parallelism"))) return false;
+  if (fw.IsDefined() && fw["tp_overlap_input_gradients"].IsDefined() &&
+      !w.framework.tp_comm_overlap) {
+    return fail(fw["tp_overlap_input_gradients"],
+                child(child(path, "framework"), "tp_overlap_input_gradients"),
+                "applies to tp_comm_overlap: true (without it no TP collective is hidden)");
+  }
   if (fw.IsDefined() && fw["sp_input_regather"].IsDefined() && !w.parallelism.sp) {
     return fail(fw["sp_input_regather"], child(child(path, "framework"), "sp_input_regather"),
                 "applies to parallelism.sp: true (without SP each linear's input is whole, "

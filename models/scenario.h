@@ -225,8 +225,9 @@ struct FrameworkConfig {
   // tp_overlap_copy_engine_share: ring exchange takes the four gathers that feed a forward or
   // data-gradient GEMM first (Transformer Engine's defaults, 0.4), then the forward's two
   // reduce-scatters (Megatron-Bridge's FP8 userbuffers configurations, 0.6), then the backward's
-  // (PyTorch's symmetric-memory async TP moves every collective, 1.0). Each ends in a local
-  // reduction on the compute stream (LayerKernels::memory_*_s).
+  // (PyTorch's symmetric-memory async TP moves every collective it fuses, 1.0; not the
+  // backward's without tp_overlap_input_gradients). Each ends in a local reduction on the
+  // compute stream (LayerKernels::memory_*_s).
   int copy_engine_reduce_scatters() const;
   // Without tp_comm_overlap: each column-parallel linear's input-gradient reduction in the
   // backward (a reduce-scatter with SP, an all-reduce without) runs while that linear's
@@ -236,6 +237,15 @@ struct FrameworkConfig {
   // is launched asynchronously before the weight-gradient GEMM; Korthikanti et al. 2022, sec.
   // 6.2); PyTorch's DTensor TP does not. The other TP collectives stay exposed.
   bool tp_wgrad_overlap = false;
+  // With tp_comm_overlap: the backward's input-gradient reductions of the column-parallel
+  // linears (QKV, the MLP's first) are hidden behind GEMMs as well (Transformer Engine, whose
+  // fused QKV and MLP-up GEMMs each produce the tensor the reduce-scatter takes). false:
+  // PyTorch's async TP, whose Inductor pass (torch/_inductor/fx_passes/micro_pipeline_tp.py,
+  // fuse_matmul_reduce_scatter) fuses a reduce-scatter only into the one matmul that produces
+  // its input; with separate q/k/v and gate/up projections (TorchTitan's Llama) those input
+  // gradients are sums of matmuls, and their reduce-scatters run as NCCL collectives between
+  // the block's backward and the norm's, exposed. The recomputed forward's are fused.
+  bool tp_overlap_input_gradients = true;
   // With SP: each column-parallel linear (QKV, the MLP's first) keeps its input as the sequence
   // shard and all-gathers it again in the backward for its weight gradient (Megatron-LM/Core
   // and Transformer Engine; under tp_wgrad_overlap the gather runs beside the data-gradient

@@ -75,16 +75,32 @@ double optimizer_seconds(const GpuSpec& gpu, const WorkloadConfig& w, const Memo
   return memory_bound_time(gpu, local * per_param, params.compute).time_s;
 }
 
-}  // namespace
-
-double tp_wgrad_overlapped_share(const WorkloadConfig& w, const CommCall& call) {
-  if (!w.framework.tp_wgrad_overlap || w.framework.tp_comm_overlap) return 0;
-  if (call.dim != ParallelDim::kTp || call.phase != CommPhase::kBackward) return 0;
-  if (call.regather) return 1;  // beside the data-gradient GEMM, every backward
+// The share of `call`'s calls that are a column-parallel linear's input-gradient reduction in
+// the backward (reduce-scatter with SP, all-reduce without): under full recomputation half of
+// the backward's reductions are the recomputed forward's.
+double input_gradient_reduction_share(const WorkloadConfig& w, const CommCall& call) {
+  if (call.dim != ParallelDim::kTp || call.phase != CommPhase::kBackward || call.regather) {
+    return 0;
+  }
   const CollectiveOp reduction = w.parallelism.sp ? CollectiveOp::kReduceScatter
                                                   : CollectiveOp::kAllReduce;
   if (call.op != reduction) return 0;
   return w.parallelism.recompute == Recompute::kFull ? 0.5 : 1.0;
+}
+
+}  // namespace
+
+double tp_wgrad_overlapped_share(const WorkloadConfig& w, const CommCall& call) {
+  if (!w.framework.tp_wgrad_overlap || w.framework.tp_comm_overlap) return 0;
+  if (call.dim == ParallelDim::kTp && call.phase == CommPhase::kBackward && call.regather) {
+    return 1;  // beside the data-gradient GEMM, every backward
+  }
+  return input_gradient_reduction_share(w, call);
+}
+
+double tp_overlap_exposed_share(const WorkloadConfig& w, const CommCall& call) {
+  if (!w.framework.tp_comm_overlap || w.framework.tp_overlap_input_gradients) return 0;
+  return input_gradient_reduction_share(w, call);
 }
 
 double overlap_interference_s(double hidden_comm_s, const StepParams& params,
@@ -208,10 +224,13 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   const double tp_fwd_layer = phase_seconds(r.comms, D::kTp, P::kForward) / ref_layers;
   const double tp_bwd_layer = phase_seconds(r.comms, D::kTp, P::kBackward) / ref_layers;
   double tp_wgrad_layer = 0;  // of it, the reductions that run beside weight-gradient GEMMs
+  double tp_unfused_layer = 0;  // the reductions tp_comm_overlap leaves exposed
   for (const auto& c : r.comms) {
     tp_wgrad_layer += c.estimate.time_s * c.call.count * tp_wgrad_overlapped_share(w, c.call);
+    tp_unfused_layer += c.estimate.time_s * c.call.count * tp_overlap_exposed_share(w, c.call);
   }
   tp_wgrad_layer /= ref_layers;
+  tp_unfused_layer /= ref_layers;
   const double cp_fwd_layer = phase_seconds(r.comms, D::kCp, P::kForward) / ref_layers;
   const double cp_bwd_layer = phase_seconds(r.comms, D::kCp, P::kBackward) / ref_layers;
   // EP: per MoE layer (the list counts the stage with the most of them).
@@ -255,7 +274,9 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
     // feed, layer by layer, with what does not fit exposed.
     const double g = std::max(1, st.layers);
     x.tp = tp_overlap ? n * (std::max(0.0, tp_fwd_layer - st.gemm_forward_s / g) +
-                             std::max(0.0, tp_bwd_layer - st.gemm_backward_s / g))
+                             std::max(0.0, tp_bwd_layer - tp_unfused_layer -
+                                               st.gemm_backward_s / g) +
+                             tp_unfused_layer)
                       : n * (tp_fwd_layer + tp_bwd_layer -
                              std::min(tp_wgrad_layer, tp_wgrad_cover_s(w, st.gemm_backward_s / g)));
     x.tp *= 1 - params.tp_overlap_fraction;

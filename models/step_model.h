@@ -77,6 +77,10 @@ inline double weight_gradient_s(double gemm_backward_s) { return 0.5 * gemm_back
 // weight-gradient GEMM, or its input's second gather (CommCall::regather), which runs beside
 // its data-gradient GEMM. 0 for any other call, or when the framework does not overlap them.
 double tp_wgrad_overlapped_share(const WorkloadConfig& w, const CommCall& call);
+// framework.tp_comm_overlap without tp_overlap_input_gradients (PyTorch's async TP): the share
+// of `call`'s calls that are a column-parallel linear's input-gradient reduction, which stay
+// exposed between the GEMMs while the other TP collectives hide behind them. 0 otherwise.
+double tp_overlap_exposed_share(const WorkloadConfig& w, const CommCall& call);
 // The GEMM time those collectives can hide behind, given a backward's GEMM time: the
 // column-parallel linears' (QKV and the MLP's first, about half a layer's weights)
 // weight-gradient GEMMs, and their data-gradient GEMMs too where SP gathers their inputs again.

@@ -509,11 +509,15 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
   }
   // framework.tp_wgrad_overlap: the backward's input-gradient reductions run beside the
   // column-parallel linears' weight-gradient GEMMs (models::tp_wgrad_overlapped_share).
-  std::vector<std::pair<CommKind*, double>> tp_calls, tp_wgrad_calls;
+  // framework.tp_comm_overlap without tp_overlap_input_gradients: those reductions run on the
+  // stream after the GEMMs (models::tp_overlap_exposed_share).
+  std::vector<std::pair<CommKind*, double>> tp_calls, tp_wgrad_calls, tp_unfused_calls;
   for (const auto& [kind, n] : per_layer(ParallelDim::kTp, phase, gc.layers)) {
     const double share = models::tp_wgrad_overlapped_share(sc_.workload, kind->timed->call);
-    if (share < 1) tp_calls.push_back({kind, n * (1 - share)});
+    const double unfused = models::tp_overlap_exposed_share(sc_.workload, kind->timed->call);
+    if (share + unfused < 1) tp_calls.push_back({kind, n * (1 - share - unfused)});
     if (share > 0) tp_wgrad_calls.push_back({kind, n * share});
+    if (unfused > 0) tp_unfused_calls.push_back({kind, n * unfused});
   }
   const auto cp_calls = per_layer(ParallelDim::kCp, phase, gc.layers);
   const bool tp_overlap = sc_.workload.framework.tp_comm_overlap && !tp_calls.empty();
@@ -607,6 +611,11 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
       } else {
         on_stream(stage, tp);
       }
+    }
+    if (!tp_unfused_calls.empty()) {
+      on_stream(stage, transfer(stage, tp_unfused_calls,
+                                comm_info("TP input gradients " + layer_tag, "tp", kLaneTp,
+                                          ParallelDim::kTp)));
     }
     if (!tp_wgrad_calls.empty()) {  // beside the column-parallel linears' weight gradients
       beside_gemms(transfer(stage, tp_wgrad_calls,

@@ -543,6 +543,24 @@ TEST_SUITE("models") {
     CHECK_FALSE(r->workload.framework.sp_input_regather);
   }
 
+  TEST_CASE("framework.tp_overlap_input_gradients applies to tp_comm_overlap only") {
+    const std::string off = "  global_batch: 64\n  framework: {tp_overlap_input_gradients: false}";
+    const std::string m = error_of(with("  global_batch: 64", off));
+    CHECK_PREFIX(m, "t.yaml:14:");
+    CHECK(m.find("workload.framework.tp_overlap_input_gradients: applies to tp_comm_overlap: "
+                 "true") != std::string::npos);
+    const std::string on =
+        "  global_batch: 64\n  framework: {tp_comm_overlap: true, tp_overlap_input_gradients: "
+        "false}";
+    auto r = load(with("  global_batch: 64", on));
+    REQUIRE_MESSAGE(r.ok(), r.message());
+    CHECK(r->workload.framework.tp_comm_overlap);
+    CHECK_FALSE(r->workload.framework.tp_overlap_input_gradients);
+    auto d = load(kBase);
+    REQUIRE(d.ok());
+    CHECK(d->workload.framework.tp_overlap_input_gradients);  // Transformer Engine's default
+  }
+
   TEST_CASE("files: missing, a directory, and calibration resolved next to the scenario") {
     auto missing = load_scenario_file("/nonexistent/dir/s.yaml");
     REQUIRE_FALSE(missing.ok());

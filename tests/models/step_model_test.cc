@@ -315,6 +315,51 @@ TEST_SUITE("models") {
     CHECK(overlap_interference_s(-1.0, params) == 0);
   }
 
+  TEST_CASE("step: PyTorch's async TP leaves the backward's input-gradient reductions exposed") {
+    // TorchTitan's Llama 3 70B, TP 8 with SP, full recompute: a layer's backward runs the
+    // recomputed forward's two all-gathers and two reduce-scatters, and its own two gathers
+    // (of wo's and w2's output gradients) and two reduce-scatters (the input gradients of
+    // q/k/v and w1/w3, sums of matmuls that Inductor's pass does not fuse).
+    Scenario s = load("published/other-labs/torchtitan-llama3.1-70b-256xh100-fsdp32-asynctp8.yaml");
+    WorkloadConfig& w = s.workload;
+    REQUIRE(w.parallelism.sp);
+    REQUIRE(w.parallelism.recompute == Recompute::kFull);
+    CommCall rs;
+    rs.dim = ParallelDim::kTp;
+    rs.phase = CommPhase::kBackward;
+    rs.op = CollectiveOp::kReduceScatter;
+    CommCall ag = rs;
+    ag.op = CollectiveOp::kAllGather;
+    CommCall forward_rs = rs;
+    forward_rs.phase = CommPhase::kForward;
+    CHECK(tp_overlap_exposed_share(w, rs) == 0.5);  // half: the recomputed forward's are fused
+    CHECK(tp_overlap_exposed_share(w, ag) == 0);
+    CHECK(tp_overlap_exposed_share(w, forward_rs) == 0);
+    w.parallelism.recompute = Recompute::kNone;
+    CHECK(tp_overlap_exposed_share(w, rs) == 1);
+    w.parallelism.recompute = Recompute::kFull;
+    const StepResult pytorch = predict(s);
+    w.framework.tp_overlap_input_gradients = true;  // Transformer Engine's fused QKV and MLP-up
+    CHECK(tp_overlap_exposed_share(w, rs) == 0);
+    const StepResult te = predict(s);
+    // Exposed: the backward's reduce-scatters' unfused half (per micro-batch, every layer).
+    double unfused = 0;
+    for (const auto& c : pytorch.comms) {
+      if (c.call.dim == ParallelDim::kTp && c.call.phase == CommPhase::kBackward &&
+          c.call.op == CollectiveOp::kReduceScatter) {
+        unfused += 0.5 * c.total_s();
+      }
+    }
+    REQUIRE(unfused > 0);
+    CHECK(pytorch.breakdown.tp.exposed_s >= unfused);
+    CHECK(pytorch.breakdown.tp.exposed_s > te.breakdown.tp.exposed_s + 0.9 * unfused);
+    CHECK(pytorch.step_time_s > te.step_time_s);
+    // Without tp_comm_overlap nothing is hidden to begin with: the key has nothing to say.
+    w.framework.tp_comm_overlap = false;
+    w.framework.tp_overlap_input_gradients = false;
+    CHECK(tp_overlap_exposed_share(w, rs) == 0);
+  }
+
   TEST_CASE("step: copy-engine reduce-scatters end in a local reduction on the compute stream") {
     // TorchTitan's async TP (every TP collective by copy engines) on Llama 3 70B, TP 8: each of
     // a layer's four reduce-scatters sums the 8 partials it received, reading the GEMM's
@@ -323,6 +368,12 @@ TEST_SUITE("models") {
     Scenario s = load("published/other-labs/torchtitan-llama3.1-70b-256xh100-fsdp32-asynctp8.yaml");
     FrameworkConfig& fw = s.workload.framework;
     REQUIRE(fw.tp_overlap_copy_engine_share == 1.0);
+    // The file's: Inductor fuses the forward's two; the backward's input gradients are NCCL's.
+    REQUIRE_FALSE(fw.tp_overlap_input_gradients);
+    CHECK(fw.copy_engine_reduce_scatters() == 2);
+    const LayerKernels unfused = layer_kernels(s.cluster.node.gpu, s.workload,
+                                               default_compute_params(s.cluster.node.gpu));
+    fw.tp_overlap_input_gradients = true;
     CHECK(fw.copy_engine_reduce_scatters() == 4);
     const GpuSpec& gpu = s.cluster.node.gpu;
     const ComputeParams p = default_compute_params(gpu);
@@ -337,6 +388,8 @@ TEST_SUITE("models") {
     CHECK(async_tp.memory_forward_s == doctest::Approx(te.memory_forward_s + 2 * one));
     CHECK(async_tp.memory_backward_s == doctest::Approx(te.memory_backward_s + 2 * one));
     CHECK(async_tp.gemm_forward_s == te.gemm_forward_s);
+    CHECK(unfused.memory_forward_s == doctest::Approx(async_tp.memory_forward_s));
+    CHECK(unfused.memory_backward_s == doctest::Approx(te.memory_backward_s));
     // Megatron-Bridge's FP8 userbuffers configurations (0.6): the forward's two only.
     fw.tp_overlap_copy_engine_share = 0.6;
     CHECK(fw.copy_engine_reduce_scatters() == 2);
