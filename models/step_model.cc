@@ -271,7 +271,8 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
     StageComm x;
     const double n = st.layers;
     // TP: between the GEMMs of every layer, or (tp_comm_overlap) hidden behind the GEMMs they
-    // feed, layer by layer, with what does not fit exposed.
+    // feed, layer by layer, with what does not fit exposed, and what the framework does not
+    // fuse (tp_overlap_exposed_share) exposed whole.
     const double g = std::max(1, st.layers);
     x.tp = tp_overlap ? n * (std::max(0.0, tp_fwd_layer - st.gemm_forward_s / g) +
                              std::max(0.0, tp_bwd_layer - tp_unfused_layer -
