@@ -90,12 +90,12 @@ void unfused_attention(const GpuSpec& gpu, const WorkloadConfig& w, const Comput
                               elementwise_time(gpu, softmax_bwd + dropout_bwd, params).time_s;
 }
 
-// Llama 3's layout: (layers + 2) slots over pp x v chunks where the layers alone do not split.
 // The routed experts one GPU holds: experts / ep (fractional where a scenario splits them so).
 double experts_per_gpu(const WorkloadConfig& w) {
   return double(w.model.moe.experts) / w.parallelism.ep;
 }
 
+// Llama 3's layout: (layers + 2) slots over pp x v chunks where the layers alone do not split.
 bool embedding_and_head_take_slots(const WorkloadConfig& w) {
   if (w.parallelism.layout.given()) return false;  // the layout places them
   const int slots = std::max(1, w.parallelism.pp) * chunks_per_stage(w);

@@ -392,8 +392,8 @@ void print_assumptions(const models::WorkloadConfig& w, const models::StepResult
       "  - TP communication %s; DP %s (buckets of %s parameters); gradients in %s-byte "
       "floats\n",
       fw.tp_comm_overlap && !fw.tp_overlap_input_gradients
-          ? "overlapped with the GEMMs, but the backward's input-gradient reductions (PyTorch's "
-            "async TP fuses a reduce-scatter with one matmul only)"
+          ? "overlapped with the GEMMs but for the backward's input-gradient reductions, exposed "
+            "(PyTorch's async TP fuses a reduce-scatter with one matmul only)"
       : fw.tp_comm_overlap  ? "overlapped with the GEMMs"
       : fw.tp_wgrad_overlap ? "between the GEMMs, the backward's input-gradient reductions "
                               "beside the weight-gradient GEMMs"

@@ -23,8 +23,8 @@ corpus="$src/scenarios/published"
   --max-collective-error 0.25 >"$tmp/acc.json" 2>"$tmp/err.txt"
 rc=$?
 [ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.055 --max-loso-error 0.085 --max-collective-error 0.25 exited $rc ($(tail -3 "$tmp/err.txt"))"
-python3 - "$tmp/acc.json" <<'PY' || fail "accuracy --json content"
-import json, statistics, sys
+python3 - "$tmp/acc.json" "$src" <<'PY' || fail "accuracy --json content"
+import json, os, re, statistics, sys
 d = json.load(open(sys.argv[1]))
 runs = d["runs"]
 sources = {r["source"] for r in runs}
@@ -98,7 +98,10 @@ assert abs(d["collective_des"]["overall"]["max_abs_error"] - max(errs)) < 1e-12
 median_errs = []
 for c in coll:
     h = c["des"].get("hash_draws")
-    hashed = "ecmp" in c["name"]  # ECMP on one side (Meta's E-ECMP, Tolly #225112)
+    # ECMP on one side (Meta's E-ECMP, Tolly #225112): the file's own fabric, or its versus.
+    with open(os.path.join(sys.argv[2], c["file"])) as f:
+        hashed = re.search(r"^ *routing: *ecmp\b", f.read(), re.M) is not None or \
+            "ecmp" in c["versus"].values()
     assert (h is not None) == hashed, c["name"]
     if h is None:
         median_errs.append(abs(c["des"]["error"]))

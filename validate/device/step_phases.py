@@ -21,16 +21,22 @@ CITATION = re.compile(r"run (\S+) \((scenarios/measurements/\S+?\.json)\)")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def measured_run(path):
-    text = " ".join(line.strip() for line in open(path))
+def measured_run(path, measurements):
+    """The train_step.py run the corpus file cites, or None; `measurements` caches each
+    measurement file's runs by name (many corpus files cite one file)."""
+    with open(path) as f:
+        text = " ".join(line.strip() for line in f)
     m = CITATION.search(text)
     if not m:
         return None
     name, measurement = m.groups()
-    runs = [r for r in json.load(open(os.path.join(ROOT, measurement)))["runs"] if r["name"] == name]
-    if not runs or "forward_s" not in runs[0]:
-        return None
-    return runs[0]
+    if measurement not in measurements:
+        runs = measurements[measurement] = {}
+        with open(os.path.join(ROOT, measurement)) as f:
+            for r in json.load(f)["runs"]:
+                runs.setdefault(r["name"], r)  # the first of a name, as listed
+    run = measurements[measurement].get(name)
+    return run if run is not None and "forward_s" in run else None
 
 
 def plan(binary, path):
@@ -49,9 +55,9 @@ def main(argv):
     binary = argv[1] if len(argv) > 1 else os.path.join(ROOT, "build/tools/clustersim")
     dirs = argv[2:] or [os.path.join(ROOT, "scenarios/published", d)
                         for d in ("clustersim-h200", "clustersim-h100")]
-    rows = []
+    rows, measurements = [], {}
     for path in sorted(p for d in dirs for p in glob.glob(os.path.join(d, "*.yaml"))):
-        run = measured_run(path)
+        run = measured_run(path, measurements)
         if run is None:
             continue
         plan_ = plan(binary, path)
