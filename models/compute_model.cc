@@ -71,6 +71,9 @@ ComputeParams default_compute_params(const GpuSpec& gpu) {
   if (gpu.arch == "sm_80") {
     p.gemm_max_efficiency = kAmpereGemmMaxEfficiency;
     p.sustained_clock = 0.966;
+    // FlashAttention-2 is Ampere's native flash kernel.
+    p.attention_fwd_dropout_cycles = p.flash2_fwd_dropout_cycles;
+    p.attention_bwd_dropout_cycles = p.flash2_bwd_dropout_cycles;
   }
   if (arch_family(gpu.arch) == "sm_100") {
     p.sustained_clock = blackwell_sustained_clock(datasheet_of(gpu), kBlackwellSustainedClock,
@@ -177,6 +180,8 @@ ComputeParams flash2_params(const ComputeParams& params) {
   ComputeParams p = params;
   p.attention_fwd_max_efficiency *= params.flash2_fwd_ratio;
   p.attention_bwd_max_efficiency *= params.flash2_bwd_ratio;
+  p.attention_fwd_dropout_cycles = params.flash2_fwd_dropout_cycles;
+  p.attention_bwd_dropout_cycles = params.flash2_bwd_dropout_cycles;
   return p;
 }
 
@@ -202,6 +207,10 @@ ComputeParams at_clock(const ComputeParams& params, double clock) {
   if (attention > 0) {
     p.attention_fwd_exp_exposed /= attention;
     p.attention_bwd_exp_exposed /= attention;
+    p.attention_fwd_dropout_cycles /= attention;
+    p.attention_bwd_dropout_cycles /= attention;
+    p.flash2_fwd_dropout_cycles /= attention;
+    p.flash2_bwd_dropout_cycles /= attention;
   }
   return p;
 }
@@ -269,6 +278,13 @@ double tensor_flops_per_exponential(const GpuSpec& gpu) {
   return kHopperFlopsPerExponential;
 }
 
+// Dense bf16 tensor FLOPs per clock and SM (the figures above).
+double tensor_flops_per_clock(const GpuSpec& gpu) {
+  if (gpu.arch == "sm_80" || gpu.arch == "sm_86" || gpu.arch == "sm_89") return 2048.0;
+  if (arch_family(gpu.arch) == "sm_100") return 8192.0;
+  return 4096.0;
+}
+
 // `tensor_rate`: the matmuls' peak over the 16-bit one (FP8 attention: 2), which the
 // exponentials do not share.
 double attention_head_dim_factor(const GpuSpec& gpu, double head_dim, bool backward,
@@ -301,9 +317,17 @@ KernelTime attention_time(const GpuSpec& gpu, Precision precision, const Attenti
   const bool quantized = precision == Precision::kFp8 || precision == Precision::kFp4;
   const double tensor_rate =
       quantized ? checked_peak(gpu, precision) / checked_peak(gpu, Precision::kBf16) : 1.0;
-  const double ceiling =
+  double ceiling =
       (backward ? params.attention_bwd_max_efficiency : params.attention_fwd_max_efficiency) *
       attention_head_dim_factor(gpu, shape.head_dim, backward, tensor_rate, params);
+  if (shape.dropout > 0 && ceiling > 0) {
+    // The dropout's cycles per score against the matmuls' per score, at peak.
+    const double per_score_flops = (backward ? 10.0 : 4.0) * std::max(1.0, shape.head_dim);
+    const double cycles =
+        backward ? params.attention_bwd_dropout_cycles : params.attention_fwd_dropout_cycles;
+    ceiling = 1 / (1 / ceiling + tensor_rate * tensor_flops_per_clock(gpu) * cycles /
+                                     per_score_flops);
+  }
   const double efficiency =
       ceiling * shape.key_span() / (shape.key_span() + params.attention_half_efficiency_kv_tokens);
   // Q and O (query heads), K and V (kv heads) read once, O written; backward moves each twice

@@ -118,6 +118,19 @@ struct ComputeParams {
   // unmeasured (its legacy MMA path is no faster relative to its peak).
   double flash2_fwd_ratio = 1.0;
   double flash2_bwd_ratio = 1.0;
+  // Dropout of the attention probabilities inside a flash kernel: a random number drawn per
+  // score (Philox) and the mask applied, forward and again in the backward, work off the tensor
+  // cores, in SM clock cycles per score (the matmuls take 4 x head_dim FLOPs per score forward,
+  // 10 x head_dim backward, at the GPU's tensor FLOPs per clock and SM). On an H100 (torch
+  // 2.11, scenarios/measurements/call36), SDPA at dropout 0.1 against none, head dim 128, 12-32
+  // heads, 4K-8K tokens, causal and full: cuDNN's kernels took 2.015x the time forward (median,
+  // 1.90-2.11) and 1.203x backward (1.14-1.30), which these give against the ceilings above;
+  // FlashAttention-2's 1.217x and 1.091x (flash2_*_dropout_cycles). The native kernel's are the
+  // cuDNN ones on Hopper and Blackwell (Blackwell unmeasured), FlashAttention-2's on Ampere.
+  double attention_fwd_dropout_cycles = 0.185;
+  double attention_bwd_dropout_cycles = 0.099;
+  double flash2_fwd_dropout_cycles = 0.068;
+  double flash2_bwd_dropout_cycles = 0.075;
   // Achievable fraction of the HBM datasheet bandwidth: a 1 GiB device-to-device copy on one
   // H200 ran at 4.23 TB/s of its 4.8 (scenarios/measurements/h200-1gpu.json, hbm_copy; 4.20 in
   // h200-2gpu.json), 0.88.
@@ -313,6 +326,8 @@ struct AttentionShape {
   bool causal = true;
   // Sliding-window attention: each query sees at most this many keys (0: all of them).
   double window = 0;
+  // Dropout of the attention probabilities (0: none): ComputeParams::attention_*_dropout_cycles.
+  double dropout = 0;
   // The keys a query's row of scores spans, what the kernel's rate ramps with: kv_tokens, or
   // the window when it is shorter.
   double key_span() const { return window > 0 && window < kv_tokens ? window : kv_tokens; }

@@ -395,6 +395,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     a.head_dim = 0.5 * (m.qk_head_dim() + m.v_head_dim());
     a.q_tokens = double(w.seq_len) / par.cp;
     a.kv_tokens = a.q_tokens;
+    a.dropout = w.dropout;
     // Transformer Engine's FP8 attention (framework.fp8_attention) runs both matmuls in FP8.
     const Precision pa = w.framework.fp8_attention ? Precision::kFp8 : unquantized_precision(p);
     const ComputeParams kernel = attention_kernel_params(params, w.framework.attention);

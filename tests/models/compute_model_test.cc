@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <numbers>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -476,6 +478,70 @@ TEST_SUITE("models") {
     const auto a100 = default_compute_params(*find_gpu("a100-sxm-80gb"));
     CHECK(flash2_params(a100).attention_fwd_max_efficiency == a100.attention_fwd_max_efficiency);
     CHECK(flash2_params(a100).attention_bwd_max_efficiency == a100.attention_bwd_max_efficiency);
+  }
+
+  TEST_CASE("compute: attention dropout as measured in cuDNN's and FlashAttention-2's kernels") {
+    // Device call 36 (scenarios/measurements/call36): SDPA on one H100 at dropout 0.1 and
+    // without, head dim 128, 12-32 heads, 2K-8K tokens, causal and full, each backend forced.
+    // The model's time ratio against each measured one (4K and 8K: at 2K the kernels' fixed
+    // cost dilutes the dropout's), and their median within 3%.
+    const GpuSpec& h100 = *find_gpu("h100-sxm");
+    const auto native = default_compute_params(h100);
+    for (const char* backend : {"cudnn", "flash"}) {
+      CAPTURE(backend);
+      std::ifstream in(std::string(CLUSTERSIM_SOURCE_DIR) +
+                       "/scenarios/measurements/call36/sdpa-dropout-" + backend + ".json");
+      REQUIRE(in);
+      const nlohmann::json d = nlohmann::json::parse(in);
+      const ComputeParams params =
+          std::string(backend) == "flash" ? flash2_params(native) : native;
+      std::map<std::tuple<int, int, bool, std::string, double>, double> ms;
+      for (const auto& r : d.at("sdpa")) {
+        ms[{r.at("heads").get<int>(), r.at("seq_len").get<int>(), r.at("causal").get<bool>(),
+            r.at("direction").get<std::string>(), r.at("dropout").get<double>()}] =
+            r.at("time_ms").get<double>();
+      }
+      for (const bool backward : {false, true}) {
+        std::vector<double> errors;
+        for (const auto& [key, plain] : ms) {
+          const auto& [heads, seq, causal, direction, dropout] = key;
+          if (dropout > 0 || seq < 4096 || (direction == "backward") != backward) continue;
+          const double measured = ms.at({heads, seq, causal, direction, 0.1}) / plain;
+          AttentionShape a{.batch = 1, .heads = double(heads), .kv_heads = double(heads),
+                           .head_dim = 128, .q_tokens = double(seq), .kv_tokens = double(seq),
+                           .causal = causal};
+          const double without = attention_time(h100, Precision::kBf16, a, backward, params).time_s;
+          a.dropout = 0.1;
+          const double with = attention_time(h100, Precision::kBf16, a, backward, params).time_s;
+          errors.push_back(with / without / measured - 1);
+          CHECK(std::abs(errors.back()) < 0.1);
+        }
+        REQUIRE(errors.size() == (std::string(backend) == "flash" ? 8u : 12u));
+        std::sort(errors.begin(), errors.end());
+        CHECK(std::abs(errors[errors.size() / 2]) < 0.03);
+      }
+    }
+    // Per score, not per FLOP: at head dim 64 the same dropout weighs more against half the
+    // matmul work (by hand, forward: 1 + x at 128 becomes 1 + 2x' with x' the narrower head's
+    // ceiling against 128's), and FP8 attention's faster matmuls likewise; the clock does not
+    // change the ratio.
+    auto ratio = [&](const ComputeParams& p, double d, Precision precision) {
+      AttentionShape a{.batch = 1, .heads = 2048 / d, .kv_heads = 2048 / d, .head_dim = d,
+                       .q_tokens = 8192, .kv_tokens = 8192, .causal = true};
+      const double without = attention_time(h100, precision, a, false, p).time_s;
+      a.dropout = 0.1;
+      return attention_time(h100, precision, a, false, p).time_s / without;
+    };
+    CHECK(ratio(native, 64, Precision::kBf16) > ratio(native, 128, Precision::kBf16));
+    CHECK(ratio(native, 128, Precision::kFp8) > ratio(native, 128, Precision::kBf16));
+    CHECK(ratio(at_clock(native, native.sustained_clock), 128, Precision::kBf16) ==
+          doctest::Approx(ratio(native, 128, Precision::kBf16)));
+    // By hand at head dim 128, bf16: 1 + 4096 x 0.185 / 512 x 0.592 / 0.863 = 2.015.
+    CHECK(ratio(native, 128, Precision::kBf16) == doctest::Approx(2.015).epsilon(0.005));
+    // Ampere's native kernel is FlashAttention-2: its cycles, against Ampere's tensor rate.
+    const auto a100 = default_compute_params(*find_gpu("a100-sxm-80gb"));
+    CHECK(a100.attention_fwd_dropout_cycles == a100.flash2_fwd_dropout_cycles);
+    CHECK(a100.attention_bwd_dropout_cycles == a100.flash2_bwd_dropout_cycles);
   }
 
   TEST_CASE("compute: Blackwell SKUs share one clock law (B200, GB200, GB300)") {

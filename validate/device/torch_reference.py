@@ -3,11 +3,12 @@ a plain bf16 torch.matmul loop on random data (the "what cuBLAS reaches there" o
 scaled_dot_product_attention forward and backward, causal and full, bf16, batch 1, 16 heads,
 head dim 128, over the probe's sequence lengths. Times are CUDA-event medians after warm-up.
 Usage: python3 torch_reference.py OUT.json [seq,...] [seconds_per_case] [MxNxK,...] [HxD,...]
-[BACKEND]
+[BACKEND] [DROPOUT]
 (the matmul shapes default to 4096^3 and 8192^3; HxD: attention heads x head dim, default 16x128,
 or BxHxD with a batch of B sequences;
 an empty MxNxK list skips the matmuls; BACKEND: flash | cudnn | efficient forces SDPA's backend,
-e.g. flash = PyTorch's FlashAttention-2 kernels; default: the one SDPA picks)"""
+e.g. flash = PyTorch's FlashAttention-2 kernels; default: the one SDPA picks; DROPOUT: the
+attention probabilities' dropout, e.g. 0.1, each case timed without and with it, default none)"""
 import contextlib
 import json
 import sys
@@ -102,42 +103,48 @@ def main():
         forced = lambda: sdpa_kernel([chosen])
     else:
         forced = contextlib.nullcontext
+    dropouts = [0.0] + ([float(sys.argv[7])] if len(sys.argv) > 7 and float(sys.argv[7]) > 0
+                        else [])
     with forced():
-        sdpa_cases(result, head_shapes, seqs, seconds, dev)
+        for p in dropouts:
+            sdpa_cases(result, head_shapes, seqs, seconds, dev, p)
     with open(out_path, "w") as f:
         json.dump(result, f, indent=2)
 
 
-def sdpa_cases(result, head_shapes, seqs, seconds, dev):
+def sdpa_cases(result, head_shapes, seqs, seconds, dev, dropout=0.0):
     for batch, heads, dim in head_shapes:
         for s in seqs:
             q, k, v = (torch.randn(batch, heads, s, dim, dtype=torch.bfloat16, device=dev)
                        for _ in range(3))
             for causal in (True, False):
                 flops = 4.0 * batch * heads * s * s * dim / (2 if causal else 1)
-                t, reps = bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
-                                seconds)
+                t, reps = bench(lambda: F.scaled_dot_product_attention(
+                    q, k, v, is_causal=causal, dropout_p=dropout), seconds)
                 result["sdpa"].append({"seq_len": s, "batch": batch, "heads": heads,
-                                       "head_dim": dim, "causal": causal, "direction": "forward",
+                                       "head_dim": dim, "causal": causal, "dropout": dropout,
+                                       "direction": "forward",
                                        "time_ms": t * 1e3, "tflops": flops / t / 1e12,
                                        "reps": reps})
-                print("sdpa fwd", batch, heads, dim, s, causal, result["sdpa"][-1]["tflops"],
-                      flush=True)
+                print("sdpa fwd", batch, heads, dim, s, causal, dropout,
+                      result["sdpa"][-1]["tflops"], flush=True)
                 qg, kg, vg = (x.detach().clone().requires_grad_(True) for x in (q, k, v))
                 grad = torch.randn_like(q)
 
                 def fwd_bwd():
-                    o = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal)
+                    o = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal,
+                                                       dropout_p=dropout)
                     o.backward(grad)
                 tb, reps = bench(fwd_bwd, seconds)
                 bwd = max(tb - t, 1e-9)
                 # Backward: 2.5x the forward FLOPs (FlashAttention-2 paper's convention).
                 result["sdpa"].append({"seq_len": s, "batch": batch, "heads": heads,
-                                       "head_dim": dim, "causal": causal, "direction": "backward",
+                                       "head_dim": dim, "causal": causal, "dropout": dropout,
+                                       "direction": "backward",
                                        "time_ms": bwd * 1e3, "tflops": 2.5 * flops / bwd / 1e12,
                                        "reps": reps})
-                print("sdpa bwd", batch, heads, dim, s, causal, result["sdpa"][-1]["tflops"],
-                      flush=True)
+                print("sdpa bwd", batch, heads, dim, s, causal, dropout,
+                      result["sdpa"][-1]["tflops"], flush=True)
                 del qg, kg, vg, grad
             del q, k, v
             torch.cuda.empty_cache()
