@@ -154,7 +154,8 @@ constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "tp_comm_overlap",     "tp_wgrad_overlap",
                                                "tp_overlap_input_gradients",
                                                "sp_input_regather",   "recompute_early_stop",
-                                               "loss_input",          "optimizer_kernel",
+                                               "loss_input",          "loss_kernel",
+                                               "optimizer_kernel",
                                                "low_precision_norm",  "norm_kernel",
                                                "ep_comm_overlap",     "pp_comm_overlap",
                                                "ep_dispatcher",
@@ -1239,6 +1240,8 @@ bool Loader::load_workload(const YAML::Node& node) {
         {"fp32", LossInput::kFp32},
         {"autocast", LossInput::kAutocast},
         {"fused", LossInput::kFused}};
+    static constexpr std::pair<std::string_view, LossKernel> kLossKernels[] = {
+        {"unfused", LossKernel::kUnfused}, {"fused", LossKernel::kFused}, {"te", LossKernel::kTe}};
     static constexpr std::pair<std::string_view, bool> kOptimizerKernels[] = {{"fused", false},
                                                                              {"foreach", true}};
     static constexpr std::pair<std::string_view, bool> kZero1Reduce[] = {
@@ -1253,6 +1256,7 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_bool(fw, fp, "sp_input_regather", &f.sp_input_regather) ||
         !read_optional_bool(fw, fp, "recompute_early_stop", &f.recompute_early_stop) ||
         !read_enum(fw, fp, "loss_input", kLossInputs, &f.loss_input) ||
+        !read_enum(fw, fp, "loss_kernel", kLossKernels, &f.loss_kernel) ||
         !read_enum(fw, fp, "optimizer_kernel", kOptimizerKernels, &f.foreach_optimizer) ||
         !read_bool(fw, fp, "low_precision_norm", &f.low_precision_norm) ||
         !read_enum(fw, fp, "norm_kernel", kNormKernels, &f.fp32_op_norm) ||
@@ -1296,7 +1300,11 @@ bool Loader::load_workload(const YAML::Node& node) {
     if (fw["loss_input"].IsDefined() && f.kernels == KernelFusion::kFused) {
       return fail(fw["loss_input"], child(fp, "loss_input"),
                   "applies to kernels: eager or compiled (fused kernels have their own "
-                  "cross-entropy)");
+                  "cross-entropy: loss_kernel)");
+    }
+    if (fw["loss_kernel"].IsDefined() && f.kernels != KernelFusion::kFused) {
+      return fail(fw["loss_kernel"], child(fp, "loss_kernel"),
+                  "applies to kernels: fused (PyTorch's kernels take loss_input)");
     }
     for (const auto& [key, precision] : {std::pair{"fp8_recipe", Precision::kFp8},
                                          std::pair{"fp8_param_gather", Precision::kFp8},

@@ -205,6 +205,16 @@ enum class Fp8Recipe {
 //   default fused_crossentropy; Liger's), holding what the fused kernels' loss does.
 enum class LossInput { kFp32, kAutocast, kFused };
 
+// Fused (Megatron-family) kernels: how the vocabulary-parallel cross-entropy runs
+// (workload.framework.loss_kernel; layer_model.cc counts each one's bytes):
+// - kUnfused: Megatron-LM's VocabParallelCrossEntropy as written, one eager kernel per step
+//   (megatron/core/tensor_parallel/cross_entropy.py; Megatron-LM before 2024 and Megatron-Core
+//   without --cross-entropy-loss-fusion, its default);
+// - kFused: the same steps in three jit-fused functions (megatron/core/fusions/
+//   fused_cross_entropy.py: cross_entropy_loss_fusion, which NeMo 2 and Megatron-Bridge turn on);
+// - kTe: Transformer Engine's Triton kernels (cross_entropy_fusion_impl "te").
+enum class LossKernel { kUnfused, kFused, kTe };
+
 // What the training framework does that the step's time depends on (workload.framework).
 // Defaults: Megatron-Core / NeMo as commonly configured.
 struct FrameworkConfig {
@@ -265,6 +275,8 @@ struct FrameworkConfig {
   // PyTorch kernels (eager, compiled): what the cross-entropy over the vocabulary is given
   // (LossInput; transformer_model.cc counts what each holds).
   LossInput loss_input = LossInput::kFp32;
+  // Fused kernels: the cross-entropy's implementation (LossKernel).
+  LossKernel loss_kernel = LossKernel::kFused;
   // The optimizer's kernels. false: one fused kernel per step (Megatron's and Apex's fused
   // Adam, torch.optim.AdamW(fused=True)); true: PyTorch's foreach implementation, one pass over
   // the parameters per arithmetic op (TorchTitan's default, optimizer.fused = false).

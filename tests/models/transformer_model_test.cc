@@ -492,6 +492,47 @@ TEST_SUITE("models") {
                                 "eager or compiled", 0) == 0);
   }
 
+  TEST_CASE("layer: framework.loss_kernel, Megatron's cross-entropy as each implementation runs") {
+    const std::string head =
+        "cluster: {nodes: 1, node: {gpu: h200-sxm, gpus_per_node: 1}}\n"
+        "workload:\n  model: llama3-8b\n  seq_len: 8192\n  global_batch: 1\n"
+        "  framework:\n";
+    const GpuSpec& gpu = *find_gpu("h200-sxm");
+    const ComputeParams params = default_compute_params(gpu);
+    auto forward = [&](const std::string& framework) {
+      auto s = load_scenario_text(head + framework + "  parallelism: {tp: 1, dp: 1}\n", "t.yaml");
+      REQUIRE_MESSAGE(s.ok(), (s.ok() ? "" : s.message()));
+      const auto stages = stage_compute(gpu, s->workload, params);
+      return std::pair{stages.back().forward_s, stages.back().backward_s};
+    };
+    const auto fused = forward("    attention: flash\n");  // the default: loss_kernel fused
+    const auto unfused = forward("    loss_kernel: unfused\n");
+    const auto te = forward("    loss_kernel: te\n");
+    // 8192 x 128256 logits. Beyond the 16-bit read, forward: 36 bytes unfused (the fp32 copy,
+    // the max, subtract, exp, sum and divide, one kernel each), 20 fused, 4 through
+    // Transformer Engine (the gradient written over the logits); backward 14 for Megatron's
+    // two (scale the fp32 gradient, cast it), 4 for Transformer Engine's (scale in place).
+    const double logits = 8192.0 * 128256;
+    auto bytes_time = [&](double bytes) {
+      return elementwise_time(gpu, logits * bytes, params).time_s;
+    };
+    CHECK(unfused.first - fused.first == doctest::Approx(bytes_time(2 + 36) - bytes_time(2 + 20)));
+    CHECK(fused.first - te.first == doctest::Approx(bytes_time(2 + 20) - bytes_time(2 + 4)));
+    CHECK(unfused.second == doctest::Approx(fused.second));
+    CHECK(fused.second - te.second == doctest::Approx(bytes_time(14) - bytes_time(4)));
+    // Only for fused kernels; a bad value names its line and column.
+    auto eager = load_scenario_text(
+        head + "    kernels: eager\n    loss_kernel: te\n  parallelism: {tp: 1}\n", "t.yaml");
+    REQUIRE_FALSE(eager.ok());
+    CHECK(eager.message().rfind("t.yaml:8:18: workload.framework.loss_kernel: applies to "
+                                "kernels: fused",
+                                0) == 0);
+    auto bad = load_scenario_text(head + "    loss_kernel: apex\n  parallelism: {tp: 1}\n",
+                                  "t.yaml");
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.message().rfind("t.yaml:7:18: workload.framework.loss_kernel", 0) == 0);
+  }
+
   TEST_CASE("transformer: DeepSpeed's BF16_Optimizer keeps the 16-bit gradients beside fp32") {
     WorkloadConfig w = llama2_70b_default();
     w.parallelism.zero = 1;
