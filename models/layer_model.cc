@@ -9,34 +9,6 @@ namespace {
 
 // Bytes of a dropout mask element (PyTorch keeps a bool per element).
 constexpr double kMaskBytes = 1;
-// The vocabulary-parallel cross-entropy's HBM traffic per logit, bytes, beyond the GEMM writing
-// the logits and the forward's read of them (FrameworkConfig::loss_kernel). Forward, Megatron's
-// steps (megatron/core/tensor_parallel/cross_entropy.py): an fp32 copy written (4), its max
-// (read 4), the max subtracted in place (read + write 8), exponentiated in place (8), summed
-// (read 4), divided by the sum in place (8): 36 one kernel per step (unfused); the three
-// jit-fused functions of fused_cross_entropy.py write the copy beside the max (4), subtract,
-// exponentiate and sum in one pass (8) and divide in another (8): 20 (fused); Transformer
-// Engine's Triton kernels (transformer_engine/pytorch/triton/cross_entropy.py, 2.1-2.17) read
-// the logits a second time and write the gradient over them in 16 bits (2 + 2: 4).
-// Backward: Megatron's steps scale the fp32 gradient by the loss's in place (read + write 8)
-// and cast it to 16 bits for the GEMM (read 4, write 2): 14; Transformer Engine scales its
-// 16-bit gradient in place (2 + 2: 4). (Transformer Engine 2.18, 2026-07, keeps an fp32
-// gradient instead: 6 and 14; not told apart.)
-double loss_forward_bytes_per_logit(LossKernel k) {
-  switch (k) {
-    case LossKernel::kUnfused:
-      return 4 + 4 + 8 + 8 + 4 + 8;
-    case LossKernel::kFused:
-      return 4 + 8 + 8;
-    case LossKernel::kTe:
-      return 2 + 2;
-  }
-  return 0;
-}
-double loss_backward_bytes_per_logit(LossKernel k) {
-  return k == LossKernel::kTe ? 2 + 2 : 4 + 4 + 4 + 2;
-}
-
 // What runs outside FP8 (FP4) under FP8 (NVFP4) training (Transformer Engine; DeepSeek-AI
 // 2024, "DeepSeek-V3 Technical Report" sec. 3.3.1): the attention core, the embedding, the
 // output head, the MoE router and the norms stay in bf16.
@@ -123,6 +95,22 @@ bool embedding_and_head_take_slots(const WorkloadConfig& w) {
 }
 
 }  // namespace
+
+double loss_forward_bytes_per_logit(LossKernel k) {
+  switch (k) {
+    case LossKernel::kUnfused:
+      return 4 + 4 + 8 + 8 + 4 + 8;
+    case LossKernel::kFused:
+      return 4 + 8 + 8;
+    case LossKernel::kTe:
+      return 2 + 2;
+  }
+  return 0;
+}
+
+double loss_backward_bytes_per_logit(LossKernel k) {
+  return k == LossKernel::kTe ? 2 + 2 : 4 + 4 + 4 + 2;
+}
 
 bool per_expert_bias_path(const WorkloadConfig& w) {
   return w.model.moe.enabled() && w.model.linear_biases &&

@@ -15,6 +15,7 @@
 
 #include "models/accuracy/published_run.h"
 #include "models/cost_model.h"
+#include "models/layer_model.h"
 #include "models/step_model.h"
 #include "models/units.h"
 #include "sim/chrome_trace.h"
@@ -387,6 +388,26 @@ void print_assumptions(const models::WorkloadConfig& w, const models::StepResult
         "torch 2.9 with cuDNN 9.15 or later; before that it runs FlashAttention-2 "
         "(framework.attention: flash2, %s of the rate forward)\n",
         format_percent(p.compute.flash2_fwd_ratio).c_str());
+  }
+  if (w.dropout > 0 && (fw.attention == models::AttentionKernel::kFlash ||
+                        fw.attention == models::AttentionKernel::kFlash2)) {
+    std::printf(
+        "  - attention dropout %s inside the flash kernels: %s SM cycles a score forward, %s "
+        "backward (measured on an H100, device call 36)\n",
+        format_significant(w.dropout, 2).c_str(),
+        format_significant(attention.attention_fwd_dropout_cycles, 2).c_str(),
+        format_significant(attention.attention_bwd_dropout_cycles, 2).c_str());
+  }
+  if (fw.kernels == models::KernelFusion::kFused) {
+    static constexpr const char* kLoss[] = {
+        "Megatron's vocab-parallel steps one kernel each (unfused)",
+        "Megatron-Core's jit-fused functions (fused)", "Transformer Engine's kernels (te)"};
+    std::printf(
+        "  - cross-entropy: %s, %s + %s bytes a logit forward and backward beyond reading the "
+        "logits (framework.loss_kernel)\n",
+        kLoss[static_cast<int>(fw.loss_kernel)],
+        format_significant(models::loss_forward_bytes_per_logit(fw.loss_kernel), 2).c_str(),
+        format_significant(models::loss_backward_bytes_per_logit(fw.loss_kernel), 2).c_str());
   }
   std::printf(
       "  - TP communication %s; DP %s (buckets of %s parameters); gradients in %s-byte "
