@@ -271,18 +271,14 @@ namespace {
 // 8192 on Blackwell; 16 exponentials per clock per SM on each (CUDA C Programming Guide,
 // arithmetic instructions), 32 on Blackwell Ultra (sm_103: twice Blackwell's special-function
 // throughput for exponentials, 10.7 T/s on 160 SMs; NVIDIA, "Inside NVIDIA Blackwell Ultra").
-double tensor_flops_per_exponential(const GpuSpec& gpu) {
-  if (gpu.arch == "sm_80" || gpu.arch == "sm_86" || gpu.arch == "sm_89") return 2048.0 / 16;
-  if (gpu.arch == "sm_103") return 8192.0 / 32;
-  if (gpu.arch == "sm_100") return 8192.0 / 16;
-  return kHopperFlopsPerExponential;
-}
-
-// Dense bf16 tensor FLOPs per clock and SM (the figures above).
 double tensor_flops_per_clock(const GpuSpec& gpu) {
   if (gpu.arch == "sm_80" || gpu.arch == "sm_86" || gpu.arch == "sm_89") return 2048.0;
   if (arch_family(gpu.arch) == "sm_100") return 8192.0;
   return 4096.0;
+}
+
+double tensor_flops_per_exponential(const GpuSpec& gpu) {
+  return tensor_flops_per_clock(gpu) / (gpu.arch == "sm_103" ? 32.0 : 16.0);
 }
 
 // `tensor_rate`: the matmuls' peak over the 16-bit one (FP8 attention: 2), which the
