@@ -49,6 +49,9 @@ MODELS = {
     "mpt-7b-8l": (8, 4096, 32, 16384, 50368, "mpt"),
     # The same 1B with torch's nn.LayerNorm (fp32 under autocast), as GPT-2-style code has it.
     "gpt-1b": (24, 2048, 16, 8192, 50368, "gpt"),
+    # The same GPT with dropout 0.1 on the attention probabilities only (SDPA's dropout_p, in
+    # the flash kernel): what that dropout costs inside a training step (call 37).
+    "gpt-1b-adrop": (24, 2048, 16, 8192, 50368, "gpt-adrop"),
     # The 1.4B's layer, 8 and 48 of them; MPT-7B's layer, 4 of them (call 21: does the
     # allocator's cache follow the number of layers?).
     "1.4b-8l": (8, 2048, 16, 5632, 32000),
@@ -91,6 +94,8 @@ CONFIGS = [
     ("mpt-7b-8l-s2k-b6", "mpt-7b-8l", 2048, 6, "none", False),
     ("mpt-7b-8l-s2k-b6-fsdp", "mpt-7b-8l", 2048, 6, "none", False, "fsdp"),
     ("gpt-1b-s2k-b8", "gpt-1b", 2048, 8, "none", False),
+    ("gpt-1b-s4k-b2", "gpt-1b", 4096, 2, "none", False),
+    ("gpt-1b-adrop-s4k-b2", "gpt-1b-adrop", 4096, 2, "none", False),
     ("1.4b-s2k-b8-fsdp", "1.4b", 2048, 8, "none", False, "fsdp"),
     ("1.4b-8l-s2k-b4", "1.4b-8l", 2048, 4, "none", False),
     ("1.4b-s2k-b4", "1.4b", 2048, 4, "none", False),
@@ -325,9 +330,10 @@ class GPTBlock(nn.Module):
     """llm-foundry's MPTBlock with no_bias False, ffn mptmlp (GELU), no dropout; attention
     through SDPA (MPT's benchmarks use flash or triton kernels)."""
 
-    def __init__(self, hidden, heads, ffn, norm):
+    def __init__(self, hidden, heads, ffn, norm, attention_dropout=0.0):
         super().__init__()
         self.heads = heads
+        self.attention_dropout = attention_dropout
         self.norm_1 = norm(hidden)
         self.Wqkv = nn.Linear(hidden, 3 * hidden)
         self.out_proj = nn.Linear(hidden, hidden)
@@ -342,18 +348,21 @@ class GPTBlock(nn.Module):
         q = q.view(b, s, self.heads, d).transpose(1, 2)
         k = k.view(b, s, self.heads, d).transpose(1, 2)
         v = v.view(b, s, self.heads, d).transpose(1, 2)
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        a = F.scaled_dot_product_attention(
+            q, k, v, is_causal=True, dropout_p=self.attention_dropout if self.training else 0.0)
         x = x + self.out_proj(a.transpose(1, 2).reshape(b, s, h))
         return x + self.down_proj(F.gelu(self.up_proj(self.norm_2(x))))
 
 
 class GPTDecoder(nn.Module):
-    def __init__(self, layers, hidden, heads, ffn, vocab, recompute, seq, low_precision_norm):
+    def __init__(self, layers, hidden, heads, ffn, vocab, recompute, seq, low_precision_norm,
+                 attention_dropout=0.0):
         super().__init__()
         norm = LPLayerNorm if low_precision_norm else nn.LayerNorm
         self.wte = nn.Embedding(vocab, hidden)
         self.wpe = nn.Embedding(seq, hidden)
-        self.blocks = nn.ModuleList(GPTBlock(hidden, heads, ffn, norm) for _ in range(layers))
+        self.blocks = nn.ModuleList(GPTBlock(hidden, heads, ffn, norm, attention_dropout)
+                                    for _ in range(layers))
         self.norm_f = norm(hidden)
         self.recompute = recompute
         self.logits_fp32 = False
@@ -419,7 +428,8 @@ def build(cfg, dev, fullgraph=True):
                         titan=(arch == "titan")).to(dev)
     else:
         model = GPTDecoder(layers, hidden, heads, ffn, vocab, recompute, seq,
-                           low_precision_norm=(arch == "mpt")).to(dev)
+                           low_precision_norm=(arch == "mpt"),
+                           attention_dropout=0.1 if arch == "gpt-adrop" else 0.0).to(dev)
     if compiled and recipe_of(cfg) == "fsdp":
         # TorchTitan's order: checkpoint wrapper, then torch.compile per block (fullgraph), then
         # fully_shard on the compiled block, so that FSDP's hooks run outside the graph.
