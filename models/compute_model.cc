@@ -281,18 +281,23 @@ double tensor_flops_per_exponential(const GpuSpec& gpu) {
   return tensor_flops_per_clock(gpu) / (gpu.arch == "sm_103" ? 32.0 : 16.0);
 }
 
+// The attention matmuls' FLOPs per score: 4 x head_dim forward (QK^T and AV), 10 x head_dim
+// backward (it recomputes the probabilities).
+double flops_per_score(double head_dim, bool backward) {
+  return (backward ? 10.0 : 4.0) * std::max(1.0, head_dim);
+}
+
 // `tensor_rate`: the matmuls' peak over the 16-bit one (FP8 attention: 2), which the
 // exponentials do not share.
 double attention_head_dim_factor(const GpuSpec& gpu, double head_dim, bool backward,
                                  double tensor_rate, const ComputeParams& params) {
-  // Exponential time over matmul time at peak: one exponential per score against 4 x head_dim
-  // FLOPs forward, 10 x head_dim backward (it recomputes the probabilities).
-  const double per_score_flops = (backward ? 10.0 : 4.0) * std::max(1.0, head_dim);
-  const double exp_ratio = tensor_rate * tensor_flops_per_exponential(gpu) / per_score_flops;
+  // Exponential time over matmul time at peak: one exponential per score.
+  const double exp_ratio =
+      tensor_rate * tensor_flops_per_exponential(gpu) / flops_per_score(head_dim, backward);
   const double reference = params.attention_ceiling_flops_per_exp > 0
                                ? params.attention_ceiling_flops_per_exp
                                : tensor_flops_per_exponential(gpu);
-  const double exp_ratio_128 = reference / ((backward ? 10.0 : 4.0) * 128);
+  const double exp_ratio_128 = reference / flops_per_score(128, backward);
   const double exposed =
       backward ? params.attention_bwd_exp_exposed : params.attention_fwd_exp_exposed;
   const double ceiling =
@@ -318,11 +323,10 @@ KernelTime attention_time(const GpuSpec& gpu, Precision precision, const Attenti
       attention_head_dim_factor(gpu, shape.head_dim, backward, tensor_rate, params);
   if (shape.dropout > 0 && ceiling > 0) {
     // The dropout's cycles per score against the matmuls' per score, at peak.
-    const double per_score_flops = (backward ? 10.0 : 4.0) * std::max(1.0, shape.head_dim);
     const double cycles =
         backward ? params.attention_bwd_dropout_cycles : params.attention_fwd_dropout_cycles;
     ceiling = 1 / (1 / ceiling + tensor_rate * tensor_flops_per_clock(gpu) * cycles /
-                                     per_score_flops);
+                                     flops_per_score(shape.head_dim, backward));
   }
   const double efficiency =
       ceiling * shape.key_span() / (shape.key_span() + params.attention_half_efficiency_kv_tokens);

@@ -9,6 +9,12 @@ namespace {
 
 // Bytes of a dropout mask element (PyTorch keeps a bool per element).
 constexpr double kMaskBytes = 1;
+// PyTorch's kernels (eager, compiled) run F.cross_entropy on an fp32 copy of the logits, per
+// logit beyond their read: the copy written (4), log-softmax reading it for the max and the sum
+// (4 + 4); backward the gradient written and read (4 + 4) and cast to 16 bits (4 + 2). The
+// counts our own steps on the H200 and the H100 were checked with (clustersim-h200, -h100).
+constexpr double kTorchLossForwardBytesPerLogit = 4 + 4 + 4;
+constexpr double kTorchLossBackwardBytesPerLogit = 4 + 4 + 4 + 2;
 // What runs outside FP8 (FP4) under FP8 (NVFP4) training (Transformer Engine; DeepSeek-AI
 // 2024, "DeepSeek-V3 Technical Report" sec. 3.3.1): the attention core, the embedding, the
 // output head, the MoE router and the norms stay in bf16.
@@ -795,14 +801,12 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
       const WeightGemm head =
           weight_gemm(gpu, unquantized_precision(w.precision), tokens, vocab_local, h, params);
       const double logits = tokens * vocab_local;
-      // PyTorch's kernels (eager, compiled) run F.cross_entropy on an fp32 copy: the copy
-      // written (4), log-softmax reading it for the max and the sum (4 + 4), as our own steps
-      // on the H200 and the H100 were checked with (clustersim-h200, clustersim-h100).
       const bool fused = w.framework.kernels == KernelFusion::kFused;
+      const LossKernel loss = w.framework.loss_kernel;
       const double loss_bytes =
-          fused ? loss_forward_bytes_per_logit(w.framework.loss_kernel) : 4 + 4 + 4;
+          fused ? loss_forward_bytes_per_logit(loss) : kTorchLossForwardBytesPerLogit;
       const double loss_backward_bytes =
-          fused ? loss_backward_bytes_per_logit(w.framework.loss_kernel) : 4 + 4 + 4 + 2;
+          fused ? loss_backward_bytes_per_logit(loss) : kTorchLossBackwardBytesPerLogit;
       c.forward_s += passes * (head.forward_s +
                                elementwise_time(gpu, logits * (e + loss_bytes), params).time_s);
       c.backward_s += passes * (head.backward_s +

@@ -73,6 +73,15 @@ std::string_view to_string(PipelineSchedule s) {
   return "?";
 }
 
+std::string_view to_string(LossKernel k) {
+  switch (k) {
+    case LossKernel::kUnfused: return "unfused";
+    case LossKernel::kFused: return "fused";
+    case LossKernel::kTe: return "te";
+  }
+  return "?";
+}
+
 std::string_view to_string(KernelFusion k) {
   switch (k) {
     case KernelFusion::kFused: return "fused";

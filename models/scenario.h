@@ -214,6 +214,7 @@ enum class LossInput { kFp32, kAutocast, kFused };
 //   fused_cross_entropy.py: cross_entropy_loss_fusion, which NeMo 2 and Megatron-Bridge turn on);
 // - kTe: Transformer Engine's Triton kernels (cross_entropy_fusion_impl "te").
 enum class LossKernel { kUnfused, kFused, kTe };
+std::string_view to_string(LossKernel k);
 
 // What the training framework does that the step's time depends on (workload.framework).
 // Defaults: Megatron-Core / NeMo as commonly configured.

@@ -302,7 +302,9 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   // Embedding output on the first stage; on the last, the final norm's output and the loss's
   // tensors over the vocabulary, bytes per logit at its backward (its peak) and its forward:
   // - fused (Megatron's vocab-parallel cross-entropy): the fp32 softmax beside the 16-bit
-  //   logits, 4 + e in both (Korthikanti et al. 2022 sec. 4.3 count 4 s b V / t);
+  //   logits, 4 + e in both (Korthikanti et al. 2022 sec. 4.3 count 4 s b V / t); counted so
+  //   for every framework.loss_kernel, though Transformer Engine's kernels (te) write the
+  //   gradient over the 16-bit logits and keep no fp32 copy (e): not told apart yet;
   // - PyTorch's F.cross_entropy on logits cast to fp32 (framework.loss_input fp32): forward the
   //   16-bit logits, their fp32 copy and its log-softmax (e + 8); backward the log-softmax
   //   output, nll_loss's input gradient and log-softmax's (12);

@@ -399,15 +399,12 @@ void print_assumptions(const models::WorkloadConfig& w, const models::StepResult
         format_significant(attention.attention_bwd_dropout_cycles, 2).c_str());
   }
   if (fw.kernels == models::KernelFusion::kFused) {
-    static constexpr const char* kLoss[] = {
-        "Megatron's vocab-parallel steps one kernel each (unfused)",
-        "Megatron-Core's jit-fused functions (fused)", "Transformer Engine's kernels (te)"};
     std::printf(
-        "  - cross-entropy: %s, %s + %s bytes a logit forward and backward beyond reading the "
-        "logits (framework.loss_kernel)\n",
-        kLoss[static_cast<int>(fw.loss_kernel)],
+        "  - cross-entropy: %s bytes a logit forward and %s backward beyond reading the logits "
+        "(framework.loss_kernel: %s)\n",
         format_significant(models::loss_forward_bytes_per_logit(fw.loss_kernel), 2).c_str(),
-        format_significant(models::loss_backward_bytes_per_logit(fw.loss_kernel), 2).c_str());
+        format_significant(models::loss_backward_bytes_per_logit(fw.loss_kernel), 2).c_str(),
+        std::string(models::to_string(fw.loss_kernel)).c_str());
   }
   std::printf(
       "  - TP communication %s; DP %s (buckets of %s parameters); gradients in %s-byte "

@@ -19,8 +19,9 @@
 # TP 9.33 vs 9.06 s and PP 1.30 vs 0.97 s exposed (the simulated sends share the NICs with
 # the other pipeline's traffic), compute 45.5 vs 46.1 s (less hidden communication slowing it). Flash attention at the sustained
 # clock instead of the step's (its kernels draw the cap: device calls 12-23) moved the step by
-# +0.08%. The cross-entropy as Megatron-Core's fused functions run it (framework.loss_kernel: fused, 20
-# bytes a logit forward beyond the logits' read, where 12 were counted) moved it by +0.05%: 56.34 s analytic, 56.25 s simulated.
+# +0.08%. The cross-entropy as Megatron-Core's fused functions run it (framework.loss_kernel:
+# fused, 20 bytes a logit forward beyond the logits' read, where 12 were counted) moved it by
+# +0.05%: 56.34 s analytic, 56.25 s simulated.
 # When a model change
 # moves it on purpose, regenerate it with `clustersim plan --engine analytic --json > tests/golden/plan_default.json`,
 # read the diff, and say in the commit why each figure moved.

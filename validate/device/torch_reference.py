@@ -103,8 +103,15 @@ def main():
         forced = lambda: sdpa_kernel([chosen])
     else:
         forced = contextlib.nullcontext
-    dropouts = [0.0] + ([float(sys.argv[7])] if len(sys.argv) > 7 and float(sys.argv[7]) > 0
-                        else [])
+    dropout = 0.0
+    if len(sys.argv) > 7:
+        try:
+            dropout = float(sys.argv[7])
+        except ValueError:
+            sys.exit(f"DROPOUT: a probability in [0, 1), not {sys.argv[7]!r}")
+        if not 0 <= dropout < 1:
+            sys.exit(f"DROPOUT: a probability in [0, 1), not {dropout}")
+    dropouts = [0.0] + ([dropout] if dropout > 0 else [])
     with forced():
         for p in dropouts:
             sdpa_cases(result, head_shapes, seqs, seconds, dev, p)
