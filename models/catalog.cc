@@ -1,5 +1,6 @@
 #include "models/catalog.h"
 
+#include <cctype>
 #include <utility>
 
 #include "models/units.h"
@@ -643,6 +644,67 @@ ModelSpec gpt_oss(const char* id, int layers, int experts, const char* source) {
   return m;
 }
 
+// "qwen2.5-72b" -> "72B": the size as a Hugging Face repository spells it.
+std::string upper_size(std::string_view id, std::string_view prefix) {
+  std::string size(id.substr(prefix.size()));
+  for (char& c : size) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return size;
+}
+
+// Qwen2.5's base models (Qwen Team 2024, 'Qwen2.5 Technical Report', Table 1; Hugging Face
+// Qwen/Qwen2.5-<size> config.json): SwiGLU, RMSNorm, RoPE, untied above 3B, vocabulary 152,064.
+// Their Q/K/V biases are not timed.
+ModelSpec qwen25(const char* id, int layers, int hidden, int heads, int kv_heads, int ffn,
+                 const char* params) {
+  const std::string repo = "Qwen/Qwen2.5-" + upper_size(id, "qwen2.5-");
+  return {.id = id,
+          .name = repo.substr(5),
+          .layers = layers,
+          .hidden = hidden,
+          .heads = heads,
+          .kv_heads = kv_heads,
+          .ffn_hidden = ffn,
+          .vocab = 152064,
+          .gated_ffn = true,
+          .tied_embeddings = false,
+          .source = "Qwen Team 2024, 'Qwen2.5 Technical Report' Table 1 (" +
+                    std::to_string(layers) + " layers, " + std::to_string(heads) + " Q / " +
+                    std::to_string(kv_heads) + " KV heads, untied; " + params +
+                    " parameters); Hugging Face " + repo + " config.json (hidden " +
+                    std::to_string(hidden) + ", intermediate " + std::to_string(ffn) +
+                    ", vocab 152064). Its Q/K/V biases are not timed",
+          .aliases = {repo}};
+}
+
+// Qwen3's dense models (Qwen Team 2025, 'Qwen3 Technical Report', Table 1; Hugging Face
+// Qwen/Qwen3-<size> config.json): 8 KV heads, heads of 128 whatever the residual width, SwiGLU,
+// RMSNorm, RoPE, untied from 8B up, vocabulary 151,936. Their Q/K RMSNorms are not timed.
+// with_base: a -Base repository was released beside the post-trained one (not for 32B).
+ModelSpec qwen3_dense(const char* id, int layers, int hidden, int heads, int ffn,
+                      const char* params, bool with_base) {
+  const std::string repo = "Qwen/Qwen3-" + upper_size(id, "qwen3-");
+  std::vector<std::string> aliases = {repo};
+  if (with_base) aliases.push_back(repo + "-Base");
+  return {.id = id,
+          .name = repo.substr(5),
+          .layers = layers,
+          .hidden = hidden,
+          .heads = heads,
+          .kv_heads = 8,
+          .ffn_hidden = ffn,
+          .vocab = 151936,
+          .gated_ffn = true,
+          .tied_embeddings = false,
+          .head_dim_override = 128,
+          .source = "Qwen Team 2025, 'Qwen3 Technical Report' Table 1 (" +
+                    std::to_string(layers) + " layers, " + std::to_string(heads) +
+                    " Q / 8 KV heads, untied; " + params + " parameters); Hugging Face " + repo +
+                    " config.json (hidden " + std::to_string(hidden) + ", head_dim 128, "
+                    "intermediate " + std::to_string(ffn) + ", vocab 151936). Its Q/K RMSNorms "
+                    "are not timed",
+          .aliases = aliases};
+}
+
 std::vector<ModelSpec> make_models() {
   return {
       {.id = "gpt2-124m",
@@ -724,7 +786,8 @@ std::vector<ModelSpec> make_models() {
        .gated_ffn = true,
        .tied_embeddings = false,
        .source = "Llama Team 2024, 'The Llama 3 Herd of Models', Table 3; Hugging Face "
-                 "meta-llama/Meta-Llama-3-8B config.json"},
+                 "meta-llama/Meta-Llama-3-8B config.json; Llama 3.1 8B has the same shape",
+       .aliases = {"llama3.1-8b", "meta-llama/Meta-Llama-3-8B", "meta-llama/Llama-3.1-8B"}},
       {.id = "llama3-70b",
        .name = "Llama 3 70B",
        .layers = 80,
@@ -736,7 +799,10 @@ std::vector<ModelSpec> make_models() {
        .gated_ffn = true,
        .tied_embeddings = false,
        .source = "Llama Team 2024, 'The Llama 3 Herd of Models', Table 3; Hugging Face "
-                 "meta-llama/Meta-Llama-3-70B config.json"},
+                 "meta-llama/Meta-Llama-3-70B config.json; Llama 3.1 and 3.3 70B have the same "
+                 "shape",
+       .aliases = {"llama3.1-70b", "llama3.3-70b", "meta-llama/Meta-Llama-3-70B",
+                   "meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.3-70B-Instruct"}},
       {.id = "llama3-405b",
        .name = "Llama 3.1 405B",
        .layers = 126,
@@ -748,7 +814,157 @@ std::vector<ModelSpec> make_models() {
        .gated_ffn = true,
        .tied_embeddings = false,
        .source = "Llama Team 2024, 'The Llama 3 Herd of Models', Table 3; Hugging Face "
-                 "meta-llama/Llama-3.1-405B config.json"},
+                 "meta-llama/Llama-3.1-405B config.json",
+       .aliases = {"llama3.1-405b", "meta-llama/Llama-3.1-405B"}},
+      {.id = "llama3.2-1b",
+       .name = "Llama 3.2 1B",
+       .layers = 16,
+       .hidden = 2048,
+       .heads = 32,
+       .kv_heads = 8,
+       .ffn_hidden = 8192,
+       .vocab = 128256,
+       .gated_ffn = true,
+       .tied_embeddings = true,
+       .source = "Meta 2024, Llama 3.2 model card (1.23B parameters); Hugging Face "
+                 "meta-llama/Llama-3.2-1B config.json (16 layers, hidden 2048, 32 heads of 64, "
+                 "8 KV heads, intermediate 8192, tie_word_embeddings true)",
+       .aliases = {"meta-llama/Llama-3.2-1B"}},
+      {.id = "llama3.2-3b",
+       .name = "Llama 3.2 3B",
+       .layers = 28,
+       .hidden = 3072,
+       .heads = 24,
+       .kv_heads = 8,
+       .ffn_hidden = 8192,
+       .vocab = 128256,
+       .gated_ffn = true,
+       .tied_embeddings = true,
+       .source = "Meta 2024, Llama 3.2 model card (3.21B parameters); Hugging Face "
+                 "meta-llama/Llama-3.2-3B config.json (28 layers, hidden 3072, 24 heads of "
+                 "128, 8 KV heads, intermediate 8192, tie_word_embeddings true)",
+       .aliases = {"meta-llama/Llama-3.2-3B"}},
+      {.id = "mistral-7b",
+       .name = "Mistral 7B",
+       .layers = 32,
+       .hidden = 4096,
+       .heads = 32,
+       .kv_heads = 8,
+       .ffn_hidden = 14336,
+       .vocab = 32000,
+       .gated_ffn = true,
+       .tied_embeddings = false,
+       .sliding_window = 4096,
+       .sliding_window_layers = 32,
+       .source = "Jiang et al. 2023, 'Mistral 7B', Table 1 (32 layers, dim 4096, 32 heads of "
+                 "128, 8 KV heads, hidden_dim 14336, window 4096, vocab 32000); Hugging Face "
+                 "mistralai/Mistral-7B-v0.1 config.json (7.24B parameters)",
+       .aliases = {"mistralai/Mistral-7B-v0.1"}},
+      qwen25("qwen2.5-7b", 28, 3584, 28, 4, 18944, "7.61B"),
+      qwen25("qwen2.5-14b", 48, 5120, 40, 8, 13824, "14.7B"),
+      qwen25("qwen2.5-32b", 64, 5120, 40, 8, 27648, "32.5B"),
+      qwen25("qwen2.5-72b", 80, 8192, 64, 8, 29568, "72.7B"),
+      qwen3_dense("qwen3-8b", 36, 4096, 32, 12288, "8.2B", true),
+      qwen3_dense("qwen3-14b", 40, 5120, 40, 17408, "14.8B", true),
+      qwen3_dense("qwen3-32b", 64, 5120, 64, 25600, "32.8B", false),
+      {.id = "nemotron4-15b",
+       .name = "Nemotron-4 15B",
+       .layers = 32,
+       .hidden = 6144,
+       .heads = 48,
+       .kv_heads = 8,
+       .ffn_hidden = 24576,
+       .vocab = 256000,
+       .gated_ffn = false,
+       .tied_embeddings = false,
+       .normalization = Normalization::kLayerNorm,
+       .source = "Parmar et al. 2024, 'Nemotron-4 15B Technical Report' Table 1 (32 layers, "
+                 "hidden 6144, 48 heads, 8 KV heads, vocab 256,000; 3.2B embedding and 12.5B "
+                 "non-embedding parameters), sec. 2: squared-ReLU MLP of 4h (two matrices), "
+                 "RoPE, untied embeddings, no biases"},
+      {.id = "nemotron4-340b",
+       .name = "Nemotron-4 340B",
+       .layers = 96,
+       .hidden = 18432,
+       .heads = 96,
+       .kv_heads = 8,
+       .ffn_hidden = 73728,
+       .vocab = 256000,
+       .gated_ffn = false,
+       .tied_embeddings = false,
+       .normalization = Normalization::kLayerNorm,
+       .source = "NVIDIA 2024, 'Nemotron-4 340B Technical Report' Table 1 (96 layers, hidden "
+                 "18432, 96 heads, 8 KV heads, vocab 256,000; 9.4B embedding and 331.6B "
+                 "non-embedding parameters), sec. 2.1: as Nemotron-4 15B (squared-ReLU MLP of "
+                 "4h, RoPE, untied, no biases)",
+       .aliases = {"nvidia/Nemotron-4-340B-Base"}},
+      {.id = "opt-175b",
+       .name = "OPT-175B",
+       .layers = 96,
+       .hidden = 12288,
+       .heads = 96,
+       .kv_heads = 96,
+       .ffn_hidden = 49152,
+       .vocab = 50272,
+       .gated_ffn = false,
+       .tied_embeddings = true,
+       .linear_biases = true,
+       .normalization = Normalization::kLayerNorm,
+       .position_embedding = PositionEmbedding::kLearned,
+       .source = "Zhang et al. 2022, 'OPT: Open Pre-trained Transformer Language Models', Table 1 "
+                 "(96 layers, 96 heads, embedding 12288; GPT-3's shape, ReLU MLP of 4h); "
+                 "the OPT family's Hugging Face config.json files (vocab 50272, learned "
+                 "positions, tied output projection, biases)"},
+      {.id = "bloom-176b",
+       .name = "BLOOM 176B",
+       .layers = 70,
+       .hidden = 14336,
+       .heads = 112,
+       .kv_heads = 112,
+       .ffn_hidden = 57344,
+       .vocab = 250880,
+       .gated_ffn = false,
+       .tied_embeddings = true,
+       .linear_biases = true,
+       .normalization = Normalization::kLayerNorm,
+       .position_embedding = PositionEmbedding::kAlibi,
+       .source = "BigScience 2022, bigscience-workshop/bigscience train/tr11-176B-ml/README.md "
+                 "(NLAYERS 70, NHIDDEN 14336, NHEADS 112, vocabulary padded to 250,880, ALiBi, "
+                 "GELU MLP of 4h, tied embeddings); Hugging Face bigscience/bloom config.json. "
+                 "Its embedding LayerNorm is not timed",
+       .aliases = {"bigscience/bloom"}},
+      {.id = "mpt-7b",
+       .name = "MPT-7B",
+       .layers = 32,
+       .hidden = 4096,
+       .heads = 32,
+       .kv_heads = 32,
+       .ffn_hidden = 16384,
+       .vocab = 50432,
+       .gated_ffn = false,
+       .tied_embeddings = true,
+       .normalization = Normalization::kLayerNorm,
+       .position_embedding = PositionEmbedding::kAlibi,
+       .source = "MosaicML 2023, 'Introducing MPT-7B' (6.7B parameters); Hugging Face "
+                 "mosaicml/mpt-7b config.json (d_model 4096, n_heads 32, n_layers 32, "
+                 "expansion_ratio 4, vocab 50432, alibi, no_bias, tied embeddings)",
+       .aliases = {"mosaicml/mpt-7b"}},
+      {.id = "mpt-30b",
+       .name = "MPT-30B",
+       .layers = 48,
+       .hidden = 7168,
+       .heads = 64,
+       .kv_heads = 64,
+       .ffn_hidden = 28672,
+       .vocab = 50432,
+       .gated_ffn = false,
+       .tied_embeddings = true,
+       .normalization = Normalization::kLayerNorm,
+       .position_embedding = PositionEmbedding::kAlibi,
+       .source = "MosaicML 2023, 'MPT-30B' (29.95B parameters); Hugging Face mosaicml/mpt-30b "
+                 "config.json (d_model 7168, n_heads 64, n_layers 48, expansion_ratio 4, vocab "
+                 "50432, alibi, no_bias, tied embeddings)",
+       .aliases = {"mosaicml/mpt-30b"}},
       // Mixtures of experts. Total and activated parameters as the model cards state them are
       // checked in tests/models/transformer_model_test.cc.
       {.id = "mixtral-8x7b",
@@ -777,6 +993,22 @@ std::vector<ModelSpec> make_models() {
        .moe = {.experts = 8, .top_k = 2, .expert_ffn_hidden = 16384},
        .source = "Mistral AI, 'Cheaper, Better, Faster, Stronger' (2024-04-17: 141B total, 39B "
                  "active); Hugging Face mistralai/Mixtral-8x22B-v0.1 config.json"},
+      {.id = "dbrx",
+       .name = "DBRX",
+       .layers = 40,
+       .hidden = 6144,
+       .heads = 48,
+       .kv_heads = 8,
+       .ffn_hidden = 10752,
+       .vocab = 100352,
+       .gated_ffn = true,
+       .tied_embeddings = false,
+       .normalization = Normalization::kLayerNorm,
+       .moe = {.experts = 16, .top_k = 4, .expert_ffn_hidden = 10752},
+       .source = "Databricks 2024, 'Introducing DBRX' (16 experts, 4 per token; 132B total, 36B "
+                 "active); Hugging Face databricks/dbrx-base config.json (40 layers, d_model "
+                 "6144, 48 heads, 8 KV heads, ffn_hidden_size 10752, vocab 100352)",
+       .aliases = {"databricks/dbrx-base"}},
       {.id = "deepseek-v3",
        .name = "DeepSeek-V3",
        .layers = 61,
@@ -1022,7 +1254,27 @@ const ScaleUpSpec* find_scale_up(std::string_view id) {
 }
 const NicSpec* find_nic(std::string_view id) { return find_by_id(nic_catalog(), id); }
 const SwitchSpec* find_switch(std::string_view id) { return find_by_id(switch_catalog(), id); }
-const ModelSpec* find_model(std::string_view id) { return find_by_id(model_catalog(), id); }
+namespace {
+// Lower case, '_' as '-': the spelling find_model compares.
+std::string model_key(std::string_view name) {
+  std::string out(name);
+  for (char& c : out) {
+    c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+}  // namespace
+
+const ModelSpec* find_model(std::string_view id) {
+  const std::string key = model_key(id);
+  for (const auto& m : model_catalog()) {
+    if (model_key(m.id) == key) return &m;
+    for (const auto& a : m.aliases) {
+      if (model_key(a) == key) return &m;
+    }
+  }
+  return nullptr;
+}
 
 const GpuSpec* find_gpu_by_pci_id(std::uint16_t vendor_id, std::uint16_t device_id) {
   for (const auto& g : gpu_catalog()) {

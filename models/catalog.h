@@ -180,6 +180,9 @@ struct ModelSpec {
   int sliding_window = 0;
   int sliding_window_layers = 0;
   std::string source;
+  // Other names find_model accepts for this architecture: point releases that changed no
+  // dimension (Llama 3.1 8B is Llama 3 8B's shape) and Hugging Face repository ids.
+  std::vector<std::string> aliases;
 
   // Attention geometry: a query (and key) head's dimension, a value head's, the widths of all
   // query heads and of the K and V projections (MLA: every head, as training materialises them).
@@ -209,6 +212,8 @@ const GpuSpec* find_gpu(std::string_view id);
 const ScaleUpSpec* find_scale_up(std::string_view id);
 const NicSpec* find_nic(std::string_view id);
 const SwitchSpec* find_switch(std::string_view id);
+// A model by its id or one of its aliases, ignoring case and '_' for '-'
+// ("Qwen/Qwen2.5-72B", "llama3.1_70b").
 const ModelSpec* find_model(std::string_view id);
 
 // The GPU whose PCI ids these are (validate's identity check); nullptr when none matches.

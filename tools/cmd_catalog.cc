@@ -113,10 +113,18 @@ void print_models() {
   for (const auto& m : models::model_catalog()) {
     t.add_row({m.id, m.name, std::to_string(m.layers), std::to_string(m.hidden),
                std::to_string(m.heads), std::to_string(m.kv_heads), std::to_string(m.ffn_hidden),
-               std::to_string(m.vocab), m.gated_ffn ? "SwiGLU" : "GELU",
+               std::to_string(m.vocab), m.gated_ffn ? "gated" : "2-matrix",
                m.tied_embeddings ? "tied" : "untied"});
   }
   print_section("Models (decoder-only transformers)", t, models::model_catalog());
+  std::printf("  also accepted as workload.model (any case, '_' for '-'):\n");
+  for (const auto& m : models::model_catalog()) {
+    if (m.aliases.empty()) continue;
+    std::string names;
+    for (const auto& a : m.aliases) names += (names.empty() ? "" : ", ") + a;
+    std::printf("    %s: %s\n", m.id.c_str(), names.c_str());
+  }
+  std::printf("\n");
 }
 
 nlohmann::json gpus_json() {
@@ -213,6 +221,7 @@ nlohmann::json models_json() {
                    {"vocab", m.vocab},
                    {"gated_ffn", m.gated_ffn},
                    {"tied_embeddings", m.tied_embeddings},
+                   {"aliases", m.aliases},
                    {"source", m.source}});
   }
   return out;

@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cctype>
 #include <set>
 #include <string>
 
@@ -69,6 +70,36 @@ TEST_SUITE("models") {
                            "qwen3-235b-a22b", "kimi-k2"}) {
       CHECK(find_model(id) != nullptr);
       CHECK(known_model_ids().find(id) != std::string::npos);
+    }
+  }
+
+  TEST_CASE("a model is found by its aliases and Hugging Face ids, whatever the case") {
+    CHECK(find_model("llama3.1-8b") == find_model("llama3-8b"));
+    CHECK(find_model("llama3.3-70b") == find_model("llama3-70b"));
+    CHECK(find_model("llama3.1-405b") == find_model("llama3-405b"));
+    CHECK(find_model("meta-llama/Llama-3.1-70B") == find_model("llama3-70b"));
+    CHECK(find_model("Qwen/Qwen2.5-72B") == find_model("qwen2.5-72b"));
+    CHECK(find_model("QWEN3_32B") == find_model("qwen3-32b"));
+    CHECK(find_model("LLAMA3.1_8B") == find_model("llama3-8b"));
+    CHECK(find_model("llama3.1") == nullptr);
+    CHECK(find_model("") == nullptr);
+    // No alias names two models, or another model's id.
+    std::set<std::string> names;
+    for (const auto& m : model_catalog()) {
+      CAPTURE(m.id);
+      for (char c : m.id) CHECK_FALSE(std::isupper(static_cast<unsigned char>(c)));
+      CHECK(names.insert(m.id).second);
+    }
+    for (const auto& m : model_catalog()) {
+      for (const auto& a : m.aliases) {
+        CAPTURE(a);
+        CHECK(find_model(a) == &m);
+        std::string key = a;
+        for (char& c : key) {
+          c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        }
+        CHECK(names.insert(key).second);
+      }
     }
   }
 

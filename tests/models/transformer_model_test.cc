@@ -240,6 +240,34 @@ TEST_SUITE("models") {
     CHECK(count_parameters(preset("gpt2-124m")).total() == doctest::Approx(124e6).epsilon(0.02));
   }
 
+  // The dense presets added with their model cards' totals: Llama 3.2 1B / 3B 1.23B / 3.21B
+  // (Meta's model card); Mistral 7B 7.24B (mistralai/Mistral-7B-v0.1); Qwen2.5 7.61B / 14.7B /
+  // 32.5B / 72.7B (Qwen2.5 model cards); Qwen3 8.2B / 14.8B / 32.8B (Qwen3 model cards);
+  // Nemotron-4 15B 3.2B + 12.5B and 340B 9.4B + 331.6B (their reports' Table 1); OPT-175B
+  // (Zhang et al. 2022); BLOOM 176.25B (bigscience/bloom); MPT-7B 6.7B, MPT-30B 29.95B
+  // (MosaicML). Each within 1%: a wrong dimension moves a count by more.
+  TEST_CASE("transformer: parameter counts of the dense presets against their model cards") {
+    const std::pair<const char*, double> kCards[] = {
+        {"llama3.2-1b", 1.23e9},    {"llama3.2-3b", 3.21e9},    {"mistral-7b", 7.24e9},
+        {"qwen2.5-7b", 7.61e9},     {"qwen2.5-14b", 14.7e9},    {"qwen2.5-32b", 32.5e9},
+        {"qwen2.5-72b", 72.7e9},    {"qwen3-8b", 8.2e9},        {"qwen3-14b", 14.8e9},
+        {"qwen3-32b", 32.8e9},      {"nemotron4-15b", 15.7e9},  {"nemotron4-340b", 341.0e9},
+        {"opt-175b", 175e9},        {"bloom-176b", 176.25e9},   {"mpt-7b", 6.7e9},
+        {"mpt-30b", 29.95e9}};
+    for (const auto& [id, card] : kCards) {
+      CAPTURE(id);
+      const auto pc = count_parameters(preset(id));
+      CHECK(pc.total() == doctest::Approx(card).epsilon(0.01));
+      CHECK(pc.active() == pc.total());
+    }
+    // By hand: Qwen3-32B's 64 query heads of 128 are wider than its 5120 residual stream.
+    const auto q32 = count_parameters(preset("qwen3-32b"));
+    CHECK(q32.attention_per_layer == 2.0 * 5120 * 8192 + 2.0 * 5120 * 1024);
+    CHECK(q32.ffn_per_layer == 3.0 * 5120 * 25600);
+    // Nemotron-4's squared-ReLU MLP has two matrices.
+    CHECK(count_parameters(preset("nemotron4-15b")).ffn_per_layer == 2.0 * 6144 * 24576);
+  }
+
   TEST_CASE("transformer: parameters by hand (Llama 2 70B, GQA, gated FFN)") {
     const auto pc = count_parameters(preset("llama2-70b"));
     // Q and O 8192^2 each; K and V 8192 x (8 kv heads x 128).
@@ -257,7 +285,7 @@ TEST_SUITE("models") {
   // Mixtures of experts against their model cards: total and activated parameters.
   // Mixtral 8x7B 46.7B / 12.9B (Jiang et al. 2024); 8x22B 141B / 39B (Mistral AI); DeepSeek-V3
   // 671B / 37B (its report, without the 14B MTP module); Qwen3-235B-A22B 235B / 22B (Qwen3
-  // report); Kimi K2 1.04T / 32B (Kimi Team 2025).
+  // report); Kimi K2 1.04T / 32B (Kimi Team 2025); DBRX 132B / 36B (Databricks 2024).
   TEST_CASE("transformer: MoE parameters, total and activated, against the model cards") {
     struct Card {
       const char* id;
@@ -268,7 +296,8 @@ TEST_SUITE("models") {
                           Card{"deepseek-v3", 671e9, 37e9, 0.02},
                           Card{"qwen3-235b-a22b", 235e9, 22e9, 0.02},
                           Card{"qwen3-30b-a3b", 30.5e9, 3.3e9, 0.02},
-                          Card{"kimi-k2", 1.04e12, 32e9, 0.03}}) {
+                          Card{"kimi-k2", 1.04e12, 32e9, 0.03},
+                          Card{"dbrx", 132e9, 36e9, 0.02}}) {
       CAPTURE(c.id);
       const auto pc = count_parameters(preset(c.id));
       CHECK(pc.total() == doctest::Approx(c.total).epsilon(c.tolerance));
