@@ -1,5 +1,6 @@
-// CHECK(call) for the standalone device probes (ramp_probe.cu, overlap_probe.cu): a CUDA
-// runtime call that fails prints file:line and the error, and exits 1. Each probe is built
+// CHECK(call) for the standalone device probes (ramp_probe.cu, overlap_probe.cu,
+// wgrad_accum_probe.cu): a CUDA runtime call that fails prints file:line and the error, and
+// exits 1. Each probe is built
 // alone (nvcc ... probe.cu); this header sits beside them.
 #pragma once
 
