@@ -131,6 +131,19 @@ struct ComputeParams {
   double attention_bwd_dropout_cycles = 0.099;
   double flash2_fwd_dropout_cycles = 0.068;
   double flash2_bwd_dropout_cycles = 0.075;
+  // A weight-gradient GEMM that accumulates into the parameter's persistent gradient buffer
+  // (Megatron-LM / Megatron-Core with Transformer Engine: gradient_accumulation_fusion, the
+  // GEMM's C = D = main_grad with beta 1) reads and writes that buffer where a fresh bf16 GEMM
+  // only writes: 6 more bytes per weight element into fp32 main_grad (read 4 + write 4 - 2), 2
+  // into a bf16 one. This fraction of those bytes' time at the HBM rate is added to the GEMM:
+  // on an H100 (device call 38, scenarios/measurements/call38/wgrad-accum.json,
+  // validate/device/wgrad_accum_probe.cu, cublasGemmEx bf16 operands), 12 weight-gradient
+  // shapes of 2048-14336 x 2048-8192 weights over 1,024-16,384 tokens, each timed fresh in bf16,
+  // accumulated into fp32 and into bf16: least squares over the 24 differences 0.53 (the fp32
+  // cases' median 0.58); fp32 accumulation cost 1.44x at 1,024 tokens, 1.09-1.11x at 4,096,
+  // 1.02-1.06x at 8,192 and 1.01x at 16,384. The epilogue is only partly hidden behind the
+  // next tile's main loop.
+  double wgrad_accumulate_exposed = 0.53;
   // Achievable fraction of the HBM datasheet bandwidth: a 1 GiB device-to-device copy on one
   // H200 ran at 4.23 TB/s of its 4.8 (scenarios/measurements/h200-1gpu.json, hbm_copy; 4.20 in
   // h200-2gpu.json), 0.88.
@@ -219,7 +232,7 @@ struct ComputeParams {
 // (models/accuracy/corpus_fit.h, cross-validated leaving each source out by `clustersim
 // accuracy`). Public microbenchmarks reach higher (ml-engineering MAMF: 267.9 of 312 TFLOP/s,
 // 0.87 in-tile, on their best shape), training runs do not.
-inline constexpr double kAmpereGemmMaxEfficiency = 0.755;
+inline constexpr double kAmpereGemmMaxEfficiency = 0.76;
 // What an A100 GEMM microbenchmark reaches in a tile at full clock: ml-engineering MAMF's 267.9
 // of 312 TFLOP/s on its best shape (CUDA 12.1), ~0.985 of which the shape allows.
 inline constexpr double kAmpereMicrobenchmarkGemmEfficiency = 0.87;
@@ -229,7 +242,7 @@ inline constexpr double kAmpereMicrobenchmarkGemmEfficiency = 0.87;
 // accuracy corpus's Blackwell runs in bf16 or per-tensor fp8 (models/accuracy/corpus_fit.h; no
 // public B200 clock-under-load measurement was found). The other Blackwell SKUs follow from it by
 // blackwell_sustained_clock.
-inline constexpr double kBlackwellSustainedClock = 0.915;
+inline constexpr double kBlackwellSustainedClock = 0.92;
 // The clock under tensor load, over the SKU's own full clock, of a Blackwell SKU (sm_100 family:
 // B200, GB200, GB300) given the B200's: the SKUs share the SM (power per SM ~ clock^power_exponent,
 // the law power_clock() uses) and differ in their power cap per SM and the full clock their

@@ -44,14 +44,27 @@ struct WeightGemm {
 };
 
 // `chunks` > 1: the forward and data-gradient GEMMs run as that many GEMMs of m / chunks rows.
+// `accumulate_bytes`: what the weight-gradient GEMM moves beyond a fresh 16-bit output, per
+// weight element, accumulating into a persistent gradient buffer (wgrad_accumulate_bytes).
 WeightGemm weight_gemm(const GpuSpec& gpu, Precision p, double m, double n, double k,
-                       const ComputeParams& params, int chunks = 1) {
+                       const ComputeParams& params, int chunks = 1, double accumulate_bytes = 0) {
   const double rows = m / chunks;
   WeightGemm w;
   w.forward_s = chunks * gemm_time(gpu, p, {rows, n, k}, params).time_s;
   w.backward_s = chunks * gemm_time(gpu, p, {rows, k, n}, params).time_s +  // dX = dY W^T
-                 gemm_time(gpu, p, {k, n, m}, params).time_s;               // dW = X^T dY
+                 gemm_time(gpu, p, {k, n, m}, params).time_s +              // dW = X^T dY
+                 params.wgrad_accumulate_exposed * accumulate_bytes * k * n /
+                     (gpu.hbm_Bps * params.hbm_efficiency);
   return w;
+}
+
+// Megatron-LM / Megatron-Core (fused kernels) compute each weight gradient into the parameter's
+// main_grad (gradient_accumulation_fusion): the GEMM reads and writes the fp32 buffer (6 bytes
+// per element beyond a fresh 16-bit output) or the 16-bit one (2). PyTorch's eager and
+// compiled steps write fresh gradients (their accumulation over micro-batches is in the op list).
+double wgrad_accumulate_bytes(const WorkloadConfig& w) {
+  if (w.framework.kernels != KernelFusion::kFused) return 0;
+  return w.framework.fp32_gradients ? 4 + 4 - 2 : 2;
 }
 
 // The attention core without a fused kernel: per (sequence, head) QK^T writes s_q x s_k scores,
@@ -369,12 +382,14 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     if (gathered_rowwise && !one_copy) b.transpose = 2 * q * elements;
     return b;
   };
+  const double accumulate_bytes = wgrad_accumulate_bytes(w);
   double cast_forward_bytes = 0, cast_backward_bytes = 0;
   for (const Gemm& g : gemms) {
     if (g.m <= 0) continue;
     const bool gemm_quantized = low_precision && g.quantized;
     WeightGemm wg = weight_gemm(gpu, gemm_quantized ? p : unquantized_precision(p), g.m, g.n,
-                                g.k, gemm_quantized ? quantized_params : params, g.chunks);
+                                g.k, gemm_quantized ? quantized_params : params, g.chunks,
+                                accumulate_bytes);
     wg.forward_s *= g.count;
     wg.backward_s *= g.count;
     out.gemm_forward_s += wg.forward_s;
@@ -798,8 +813,8 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
       // The output head and loss, once for the model and once more for each MTP module, which
       // also projects [norm(h), norm(embedding of the next token)] (2h) back to h, TP-split.
       const double passes = 1 + w.model.mtp_layers;
-      const WeightGemm head =
-          weight_gemm(gpu, unquantized_precision(w.precision), tokens, vocab_local, h, params);
+      const WeightGemm head = weight_gemm(gpu, unquantized_precision(w.precision), tokens,
+                                          vocab_local, h, params, 1, wgrad_accumulate_bytes(w));
       const double logits = tokens * vocab_local;
       const bool fused = w.framework.kernels == KernelFusion::kFused;
       const LossKernel loss = w.framework.loss_kernel;
@@ -815,7 +830,8 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
       c.tensor_s += passes * (head.forward_s + head.backward_s);
       if (w.model.mtp_layers > 0) {
         // Each MTP module looks up the next tokens' embeddings (the shared table) and projects.
-        const WeightGemm proj = weight_gemm(gpu, w.precision, tokens, h / t, 2 * h, params);
+        const WeightGemm proj = weight_gemm(gpu, w.precision, tokens, h / t, 2 * h, params, 1,
+                                            wgrad_accumulate_bytes(w));
         const double mtp = w.model.mtp_layers;
         add_embedding_lookup(mtp);
         c.forward_s += mtp * proj.forward_s;

@@ -59,6 +59,40 @@ const CommCall* find_call(const std::vector<CommCall>& calls, ParallelDim dim, C
 TEST_SUITE("models") {
   // Published sizes: Llama 2 70B (Touvron et al. 2023: "70B"; Hugging Face config: 68.98B),
   // GPT-3 175B (Brown et al. 2020), Llama 3 8B and 405B (Llama Team 2024).
+  TEST_CASE("transformer: Megatron's weight gradients accumulate into main_grad, by hand") {
+    // Llama 3 8B at TP 2, one 8K sequence, on an H100 with fused kernels: each weight-gradient
+    // GEMM reads and writes the layer's local weights' main_grad: 6 bytes an element in fp32
+    // beyond a fresh bf16 output, 2 in bf16, of which the exposed share
+    // (wgrad_accumulate_exposed) at the HBM rate. The forward and the eager path are untouched.
+    WorkloadConfig w;
+    w.model = preset("llama3-8b");
+    w.seq_len = 8192;
+    w.global_batch = 1;
+    w.micro_batch = 1;
+    w.parallelism.tp = 2;
+    w.parallelism.sp = true;
+    const GpuSpec& gpu = *find_gpu("h100-sxm");
+    const ComputeParams params = default_compute_params(gpu);
+    const double h = 4096, f = 14336, kv = 1024;
+    const double local_weights = (2 * h * h + 2 * h * kv + 3 * f * h) / 2;
+    const double per_byte = params.wgrad_accumulate_exposed * local_weights /
+                            (gpu.hbm_Bps * params.hbm_efficiency);
+    w.framework.fp32_gradients = true;
+    const LayerKernels fp32 = layer_kernels(gpu, w, params);
+    w.framework.fp32_gradients = false;
+    const LayerKernels bf16 = layer_kernels(gpu, w, params);
+    CHECK(fp32.gemm_backward_s - bf16.gemm_backward_s == doctest::Approx((6 - 2) * per_byte));
+    CHECK(fp32.gemm_forward_s == bf16.gemm_forward_s);
+    ComputeParams none = params;
+    none.wgrad_accumulate_exposed = 0;
+    CHECK(bf16.gemm_backward_s - layer_kernels(gpu, w, none).gemm_backward_s ==
+          doctest::Approx(2 * per_byte));
+    // PyTorch's own steps write fresh gradients: no such bytes.
+    w.framework.kernels = KernelFusion::kEager;
+    CHECK(layer_kernels(gpu, w, params).gemm_backward_s ==
+          doctest::Approx(layer_kernels(gpu, w, none).gemm_backward_s));
+  }
+
   TEST_CASE("transformer: eager and compiled PyTorch time the elementwise work by hand") {
     // Llama 3 8B on one H200, one 8K sequence, no TP: eager's op-by-op bytes per token (132 h
     // + 10 f forward, 196 h + 26 f backward, plus 6 bytes per weight each way for the casts),
