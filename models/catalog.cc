@@ -656,9 +656,10 @@ std::string upper_size(std::string_view id, std::string_view prefix) {
 // Their Q/K/V biases are not timed.
 ModelSpec qwen25(const char* id, int layers, int hidden, int heads, int kv_heads, int ffn,
                  const char* params) {
-  const std::string repo = "Qwen/Qwen2.5-" + upper_size(id, "qwen2.5-");
+  const std::string name = "Qwen2.5-" + upper_size(id, "qwen2.5-");
+  const std::string repo = "Qwen/" + name;
   return {.id = id,
-          .name = repo.substr(5),
+          .name = name,
           .layers = layers,
           .hidden = hidden,
           .heads = heads,
@@ -682,11 +683,12 @@ ModelSpec qwen25(const char* id, int layers, int hidden, int heads, int kv_heads
 // with_base: a -Base repository was released beside the post-trained one (not for 32B).
 ModelSpec qwen3_dense(const char* id, int layers, int hidden, int heads, int ffn,
                       const char* params, bool with_base) {
-  const std::string repo = "Qwen/Qwen3-" + upper_size(id, "qwen3-");
+  const std::string name = "Qwen3-" + upper_size(id, "qwen3-");
+  const std::string repo = "Qwen/" + name;
   std::vector<std::string> aliases = {repo};
   if (with_base) aliases.push_back(repo + "-Base");
   return {.id = id,
-          .name = repo.substr(5),
+          .name = name,
           .layers = layers,
           .hidden = hidden,
           .heads = heads,

@@ -53,18 +53,20 @@ WeightGemm weight_gemm(const GpuSpec& gpu, Precision p, double m, double n, doub
   w.forward_s = chunks * gemm_time(gpu, p, {rows, n, k}, params).time_s;
   w.backward_s = chunks * gemm_time(gpu, p, {rows, k, n}, params).time_s +  // dX = dY W^T
                  gemm_time(gpu, p, {k, n, m}, params).time_s +              // dW = X^T dY
-                 params.wgrad_accumulate_exposed * accumulate_bytes * k * n /
-                     (gpu.hbm_Bps * params.hbm_efficiency);
+                 params.wgrad_accumulate_exposed *
+                     memory_bound_time(gpu, accumulate_bytes * k * n, params).time_s;
   return w;
 }
 
 // Megatron-LM / Megatron-Core (fused kernels) compute each weight gradient into the parameter's
-// main_grad (gradient_accumulation_fusion): the GEMM reads and writes the fp32 buffer (6 bytes
-// per element beyond a fresh 16-bit output) or the 16-bit one (2). PyTorch's eager and
-// compiled steps write fresh gradients (their accumulation over micro-batches is in the op list).
+// main_grad (gradient_accumulation_fusion): the GEMM reads and writes the buffer (fp32: 4 bytes
+// an element, or 16-bit: 2) where a fresh output is written once in 16 bits, so 2 x buffer - 2
+// bytes more per weight element: 6 into fp32, 2 into 16 bits. PyTorch's eager and compiled
+// steps write fresh gradients (their accumulation over micro-batches is in the op list).
 double wgrad_accumulate_bytes(const WorkloadConfig& w) {
   if (w.framework.kernels != KernelFusion::kFused) return 0;
-  return w.framework.fp32_gradients ? 4 + 4 - 2 : 2;
+  const double buffer = w.framework.fp32_gradients ? 4 : 2;
+  return 2 * buffer - 2;
 }
 
 // The attention core without a fused kernel: per (sequence, head) QK^T writes s_q x s_k scores,
@@ -759,6 +761,7 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
   const double e = working_bytes(w.precision);
   const double tokens = double(w.seq_len) / w.parallelism.cp * w.micro_batch;
   const double vocab_local = double(w.model.vocab) / t;
+  const double accumulate_bytes = wgrad_accumulate_bytes(w);
   const std::vector<int> layers = layers_of_stages(w);
   const std::vector<int> moe_layers = moe_layers_of_stages(w);
   const unsigned modules = w.parallelism.recompute_modules;
@@ -814,7 +817,7 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
       // also projects [norm(h), norm(embedding of the next token)] (2h) back to h, TP-split.
       const double passes = 1 + w.model.mtp_layers;
       const WeightGemm head = weight_gemm(gpu, unquantized_precision(w.precision), tokens,
-                                          vocab_local, h, params, 1, wgrad_accumulate_bytes(w));
+                                          vocab_local, h, params, 1, accumulate_bytes);
       const double logits = tokens * vocab_local;
       const bool fused = w.framework.kernels == KernelFusion::kFused;
       const LossKernel loss = w.framework.loss_kernel;
@@ -830,8 +833,8 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
       c.tensor_s += passes * (head.forward_s + head.backward_s);
       if (w.model.mtp_layers > 0) {
         // Each MTP module looks up the next tokens' embeddings (the shared table) and projects.
-        const WeightGemm proj = weight_gemm(gpu, w.precision, tokens, h / t, 2 * h, params, 1,
-                                            wgrad_accumulate_bytes(w));
+        const WeightGemm proj =
+            weight_gemm(gpu, w.precision, tokens, h / t, 2 * h, params, 1, accumulate_bytes);
         const double mtp = w.model.mtp_layers;
         add_embedding_lookup(mtp);
         c.forward_s += mtp * proj.forward_s;

@@ -30,15 +30,6 @@
 
 #include "cuda_check.h"
 
-#define CHECK_BLAS(x)                                                     \
-  do {                                                                    \
-    cublasStatus_t s_ = (x);                                              \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                    \
-      std::fprintf(stderr, "%s:%d: cublas %d\n", __FILE__, __LINE__, s_); \
-      std::exit(1);                                                       \
-    }                                                                     \
-  } while (0)
-
 // Background: each block copies its slice of src to dst over and over (copy) or only polls the
 // flag (spin), until *stop; it counts 16-byte words copied. ns > 0 sleeps that long per round
 // of 4 x 512 words to throttle the rate.

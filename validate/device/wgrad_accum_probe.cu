@@ -28,15 +28,6 @@
 
 #include "cuda_check.h"
 
-#define CHECK_BLAS(x)                                                     \
-  do {                                                                    \
-    cublasStatus_t s_ = (x);                                              \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                    \
-      std::fprintf(stderr, "%s:%d: cublas %d\n", __FILE__, __LINE__, s_); \
-      std::exit(1);                                                       \
-    }                                                                     \
-  } while (0)
-
 namespace {
 
 struct Shape {
