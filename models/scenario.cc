@@ -171,7 +171,7 @@ constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "fp8_recipe",          "fp8_param_gather",
                                                "fp8_attention",       "fp4_param_gather",
                                                "grad_reduce_overlap", "weights_in_fp32",
-                                               "param_gather_overlap",
+                                               "master_weights",      "param_gather_overlap",
                                                "tp_overlap_copy_engine_share",
                                                "gradients_in_backward",
                                                "fp32_gradients",      "zero1_grad_reduce",
@@ -1281,6 +1281,7 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_quantity(fw, fp, "tp_overlap_copy_engine_share", FieldKind::kFraction, true,
                        &f.tp_overlap_copy_engine_share) ||
         !read_bool(fw, fp, "weights_in_fp32", &f.weights_in_fp32) ||
+        !read_bool(fw, fp, "master_weights", &f.master_weights) ||
         !read_bool(fw, fp, "gradients_in_backward", &f.gradients_in_backward) ||
         !read_bool(fw, fp, "fp32_gradients", &f.fp32_gradients) ||
         !read_enum(fw, fp, "zero1_grad_reduce", kZero1Reduce, &f.zero1_all_reduce) ||
@@ -1305,6 +1306,16 @@ bool Loader::load_workload(const YAML::Node& node) {
       return fail(fw["norm_kernel"], child(fp, "norm_kernel"),
                   "fp32-ops computes the norm in fp32; low_precision_norm: true computes it in 16 "
                   "bits: give one");
+    }
+    if (fw["master_weights"].IsDefined() && f.weights_in_fp32) {
+      return fail(fw["master_weights"], child(fp, "master_weights"),
+                  "applies to 16-bit parameters (weights_in_fp32: true keeps the parameters "
+                  "themselves in fp32)");
+    }
+    if (fw["master_weights"].IsDefined() &&
+        (w.precision == Precision::kFp32 || w.precision == Precision::kTf32)) {
+      return fail(fw["master_weights"], child(fp, "master_weights"),
+                  "applies to 16-bit or quantized training (fp32 training has no master copy)");
     }
     if (fw["loss_input"].IsDefined() && f.kernels == KernelFusion::kFused) {
       return fail(fw["loss_input"], child(fp, "loss_input"),

@@ -334,6 +334,11 @@ struct FrameworkConfig {
   // mixed precision: 4 bytes + 8 of Adam state). false: 16-bit parameters with an fp32 master
   // copy in the optimizer (Megatron-LM, DeepSpeed: 2 + 12).
   bool weights_in_fp32 = false;
+  // 16-bit parameters with an fp32 master copy in the optimizer (true), or the optimizer updating
+  // the 16-bit parameters themselves, its Adam moments in the parameters' dtype (false:
+  // torch.optim.Adam over bf16 parameters, as NeMo AutoModel's MoE recipes build their models
+  // in bf16 under FSDP2: 2 bytes + 4 of Adam state). Ignored with weights_in_fp32.
+  bool master_weights = true;
   // Gradients allocated by the backward that first produces them and freed between steps
   // (PyTorch's .grad: AccumulateGrad allocates it, optimizer.zero_grad(set_to_none=True), the
   // default since PyTorch 2.0, frees it), so a pipeline stage that runs every forward pass of

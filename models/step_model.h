@@ -62,6 +62,11 @@ struct StepParams {
   // (device call 20): 21.4 ps per parameter against fused AdamW's 8.3, over 1.3 B and 1.8 B
   // parameters.
   double foreach_optimizer_extra_bytes_per_param = 52;
+  // Without a master copy (framework.master_weights: false) Adam updates the 16-bit parameters
+  // with 16-bit moments: read the weight, gradient, m and v, write the weight, m and v, 2 bytes
+  // each (14), and the gradient norm's read (2): 16 bytes. The foreach passes move half their
+  // fp32 bytes (26).
+  double optimizer_bytes_per_param_no_master = 16;
 };
 
 // The defaults for this cluster's GPU (compute efficiency by architecture).

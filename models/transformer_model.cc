@@ -154,7 +154,9 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
                               : quantized_params ? quantized_weight_bytes(w)
                                                  : e;
   const double grad_bytes = gradient_bytes(w);
-  const double state_bytes = fp32_params ? 8 : 12;  // Adam m, v (+ the fp32 master)
+  // Adam m, v (+ the fp32 master); without a master copy the moments take the parameters'
+  // dtype (torch.optim.Adam's zeros_like).
+  const double state_bytes = fp32_params ? 8 : fw.master_weights ? 12 : 2 * e;
   // ZeRO shards the dense weights over dp x cp, the experts over their expert data-parallel
   // group.
   const double experts = out.expert_parameters;

@@ -282,6 +282,51 @@ TEST_SUITE("models") {
                   "o.yaml:10:23: workload.framework.optimizer_kernel: unknown value 'forach'");
   }
 
+  TEST_CASE("step: without a master copy Adam keeps 16-bit moments and moves 16 bytes") {
+    // NeMo AutoModel's MoE recipes: bf16 parameters updated in place by torch.optim.Adam with
+    // bf16 moments. Hand count for Llama 3 8B's 8.03B parameters on one GPU: the optimizer holds
+    // m and v at 2 bytes each (4 B a parameter, against 12 with the fp32 master), and its step
+    // reads the weight, gradient, m and v and writes the weight, m and v (14 B) plus the
+    // gradient norm's read (2 B): 16 bytes a parameter against 38, the foreach passes half
+    // their 52.
+    const std::string text =
+        "cluster: {nodes: 1, node: {gpu: h200-sxm, gpus_per_node: 1}}\n"
+        "workload:\n  model: llama3-8b\n  layers: 8\n  seq_len: 2048\n  global_batch: 1\n"
+        "  framework:\n    master_weights: false\n"
+        "  parallelism: {tp: 1, dp: 1}\n";
+    auto plain = load_scenario_text(text, "m.yaml");
+    REQUIRE_MESSAGE(plain.ok(), (plain.ok() ? "" : plain.message()));
+    CHECK_FALSE(plain->workload.framework.master_weights);
+    Scenario master = *plain;
+    master.workload.framework.master_weights = true;
+    const MemoryBreakdown mem = memory_per_gpu(plain->workload);
+    const MemoryBreakdown mem_master = memory_per_gpu(master.workload);
+    const double params = mem.parameters + mem.expert_parameters;
+    CHECK(mem.optimizer_bytes == doctest::Approx(4 * params));
+    CHECK(mem_master.optimizer_bytes == doctest::Approx(12 * params));
+    CHECK(mem.weights_bytes == doctest::Approx(mem_master.weights_bytes));
+    const StepParams params_default = default_step_params(plain->cluster);
+    CHECK(params_default.optimizer_bytes_per_param_no_master == 16);
+    const double t_plain = predict(*plain).breakdown.optimizer_s;
+    const double t_master = predict(master).breakdown.optimizer_s;
+    CHECK(t_plain == doctest::Approx(t_master * 16 / params_default.optimizer_bytes_per_param)
+                         .epsilon(0.01));
+    Scenario foreach_plain = *plain, foreach_master = master;
+    foreach_plain.workload.framework.foreach_optimizer = true;
+    foreach_master.workload.framework.foreach_optimizer = true;
+    CHECK(predict(foreach_plain).breakdown.optimizer_s ==
+          doctest::Approx(t_master * (16 + 26) / params_default.optimizer_bytes_per_param)
+              .epsilon(0.01));
+    CHECK(predict(foreach_master).breakdown.optimizer_s ==
+          doctest::Approx(t_master * (38 + 52) / params_default.optimizer_bytes_per_param)
+              .epsilon(0.01));
+    // fp32 parameters have no master copy to drop: refused where it stands.
+    std::string fp32 = text;
+    fp32.replace(fp32.find("    master_weights"), 18, "    weights_in_fp32: true\n    master_weights");
+    check_refused(fp32, "m.yaml",
+                  "m.yaml:9:21: workload.framework.master_weights: applies to 16-bit parameters");
+  }
+
   TEST_CASE("step: low_precision_norm applies to PyTorch's kernels only") {
     const std::string text =
         "cluster: {nodes: 1, node: {gpu: h200-sxm, gpus_per_node: 1}}\n"
