@@ -577,7 +577,8 @@ class Model {
       // the (g-1)/g of the copies for other nodes that the receiving GPU forwards there.
       const double forwarded =
           dispatch_.forward_in_node ? double(n() - g()) / n() * (g() - 1) / g() : 0;
-      intra.seconds = bytes * ((g() - 1.0) / n() + forwarded) / intra_Bps(bytes / n(), g() - 1);
+      intra.seconds = bytes * ((g() - 1.0) / n() + forwarded) * dispatch_.rank_share /
+                      intra_Bps(bytes / n(), g() - 1);
       if (multi_node()) {
         net.seconds = bytes * g() * (n() - g()) / n() * dispatch_.network_share /
                       (t_.node_network_Bps * link_factor);
@@ -814,6 +815,8 @@ Result<CollectiveEstimate> estimate_collective(const CollectiveTopology& topolog
     return finish(topology, params, op, bytes, a, p, Terms{});
   }
   std::string first_error;
+  CS_ASSERT(request.dispatch.rank_share > 0 && request.dispatch.rank_share <= 1,
+            "an alltoall's rank share is in (0, 1]");
   CS_ASSERT(request.dispatch.network_share > 0 && request.dispatch.network_share <= 1,
             "an alltoall's network share is in (0, 1]");
   const auto all = enumerate(topology, params, op, bytes, request.algorithm, request.protocol,

@@ -311,6 +311,11 @@ struct AllToAllDispatch {
   // What crosses is forwarded inside the receiving node: of the copies for other nodes, the
   // (g-1)/g not for the receiving GPU itself also cross that node's scale-up links.
   bool forward_in_node = false;
+  // A dispatcher that sends a token once to each GPU that holds any of its experts (DeepEP,
+  // HybridEP; the expert-level copies are made by the receiving GPU): the share of the routed
+  // copies that are distinct (token, GPU) pairs, which is what the scale-up links carry, in
+  // (0, 1]. 1: every routed copy its own message (NCCL's all-to-all).
+  double rank_share = 1;
 };
 
 struct CollectiveRequest {

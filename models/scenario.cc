@@ -158,7 +158,8 @@ constexpr std::string_view kMlaKeys[] = {"q_lora_rank", "kv_lora_rank", "qk_nope
                                          "qk_rope_head_dim", "v_head_dim"};
 constexpr std::string_view kMoeKeys[] = {"experts",       "top_k",           "expert_ffn_hidden",
                                          "shared_experts", "dense_layers",   "capacity_factor",
-                                         "imbalance",     "max_nodes_per_token"};
+                                         "imbalance",     "max_nodes_per_token",
+                                         "routing"};
 constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "tp_comm_overlap",     "tp_wgrad_overlap",
                                                "tp_overlap_input_gradients",
@@ -1105,6 +1106,11 @@ bool Loader::load_model(const YAML::Node& node) {
         !read_quantity(moe, moe_path, "imbalance", FieldKind::kCount, false, &r.imbalance) ||
         !read_int(moe, moe_path, "max_nodes_per_token", 1, &r.max_nodes_per_token)) {
       return false;
+    }
+    {
+      static constexpr std::pair<std::string_view, bool> kRoutings[] = {{"random", false},
+                                                                       {"consecutive", true}};
+      if (!read_enum(moe, moe_path, "routing", kRoutings, &r.consecutive)) return false;
     }
     if (moe["imbalance"].IsDefined() && r.imbalance < 1) {
       return fail(moe["imbalance"], child(moe_path, "imbalance"),

@@ -408,6 +408,12 @@ struct ExpertRouting {
   // many nodes. With a hierarchical dispatcher (framework.ep_dispatcher) a token then crosses
   // the network at most M times. 0: no limit.
   int max_nodes_per_token = 0;
+  // Which experts a token's top_k are. false: distinct experts, each equally likely (a trained
+  // router spread by its balancing loss, Megatron-Core's force-balanced random routing). true:
+  // top_k consecutive experts, token i to experts (i x top_k + j) mod experts (NeMo AutoModel's
+  // FakeBalancedGate, its benchmarks' "fake balanced gate"): with experts in contiguous blocks
+  // per GPU a token meets as few GPUs and nodes as its window spans.
+  bool consecutive = false;
   // The busiest GPU's expert tokens over the even share.
   double busiest_share() const { return capacity_factor > 0 ? capacity_factor : imbalance; }
 };

@@ -1,7 +1,9 @@
 #include "models/transformer_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <numeric>
 
 #include "models/layer_model.h"
 
@@ -520,21 +522,53 @@ double gradient_bytes(const WorkloadConfig& w) {
                                                                      : working_bytes(w.precision);
 }
 
+namespace {
+// The blocks of `block` consecutive experts (a node's, a GPU's) that hold any of a token's top_k
+// experts, on average.
+double expert_blocks_met(const ExpertDispatch& d, double block) {
+  const int e = d.experts, k = d.top_k;
+  if (block >= e) return 1;
+  if (d.consecutive) {
+    // Token i takes experts (i k + j) mod e, j < k: its window starts at a multiple of
+    // gcd(k, e), each start equally often.
+    const int step = std::gcd(k, e);
+    double sum = 0;
+    int starts = 0;
+    for (int s = 0; s < e; s += step, ++starts) {
+      double last = -1;
+      int met = 0;
+      for (int j = 0; j < k; ++j) {
+        const double b = std::floor(((s + j) % e) / block);
+        if (b != last) ++met;
+        last = b;
+      }
+      sum += met;
+    }
+    return sum / starts;
+  }
+  double miss = 1;  // a given block holds none of the token's top_k experts
+  for (int i = 0; i < k; ++i) miss *= std::max(0.0, (e - block - i) / (e - i));
+  return (e / block) * (1 - miss);
+}
+}  // namespace
+
 AllToAllDispatch alltoall_dispatch(const CommCall& call, const CollectiveTopology& group) {
   const ExpertDispatch& d = call.dispatch;
+  if (!d.hierarchical || d.experts <= 0 || d.top_k <= 0) return {};
+  AllToAllDispatch out;
+  out.rank_share =
+      std::min(1.0, expert_blocks_met(d, double(d.experts) / group.ranks) / d.top_k);
   const int nodes = group.nodes;
-  if (!d.hierarchical || d.experts <= 0 || d.top_k <= 0 || nodes <= 1) return {};
+  if (nodes <= 1) return out;
+  out.forward_in_node = true;
   if (d.max_nodes > 0 && d.max_nodes < nodes) {
     // The router picks the M nodes whose experts score highest for the token, so each holds
     // some of its top_k.
-    return {std::min(1.0, double(d.max_nodes) / d.top_k), true};
+    out.network_share = std::min(1.0, double(d.max_nodes) / d.top_k);
+  } else {
+    out.network_share = std::min(1.0, expert_blocks_met(d, double(d.experts) / nodes) / d.top_k);
   }
-  const double on_node = double(d.experts) / nodes;
-  double miss = 1;  // a given node holds none of the token's top_k experts
-  for (int i = 0; i < d.top_k; ++i) {
-    miss *= std::max(0.0, (d.experts - on_node - i) / (d.experts - i));
-  }
-  return {std::min(1.0, nodes * (1 - miss) / d.top_k), true};
+  return out;
 }
 
 std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
@@ -635,7 +669,7 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
                               w.moe_routing.busiest_share() * m.hidden * ab;
   if (m.moe.enabled() && par.ep > 1) {
     const ExpertDispatch dispatch{m.moe.experts, m.moe.top_k, w.moe_routing.max_nodes_per_token,
-                                  w.framework.ep_hierarchical};
+                                  w.framework.ep_hierarchical, w.moe_routing.consecutive};
     add(ParallelDim::kEp, CommPhase::kForward, CollectiveOp::kAllToAll, routed_bytes,
         2 * moe_layers, par.ep, par.etp, "MoE token dispatch and combine", dispatch);
     add(ParallelDim::kEp, CommPhase::kBackward, CollectiveOp::kAllToAll, routed_bytes,

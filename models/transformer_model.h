@@ -298,6 +298,7 @@ struct ExpertDispatch {
   int top_k = 0;       // experts per token
   int max_nodes = 0;   // node-limited routing (ExpertRouting::max_nodes_per_token); 0: none
   bool hierarchical = false;  // FrameworkConfig::ep_hierarchical
+  bool consecutive = false;   // ExpertRouting::consecutive
 };
 
 // One kind of collective a GPU takes part in, with how many times per micro-batch (forward,
@@ -327,7 +328,12 @@ struct CommCall {
 // the token, so each holds some of them: D = min(M, top_k). Without a limit, E experts spread
 // evenly over the N nodes of the EP group, top_k of them distinct and equally likely:
 // D = N (1 - C(E - E/N, top_k) / C(E, top_k)) (DeepSeek-V3's 256 experts, top 8, over 8 nodes:
-// 5.29; limited to M = 4: 4).
+// 5.29; limited to M = 4: 4). The same dispatcher sends a token once to each of the G GPUs of
+// the group that hold any of its experts (G from the same count over the group's GPUs: Qwen3's
+// 128 experts, top 8, over 8 GPUs: 5.33), so G / top_k of its copies cross the scale-up links
+// (rank_share). Consecutive routing (ExpertRouting::consecutive) counts the nodes and GPUs its
+// windows of top_k experts span, averaged over the windows' starts (DeepSeek-V3's 256 experts
+// over 64 GPUs: 2 GPUs, 1 node a token).
 AllToAllDispatch alltoall_dispatch(const CommCall& call, const CollectiveTopology& group);
 
 // The ranks that hold the same experts and reduce their gradients: tp x cp x dp / ep (expert

@@ -407,10 +407,13 @@ class Lowering {
     const double share = S / static_cast<double>(n);
     const double cap = intra_cap(shape_.size_bytes / static_cast<double>(n));
     std::uint64_t edge = 0;
+    // A dispatcher that sends a token once per GPU (rank_share) moves that share of the copies
+    // inside a node.
+    const double in_node = share * shape_.dispatch.rank_share;
     for (size_t j = 0; j < nodes.size(); ++j) {
       if (!keep_intra(j)) continue;
       for (int a : nodes[j])
-        for (int b : nodes[j]) flow(0, a, b, share, ++edge, cap);
+        for (int b : nodes[j]) flow(0, a, b, in_node, ++edge, cap);
     }
     const size_t N = nodes.size();
     if (N < 2) return models::Status::Ok();
@@ -433,7 +436,7 @@ class Lowering {
           // other GPUs over the scale-up links.
           if (shape_.dispatch.forward_in_node) {
             for (int m : b) {
-              if (m != to) flow(0, to, m, share * scale, ++edge, cap);
+              if (m != to) flow(0, to, m, in_node * scale, ++edge, cap);
             }
           }
         }

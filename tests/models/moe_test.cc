@@ -279,6 +279,80 @@ TEST_SUITE("models") {
           std::string::npos);
   }
 
+  TEST_CASE("moe: a hierarchical dispatcher sends a token once per GPU; consecutive routing") {
+    // DeepEP and HybridEP send a token once to each GPU holding any of its experts; the
+    // receiving GPU makes the expert-level copies. Qwen3-30B-A3B's 128 experts, top 8, on one
+    // node (ep 8, 16 a GPU): G = 8 (1 - C(112, 8) / C(128, 8)) = 5.339 GPUs a token, so
+    // 5.339 / 8 = 0.6674 of the routed copies cross NVLink; NCCL's all-to-all sends every copy.
+    const std::string text =
+        "cluster:\n  nodes: 8\n  node: {gpu: h100-sxm, gpus_per_node: 8, scale_up: nvlink4, "
+        "nics_per_node: 8, nic: ib-ndr}\n  fabric: {topology: fat-tree}\n"
+        "workload:\n  model: qwen3-30b-a3b\n  seq_len: 4096\n  global_batch: 64\n"
+        "  framework: {ep_dispatcher: hierarchical}\n"
+        "  parallelism: {tp: 1, dp: 64, ep: 8, zero: 1}\n";
+    const Scenario random = load_ok(text);
+    CHECK_FALSE(random.workload.moe_routing.consecutive);
+    auto dispatch_of = [](const Scenario& sc) {
+      for (const auto& c : communication_per_step(sc.workload)) {
+        if (c.dim != ParallelDim::kEp) continue;
+        auto group = parallel_group_topology(sc.cluster, c.group_size, c.group_stride);
+        REQUIRE(group.ok());
+        return alltoall_dispatch(c, *group);
+      }
+      FAIL("no EP call");
+      return AllToAllDispatch{};
+    };
+    CHECK(dispatch_of(random).rank_share == doctest::Approx(0.66742).epsilon(1e-4));
+    CHECK(dispatch_of(random).network_share == 1);  // one node: nothing crosses
+    Scenario flat = random;
+    flat.workload.framework.ep_hierarchical = false;
+    CHECK(dispatch_of(flat).rank_share == 1);
+    // NeMo AutoModel's fake balanced gate: token i to experts (8 i + j) mod 128, a window of 8
+    // inside one GPU's 16: one GPU a token.
+    std::string text_consecutive = text;
+    text_consecutive.replace(text_consecutive.find("  framework:"), 12,
+                             "  moe: {routing: consecutive}\n  framework:");
+    const Scenario consecutive = load_ok(text_consecutive);
+    CHECK(consecutive.workload.moe_routing.consecutive);
+    CHECK(dispatch_of(consecutive).rank_share == doctest::Approx(1.0 / 8));
+    // DeepSeek-V3's 256 experts over ep 64 on 8 nodes (4 a GPU, 32 a node): a window of 8 on
+    // two GPUs of one node; random routing meets 5.29 nodes and 7.68 GPUs.
+    Scenario ds = consecutive;
+    ds.workload.model = *find_model("deepseek-v3");
+    ds.workload.parallelism.ep = 64;
+    CHECK(dispatch_of(ds).rank_share == doctest::Approx(2.0 / 8));
+    CHECK(dispatch_of(ds).network_share == doctest::Approx(1.0 / 8));
+    CHECK(dispatch_of(ds).forward_in_node);
+    ds.workload.moe_routing.consecutive = false;
+    CHECK(dispatch_of(ds).network_share == doctest::Approx(5.2947 / 8).epsilon(1e-3));
+    CHECK(dispatch_of(ds).rank_share == doctest::Approx(7.6758 / 8).epsilon(1e-3));
+    // Kimi K2's 384 experts over ep 32 (12 a GPU): windows start at 0, 8, 16 (mod 24), on 1, 2
+    // and 1 GPUs: 4/3 a token.
+    Scenario kimi = consecutive;
+    kimi.workload.model = *find_model("kimi-k2");
+    kimi.workload.parallelism.ep = 32;
+    CHECK(dispatch_of(kimi).rank_share == doctest::Approx(4.0 / 3 / 8));
+    CHECK(dispatch_of(kimi).network_share == doctest::Approx(1.0 / 8));
+    // The analytic all-to-all on one node takes the share of its scale-up bytes.
+    auto topo = parallel_group_topology(random.cluster, 8, 1);
+    REQUIRE(topo.ok());
+    const double bytes = 256e6;
+    AllToAllDispatch half;
+    half.rank_share = 0.5;
+    auto all = estimate_collective(*topo, {CollectiveOp::kAllToAll, bytes});
+    auto deduplicated = estimate_collective(
+        *topo, {CollectiveOp::kAllToAll, bytes, CollectiveAlgorithm::kAuto,
+                CollectiveProtocol::kAuto, half});
+    REQUIRE(all.ok());
+    REQUIRE(deduplicated.ok());
+    CHECK(deduplicated->bandwidth_s == doctest::Approx(0.5 * all->bandwidth_s));
+    // An unknown routing is refused where it stands.
+    std::string bad = text_consecutive;
+    bad.replace(bad.find("consecutive"), 11, "sequential");
+    CHECK(load_error(bad).find("workload.moe.routing: unknown value 'sequential'") !=
+          std::string::npos);
+  }
+
   TEST_CASE("moe: expert tensor parallelism splits each expert over etp GPUs") {
     // Mixtral 8x7B (8 experts of 3 x 4096 x 14336) on 16 GPUs of a stage (tp 2, dp 8): ep 4 x
     // etp 2 holds the experts as ep 8 does (8 of 8 experts' weights over 8 GPUs), in 2 expert
