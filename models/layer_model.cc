@@ -62,9 +62,12 @@ WeightGemm weight_gemm(const GpuSpec& gpu, Precision p, double m, double n, doub
 // main_grad (gradient_accumulation_fusion): the GEMM reads and writes the buffer (fp32: 4 bytes
 // an element, or 16-bit: 2) where a fresh output is written once in 16 bits, so 2 x buffer - 2
 // bytes more per weight element: 6 into fp32, 2 into 16 bits. PyTorch's eager and compiled
-// steps write fresh gradients (their accumulation over micro-batches is in the op list).
+// steps write fresh gradients (their accumulation over micro-batches is in the op list), and
+// so do fused kernels under PyTorch's FSDP (zero 3 with autograd's .grad): each micro-batch's
+// unsharded gradient is produced fresh and reduce-scattered, no full-size buffer persists.
 double wgrad_accumulate_bytes(const WorkloadConfig& w) {
   if (w.framework.kernels != KernelFusion::kFused) return 0;
+  if (w.parallelism.zero >= 3 && w.framework.gradients_in_backward) return 0;
   const double buffer = w.framework.fp32_gradients ? 4 : 2;
   return 2 * buffer - 2;
 }

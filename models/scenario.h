@@ -339,6 +339,12 @@ struct FrameworkConfig {
   // torch.optim.Adam over bf16 parameters, as NeMo AutoModel's MoE recipes build their models
   // in bf16 under FSDP2: 2 bytes + 4 of Adam state). Ignored with weights_in_fp32.
   bool master_weights = true;
+  // ZeRO-3 / FSDP: each layer's gathered weights freed after its forward and gathered again for
+  // its backward (true: FSDP2's fully_shard default, TorchTitan's blocks, Megatron-FSDP), or
+  // kept from the forward to the backward (false: fully_shard(reshard_after_forward=False), as
+  // NeMo AutoModel's MoE parallelizer sets): one all-gather a micro-batch instead of two, and
+  // the stage's gathered layers held at the activations' peak.
+  bool reshard_after_forward = true;
   // Gradients allocated by the backward that first produces them and freed between steps
   // (PyTorch's .grad: AccumulateGrad allocates it, optimizer.zero_grad(set_to_none=True), the
   // default since PyTorch 2.0, frees it), so a pipeline stage that runs every forward pass of

@@ -200,7 +200,13 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
                                    pc.router_per_layer +
                                    pc.experts * pc.expert / par.expert_model_parallel()
                              : pc.matmul_per_layer() / t;
-    out.gathered_weights_bytes += 2 * layer * (quantized_params ? quantized_weight_bytes(w) : e);
+    // Without resharding after the forward every layer of the stage stays gathered until its
+    // backward.
+    const double held =
+        fw.reshard_after_forward
+            ? 2
+            : std::max(2.0, double(layers_of_stages(w)[static_cast<size_t>(stage)]));
+    out.gathered_weights_bytes += held * layer * (quantized_params ? quantized_weight_bytes(w) : e);
   }
 
   // 2. Activations each layer keeps for its backward, bytes per token (transformer_model.h).
@@ -715,8 +721,10 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
       default:
         add(ParallelDim::kDp, CommPhase::kForward, CollectiveOp::kAllGather, weight_bytes, 1, size,
             stride, z3_fwd);
-        add(ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kAllGather, weight_bytes, 1,
-            size, stride, z3_bwd);
+        if (w.framework.reshard_after_forward) {
+          add(ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kAllGather, weight_bytes, 1,
+              size, stride, z3_bwd);
+        }
         add(ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kReduceScatter, grad_bytes, 1,
             size, stride, z3_rs);
         break;

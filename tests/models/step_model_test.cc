@@ -327,6 +327,38 @@ TEST_SUITE("models") {
                   "m.yaml:9:21: workload.framework.master_weights: applies to 16-bit parameters");
   }
 
+  TEST_CASE("step: FSDP without resharding after the forward gathers once a micro-batch") {
+    // fully_shard(reshard_after_forward=False): each layer's gathered weights are kept from its
+    // forward to its backward, so the backward's all-gather goes, and at the activations' peak
+    // the stage holds every gathered layer (32 of Llama 3 8B's) instead of two.
+    const std::string text =
+        "cluster: {nodes: 1, node: {gpu: h100-sxm, gpus_per_node: 8}}\n"
+        "workload:\n  model: llama3-8b\n  seq_len: 4096\n  global_batch: 16\n"
+        "  framework:\n    reshard_after_forward: false\n"
+        "  parallelism: {tp: 1, dp: 8, zero: 3}\n";
+    auto kept = load_scenario_text(text, "r.yaml");
+    REQUIRE_MESSAGE(kept.ok(), (kept.ok() ? "" : kept.message()));
+    CHECK_FALSE(kept->workload.framework.reshard_after_forward);
+    Scenario resharded = *kept;
+    resharded.workload.framework.reshard_after_forward = true;
+    auto gathers = [](const Scenario& sc) {
+      int n = 0;
+      for (const auto& c : communication_per_step(sc.workload)) {
+        n += c.dim == ParallelDim::kDp && c.op == CollectiveOp::kAllGather;
+      }
+      return n;
+    };
+    CHECK(gathers(resharded) == 2);
+    CHECK(gathers(*kept) == 1);
+    const MemoryBreakdown mk = memory_per_gpu(kept->workload);
+    const MemoryBreakdown mr = memory_per_gpu(resharded.workload);
+    CHECK(mk.gathered_weights_bytes == doctest::Approx(mr.gathered_weights_bytes * 32 / 2));
+    // Only ZeRO-3 frees the gathered weights: refused with the key's place.
+    std::string zero1 = text;
+    zero1.replace(zero1.find("zero: 3"), 7, "zero: 1");
+    check_refused(zero1, "r.yaml", "r.yaml:7:5: workload.framework.reshard_after_forward: applies to zero: 3");
+  }
+
   TEST_CASE("step: low_precision_norm applies to PyTorch's kernels only") {
     const std::string text =
         "cluster: {nodes: 1, node: {gpu: h200-sxm, gpus_per_node: 1}}\n"

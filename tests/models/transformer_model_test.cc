@@ -87,6 +87,16 @@ TEST_SUITE("models") {
     none.wgrad_accumulate_exposed = 0;
     CHECK(bf16.gemm_backward_s - layer_kernels(gpu, w, none).gemm_backward_s ==
           doctest::Approx(2 * per_byte));
+    // Fused kernels under PyTorch's FSDP (zero 3, autograd's .grad: NeMo AutoModel) produce
+    // each micro-batch's unsharded gradient fresh and reduce-scatter it: no such bytes either.
+    WorkloadConfig fsdp = w;
+    fsdp.parallelism.zero = 3;
+    fsdp.framework.gradients_in_backward = true;
+    CHECK(layer_kernels(gpu, fsdp, params).gemm_backward_s ==
+          doctest::Approx(layer_kernels(gpu, fsdp, none).gemm_backward_s));
+    fsdp.framework.gradients_in_backward = false;  // Megatron-FSDP's persistent main_grad
+    CHECK(layer_kernels(gpu, fsdp, params).gemm_backward_s >
+          layer_kernels(gpu, fsdp, none).gemm_backward_s);
     // PyTorch's own steps write fresh gradients: no such bytes.
     w.framework.kernels = KernelFusion::kEager;
     CHECK(layer_kernels(gpu, w, params).gemm_backward_s ==

@@ -3,10 +3,11 @@
 # Gates the corpus: at least 30 runs from 6 sources, every file loads and both engines predict
 # every run (the simulator every run but DeepSeek-V3's DualPipe one), and the errors stay within
 # the gates (mean |error| 5.5% and leave-one-source-out 8.5%: regression gates at the corpus's
-# figures plus a margin, 5.21% and 7.71% (analytic), 5.01% and 7.37% (simulator); of the targets
-# of docs/accuracy.md, 5% and 8%, the means are 0.21 and 0.01 points above since NeMo AutoModel's
-# six MoE rows joined (14% mean), and its max 15% is not met: fourteen runs above it, the gpt-oss
-# rows among them (the model 20-27% fast) and Megatron-Core's 32B weak-scaling row (+45%), each
+# figures plus a margin, 5.30% and 7.81% (analytic), 5.12% and 7.50% (simulator); of the targets
+# of docs/accuracy.md, 5% and 8%, the means are 0.30 and 0.12 points above since NeMo AutoModel's
+# six MoE rows joined (16.7% mean, all fast), and its max 15% is not met: sixteen runs at or
+# above it, the gpt-oss rows among them (the model 20-27% fast) and Megatron-Core's 32B
+# weak-scaling row (+45%), each
 # file's not_modelled says why; the closing notes give the table); a corpus-fitted constant
 # ships at the corpus's best value.
 # Also: the per-source and leave-one-source-out figures in the JSON agree with the rows, --source,
@@ -15,8 +16,8 @@
 source "$(dirname "$0")/cli_test_lib.bash"
 corpus="$src/scenarios/published"
 
-# The gates of this commit, both engines: mean |error| 5.5% (analytic 5.21%, simulator 5.01%;
-# the target 5%), leave-one-source-out 8.5% (analytic 7.71%, simulator 7.37%; the target 8%),
+# The gates of this commit, both engines: mean |error| 5.5% (analytic 5.30%, simulator 5.12%;
+# the target 5%), leave-one-source-out 8.5% (analytic 7.81%, simulator 7.50%; the target 8%),
 # and the H200 steps we measured ourselves.
 # The contention measurements (scenarios/published/contention/) are scored apart, the simulator
 # gated at its current largest error (23.3%, Meta's) plus a margin: 25% (it overstates ECMP
@@ -64,10 +65,11 @@ for engine in ("analytic", "des"):
     h100 = [x for x in s["sources"] if x["source"] == "clustersim-h100"][0]
     assert h100["runs"] == 17 and h100["mean_abs_error"] <= 0.035, h100
     assert h100["max_abs_error"] <= 0.06, h100
-    # The public runs alone (6.9% analytic, 6.6% simulator, since NeMo AutoModel's MoE rows
-    # joined): our own steps must not hide a regression there.
+    # The public runs alone (7.0% analytic, 6.7% simulator, since NeMo AutoModel's MoE rows
+    # joined, 16.7% of their own, all fast; the gate was 7% before them): our own steps must not
+    # hide a regression there.
     public = [abs(r[engine]["error"]) for r in runs if not r["source"].startswith("clustersim-")]
-    assert len(public) >= 106 and sum(public) / len(public) <= 0.07, sum(public) / len(public)
+    assert len(public) >= 112 and sum(public) / len(public) <= 0.075, sum(public) / len(public)
     # Published memory (PyTorch's reserved peak) within 20% on our own H200 steps (at most 15.1%
     # now), and every run on the GPUs it ran on but one of Meta's Llama 3 405B runs.
     for r in runs:
