@@ -38,6 +38,13 @@ void check_refused(const std::string& text, const std::string& file, const std::
   CHECK_MESSAGE(s.message().rfind(prefix, 0) == 0, s.message());
 }
 
+// A scenario text the loader must accept.
+Scenario accepted(const std::string& text, const std::string& file) {
+  auto s = load_scenario_text(text, file);
+  REQUIRE_MESSAGE(s.ok(), (s.ok() ? "" : s.message()));
+  return *s;
+}
+
 // Text with `from` replaced by `to`, which the loader must accept.
 Scenario accepted_edit(std::string text, const std::string& from, const std::string& to) {
   text.replace(text.find(from), from.size(), to);
@@ -294,24 +301,23 @@ TEST_SUITE("models") {
         "workload:\n  model: llama3-8b\n  layers: 8\n  seq_len: 2048\n  global_batch: 1\n"
         "  framework:\n    master_weights: false\n"
         "  parallelism: {tp: 1, dp: 1}\n";
-    auto plain = load_scenario_text(text, "m.yaml");
-    REQUIRE_MESSAGE(plain.ok(), (plain.ok() ? "" : plain.message()));
-    CHECK_FALSE(plain->workload.framework.master_weights);
-    Scenario master = *plain;
+    const Scenario plain = accepted(text, "m.yaml");
+    CHECK_FALSE(plain.workload.framework.master_weights);
+    Scenario master = plain;
     master.workload.framework.master_weights = true;
-    const MemoryBreakdown mem = memory_per_gpu(plain->workload);
+    const MemoryBreakdown mem = memory_per_gpu(plain.workload);
     const MemoryBreakdown mem_master = memory_per_gpu(master.workload);
     const double params = mem.parameters + mem.expert_parameters;
     CHECK(mem.optimizer_bytes == doctest::Approx(4 * params));
     CHECK(mem_master.optimizer_bytes == doctest::Approx(12 * params));
     CHECK(mem.weights_bytes == doctest::Approx(mem_master.weights_bytes));
-    const StepParams params_default = default_step_params(plain->cluster);
+    const StepParams params_default = default_step_params(plain.cluster);
     CHECK(params_default.optimizer_bytes_per_param_no_master == 16);
-    const double t_plain = predict(*plain).breakdown.optimizer_s;
+    const double t_plain = predict(plain).breakdown.optimizer_s;
     const double t_master = predict(master).breakdown.optimizer_s;
     CHECK(t_plain == doctest::Approx(t_master * 16 / params_default.optimizer_bytes_per_param)
                          .epsilon(0.01));
-    Scenario foreach_plain = *plain, foreach_master = master;
+    Scenario foreach_plain = plain, foreach_master = master;
     foreach_plain.workload.framework.foreach_optimizer = true;
     foreach_master.workload.framework.foreach_optimizer = true;
     CHECK(predict(foreach_plain).breakdown.optimizer_s ==
@@ -336,10 +342,9 @@ TEST_SUITE("models") {
         "workload:\n  model: llama3-8b\n  seq_len: 4096\n  global_batch: 16\n"
         "  framework:\n    reshard_after_forward: false\n"
         "  parallelism: {tp: 1, dp: 8, zero: 3}\n";
-    auto kept = load_scenario_text(text, "r.yaml");
-    REQUIRE_MESSAGE(kept.ok(), (kept.ok() ? "" : kept.message()));
-    CHECK_FALSE(kept->workload.framework.reshard_after_forward);
-    Scenario resharded = *kept;
+    const Scenario kept = accepted(text, "r.yaml");
+    CHECK_FALSE(kept.workload.framework.reshard_after_forward);
+    Scenario resharded = kept;
     resharded.workload.framework.reshard_after_forward = true;
     auto gathers = [](const Scenario& sc) {
       int n = 0;
@@ -349,8 +354,8 @@ TEST_SUITE("models") {
       return n;
     };
     CHECK(gathers(resharded) == 2);
-    CHECK(gathers(*kept) == 1);
-    const MemoryBreakdown mk = memory_per_gpu(kept->workload);
+    CHECK(gathers(kept) == 1);
+    const MemoryBreakdown mk = memory_per_gpu(kept.workload);
     const MemoryBreakdown mr = memory_per_gpu(resharded.workload);
     CHECK(mk.gathered_weights_bytes == doctest::Approx(mr.gathered_weights_bytes * 32 / 2));
     // Only ZeRO-3 frees the gathered weights: refused with the key's place.
