@@ -202,11 +202,12 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
                              : pc.matmul_per_layer() / t;
     // Without resharding after the forward every layer of the stage stays gathered until its
     // backward.
-    const double held =
+    const double held_layers =
         fw.reshard_after_forward
             ? 2
             : std::max(2.0, double(layers_of_stages(w)[static_cast<size_t>(stage)]));
-    out.gathered_weights_bytes += held * layer * (quantized_params ? quantized_weight_bytes(w) : e);
+    out.gathered_weights_bytes +=
+        held_layers * layer * (quantized_params ? quantized_weight_bytes(w) : e);
   }
 
   // 2. Activations each layer keeps for its backward, bytes per token (transformer_model.h).
