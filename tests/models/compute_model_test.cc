@@ -487,33 +487,39 @@ TEST_SUITE("models") {
     // shipped exposure is the least-squares fit of the 24 time differences against those bytes
     // at the model's HBM rate (within 0.01), and the model's time for each accumulating GEMM
     // (the measured fresh one plus the exposed bytes) is within 10% of the measured one, the
-    // median within 3%.
+    // median within 3%. Device call 39 reran the probe on another H100 (another day, another
+    // machine): its own fit 0.55, the shipped 0.53 within 5% of it, every GEMM within 10%.
     const GpuSpec& h100 = *find_gpu("h100-sxm");
     const ComputeParams p = default_compute_params(h100);
-    std::ifstream in(std::string(CLUSTERSIM_SOURCE_DIR) +
-                     "/scenarios/measurements/call38/wgrad-accum.json");
-    REQUIRE(in);
-    const nlohmann::json d = nlohmann::json::parse(in);
-    REQUIRE(d.at("gpu").get<std::string>() == "NVIDIA H100 80GB HBM3");
-    const double bw = h100.hbm_Bps * p.hbm_efficiency;
-    double num = 0, den = 0;
-    std::vector<double> errors;
-    for (const auto& r : d.at("rows")) {
-      const double elements = r.at("m").get<double>() * r.at("n").get<double>();
-      const double fresh = r.at("bf16_s").get<double>();
-      for (const auto& [key, bytes] : {std::pair{"fp32_acc_s", 6.0}, std::pair{"bf16_acc_s", 2.0}}) {
-        const double measured = r.at(key).get<double>();
-        const double bytes_s = bytes * elements / bw;
-        num += (measured - fresh) * bytes_s;
-        den += bytes_s * bytes_s;
-        errors.push_back((fresh + p.wgrad_accumulate_exposed * bytes_s) / measured - 1);
-        CHECK(std::abs(errors.back()) < 0.10);
+    for (const auto& [call, fit_tolerance] : {std::pair{"call38", 0.02}, std::pair{"call39", 0.05}}) {
+      CAPTURE(call);
+      std::ifstream in(std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/measurements/" + call +
+                       "/wgrad-accum.json");
+      REQUIRE(in);
+      const nlohmann::json d = nlohmann::json::parse(in);
+      REQUIRE(d.at("gpu").get<std::string>() == "NVIDIA H100 80GB HBM3");
+      const double bw = h100.hbm_Bps * p.hbm_efficiency;
+      double num = 0, den = 0;
+      std::vector<double> errors;
+      for (const auto& r : d.at("rows")) {
+        const double elements = r.at("m").get<double>() * r.at("n").get<double>();
+        const double fresh = r.at("bf16_s").get<double>();
+        for (const auto& [key, bytes] :
+             {std::pair{"fp32_acc_s", 6.0}, std::pair{"bf16_acc_s", 2.0}}) {
+          const double measured = r.at(key).get<double>();
+          const double bytes_s = bytes * elements / bw;
+          num += (measured - fresh) * bytes_s;
+          den += bytes_s * bytes_s;
+          errors.push_back((fresh + p.wgrad_accumulate_exposed * bytes_s) / measured - 1);
+          CHECK(std::abs(errors.back()) < 0.10);
+        }
       }
+      REQUIRE(errors.size() == 24);
+      CHECK(p.wgrad_accumulate_exposed == doctest::Approx(num / den).epsilon(fit_tolerance));
+      std::sort(errors.begin(), errors.end(),
+                [](double a, double b) { return std::abs(a) < std::abs(b); });
+      CHECK(std::abs(errors[errors.size() / 2]) < 0.03);
     }
-    REQUIRE(errors.size() == 24);
-    CHECK(p.wgrad_accumulate_exposed == doctest::Approx(num / den).epsilon(0.02));
-    std::sort(errors.begin(), errors.end(), [](double a, double b) { return std::abs(a) < std::abs(b); });
-    CHECK(std::abs(errors[errors.size() / 2]) < 0.03);
   }
 
   TEST_CASE("compute: attention dropout as measured in cuDNN's and FlashAttention-2's kernels") {
