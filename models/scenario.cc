@@ -1103,15 +1103,13 @@ bool Loader::load_model(const YAML::Node& node) {
       }
     }
     ExpertRouting& r = sc_.workload.moe_routing;
+    static constexpr std::pair<std::string_view, bool> kRoutings[] = {{"random", false},
+                                                                     {"consecutive", true}};
     if (!read_quantity(moe, moe_path, "capacity_factor", FieldKind::kCount, false, &r.capacity_factor) ||
         !read_quantity(moe, moe_path, "imbalance", FieldKind::kCount, false, &r.imbalance) ||
-        !read_int(moe, moe_path, "max_nodes_per_token", 1, &r.max_nodes_per_token)) {
+        !read_int(moe, moe_path, "max_nodes_per_token", 1, &r.max_nodes_per_token) ||
+        !read_enum(moe, moe_path, "routing", kRoutings, &r.consecutive)) {
       return false;
-    }
-    {
-      static constexpr std::pair<std::string_view, bool> kRoutings[] = {{"random", false},
-                                                                       {"consecutive", true}};
-      if (!read_enum(moe, moe_path, "routing", kRoutings, &r.consecutive)) return false;
     }
     if (moe["imbalance"].IsDefined() && r.imbalance < 1) {
       return fail(moe["imbalance"], child(moe_path, "imbalance"),

@@ -67,15 +67,16 @@ double optimizer_seconds(const GpuSpec& gpu, const WorkloadConfig& w, const Memo
   const bool sharded = par.zero >= 1;
   const double local = mem.parameters / (sharded ? double(par.dp) * par.cp : 1) +
                        mem.expert_parameters / (sharded ? expert_data_parallel(w) : 1);
-  const bool no_master = mixed_precision(w.precision) && !w.framework.weights_in_fp32 &&
-                         !w.framework.master_weights;
+  const bool no_master = updates_16bit_parameters(w);
   const double per_param =
       (!mixed_precision(w.precision)       ? params.optimizer_bytes_per_param_fp32
        : no_master                         ? params.optimizer_bytes_per_param_no_master
        : w.precision == Precision::kFp16 ? params.optimizer_bytes_per_param_fp16
                                          : params.optimizer_bytes_per_param) +
       (w.framework.foreach_optimizer
-           ? params.foreach_optimizer_extra_bytes_per_param * (no_master ? 0.5 : 1)
+           // The foreach passes' bytes are fp32 state's; 16-bit moments move 2 of each 4.
+           ? params.foreach_optimizer_extra_bytes_per_param *
+                 (no_master ? working_bytes(w.precision) / 4.0 : 1)
            : 0);
   return memory_bound_time(gpu, local * per_param, params.compute).time_s;
 }

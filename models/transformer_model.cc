@@ -142,6 +142,7 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   MemoryBreakdown out;
   out.stage = stage;
   const HeldParameters held = held_parameters(w, pc, stage);
+  const double layers = layers_of_stages(w)[static_cast<size_t>(stage)];
   out.parameters = held.dense;
   out.expert_parameters = held.experts;
   const double expert_shard = expert_data_parallel(w);
@@ -158,7 +159,7 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   const double grad_bytes = gradient_bytes(w);
   // Adam m, v (+ the fp32 master); without a master copy the moments take the parameters'
   // dtype (torch.optim.Adam's zeros_like).
-  const double state_bytes = fp32_params ? 8 : fw.master_weights ? 12 : 2 * e;
+  const double state_bytes = fp32_params ? 8 : updates_16bit_parameters(w) ? 2 * e : 12;
   // ZeRO shards the dense weights over dp x cp, the experts over their expert data-parallel
   // group.
   const double experts = out.expert_parameters;
@@ -202,10 +203,7 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
                              : pc.matmul_per_layer() / t;
     // Without resharding after the forward every layer of the stage stays gathered until its
     // backward.
-    const double held_layers =
-        fw.reshard_after_forward
-            ? 2
-            : std::max(2.0, double(layers_of_stages(w)[static_cast<size_t>(stage)]));
+    const double held_layers = fw.reshard_after_forward ? 2 : std::max(2.0, layers);
     out.gathered_weights_bytes +=
         held_layers * layer * (quantized_params ? quantized_weight_bytes(w) : e);
   }
@@ -290,7 +288,6 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   const bool keep_scores = w.framework.attention == AttentionKernel::kUnfused &&
                            par.recompute == Recompute::kNone;
   if (keep_scores) per_token += m.heads / t * s * (drop ? 2 * e + 1 : e);  // softmax (+ dropout)
-  const double layers = layers_of_stages(w)[static_cast<size_t>(stage)];
   const double moe_layers = moe_layers_of_stage(w, stage);
   const double layer_dense = (per_token + mlp_dense) * tokens;
   const double layer_moe = (per_token + mlp_moe) * tokens;
@@ -522,6 +519,11 @@ int expert_data_parallel(const WorkloadConfig& w) {
 
 bool zero1_all_reduce(const WorkloadConfig& w) {
   return w.parallelism.zero == 1 && w.framework.zero1_all_reduce;
+}
+
+bool updates_16bit_parameters(const WorkloadConfig& w) {
+  return mixed_precision(w.precision) && !w.framework.weights_in_fp32 &&
+         !w.framework.master_weights;
 }
 
 double gradient_bytes(const WorkloadConfig& w) {

@@ -345,6 +345,10 @@ int expert_data_parallel(const WorkloadConfig& workload);
 double gradient_bytes(const WorkloadConfig& workload);
 // ZeRO-1 whose gradient reduction is a whole all-reduce (framework.zero1_grad_reduce).
 bool zero1_all_reduce(const WorkloadConfig& workload);
+// The optimizer updates the 16-bit parameters themselves, its Adam moments in their dtype, with
+// no fp32 master copy (framework.master_weights: false under mixed precision; fp32 parameters,
+// weights_in_fp32 or fp32 training, have none to drop).
+bool updates_16bit_parameters(const WorkloadConfig& workload);
 
 // The collectives one GPU of the busiest stage issues per micro-batch / per step:
 // TP: per layer 2 all-reduces of s b h forward and 2 backward (with SP: 2 all-gathers + 2

@@ -423,9 +423,9 @@ void print_assumptions(const models::WorkloadConfig& w, const models::StepResult
       "  - memory: %s; CUDA context %s, NCCL %s per communicator, allocator cache %s x one "
       "layer's activations\n",
       fw.weights_in_fp32   ? "fp32 parameters cast per use (4 + 8 B/parameter before ZeRO)"
-      : fw.master_weights ? "16-bit weights with fp32 masters (2 + 12 B/parameter before ZeRO)"
-                          : "16-bit weights updated in place, 16-bit Adam moments (2 + 4 "
-                            "B/parameter before ZeRO)",
+      : models::updates_16bit_parameters(w)
+          ? "16-bit weights updated in place, 16-bit Adam moments (2 + 4 B/parameter before ZeRO)"
+          : "16-bit weights with fp32 masters (2 + 12 B/parameter before ZeRO)",
       format_size(p.memory.context_bytes).c_str(),
       format_size(p.memory.nccl_bytes_per_communicator).c_str(),
       format_significant(p.memory.allocator_layer_slack, 2).c_str());
