@@ -181,8 +181,8 @@ double LayerKernels::recompute_s(Recompute r, unsigned modules) const {
       }
       return s;
     }
-    case Recompute::kSelectiveOp:
-      return gemm_recomputed_by_op_s + memory_forward_s;
+    case Recompute::kSelectiveOp:  // the collectives' outputs are kept, or gathered again
+      return gemm_recomputed_by_op_s + memory_forward_s - sp_copy_forward_s;
     case Recompute::kFull:
       return forward_s() - full_recompute_skipped_gemm_s - full_recompute_skipped_memory_s;
   }
@@ -491,9 +491,33 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
         at(rate.cast_down, 6 / shard * layer_weights) + at(rate.memcpy, 4 * layer_weights);
     fsdp_backward_s = fsdp_forward_s + at(rate.cast_up, 6 * layer_weights);
   }
-  // Memory-bound time outside the layer's op list: FSDP's casts and copies, the reductions.
-  const double outside_forward_s = fsdp_forward_s + rs_forward_s;
-  const double outside_backward_s = fsdp_backward_s + rs_backward_s;
+  // Sequence parallelism on [batch, sequence, hidden] activations (FrameworkConfig::
+  // batch_first_layout): each TP collective that PyTorch's functional collectives run copies the
+  // whole gathered tensor once (torch.cat of its tp chunks: read and write tokens x h), after an
+  // all-gather or before a reduce-scatter. A dense layer gathers the attention's and the MLP's
+  // inputs (2) and reduce-scatters their outputs (2) forward; backward the gathers' gradients
+  // are reduce-scattered and the reduce-scatters' gathered; a MoE layer counts its attention's.
+  // Async TP's fused matmuls take the chunks in place: under tp_comm_overlap only the
+  // input-gradient reduce-scatters it leaves unfused (tp_overlap_input_gradients false) copy.
+  // The inputs gathered again for the weight gradients (sp_input_regather; PyTorch's op-level
+  // checkpointing recomputes their gathers) feed those GEMMs as their second operand, which no
+  // fused matmul takes: they copy either way.
+  double sp_copy_forward_s = 0, sp_copy_backward_s = 0;
+  if (par.sp && par.tp > 1 && w.framework.batch_first_layout()) {
+    const double gathers = moe ? 1 : 2;  // = the reduce-scatters
+    const double one = at(rate.cat, 2 * tokens * h * e);
+    const bool fused = w.framework.tp_comm_overlap;
+    const bool input_grads_fused = fused && w.framework.tp_overlap_input_gradients;
+    sp_copy_forward_s = fused ? 0 : 2 * gathers * one;
+    sp_copy_backward_s = ((input_grads_fused ? 0 : gathers) + (fused ? 0 : gathers) +
+                          (w.framework.sp_input_regather ? gathers : 0)) *
+                         one;
+  }
+  // Memory-bound time outside the layer's op list: FSDP's casts and copies, the reductions,
+  // the collectives' layout copies.
+  const double outside_forward_s = fsdp_forward_s + rs_forward_s + sp_copy_forward_s;
+  const double outside_backward_s = fsdp_backward_s + rs_backward_s + sp_copy_backward_s;
+  out.sp_copy_forward_s = sp_copy_forward_s;
   if (w.framework.kernels != KernelFusion::kFused) {
     // PyTorch eager, op by op: bytes per token, each term at its kind of kernel's measured rate
     // (ComputeParams::EagerRates). Under autocast with fp32 parameters (outside FSDP) the

@@ -53,6 +53,11 @@ struct LayerKernels {
   // weight's cast: GEMM and memory-bound seconds. 0 where the whole forward is repeated.
   double full_recompute_skipped_gemm_s = 0;
   double full_recompute_skipped_memory_s = 0;
+  // Of memory_forward_s, the forward's layout copies around TP collectives on batch-first
+  // activations (FrameworkConfig::batch_first_layout), which op-level checkpointing does not
+  // repeat: it keeps the reduce-scatters' outputs and gathers the inputs again (counted with
+  // sp_input_regather in memory_backward_s).
+  double sp_copy_forward_s = 0;
   bool moe = false;  // a mixture-of-experts layer
   // Whether the modules recompute this layer's whole MLP (mlp for a dense layer, moe for a MoE
   // one).

@@ -163,7 +163,8 @@ constexpr std::string_view kMoeKeys[] = {"experts",       "top_k",           "ex
 constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "tp_comm_overlap",     "tp_wgrad_overlap",
                                                "tp_overlap_input_gradients",
-                                               "sp_input_regather",   "recompute_early_stop",
+                                               "sp_input_regather",   "activation_layout",
+                                               "recompute_early_stop",
                                                "loss_input",          "loss_kernel",
                                                "optimizer_kernel",
                                                "low_precision_norm",  "norm_kernel",
@@ -1248,6 +1249,8 @@ bool Loader::load_workload(const YAML::Node& node) {
                                                                         {"fp32-ops", true}};
     static constexpr std::pair<std::string_view, bool> kDispatchers[] = {{"alltoall", false},
                                                                         {"hierarchical", true}};
+    static constexpr std::pair<std::string_view, std::optional<bool>> kLayouts[] = {
+        {"sbh", false}, {"bsh", true}};
     static constexpr std::pair<std::string_view, std::optional<bool>> kExpertBias[] = {
         {"per_expert", true}, {"grouped", false}};
     static constexpr std::pair<std::string_view, LossInput> kLossInputs[] = {
@@ -1268,6 +1271,7 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_bool(fw, fp, "tp_wgrad_overlap", &f.tp_wgrad_overlap) ||
         !read_bool(fw, fp, "tp_overlap_input_gradients", &f.tp_overlap_input_gradients) ||
         !read_bool(fw, fp, "sp_input_regather", &f.sp_input_regather) ||
+        !read_enum(fw, fp, "activation_layout", kLayouts, &f.batch_first_activations) ||
         !read_optional_bool(fw, fp, "recompute_early_stop", &f.recompute_early_stop) ||
         !read_enum(fw, fp, "loss_input", kLossInputs, &f.loss_input) ||
         !read_enum(fw, fp, "loss_kernel", kLossKernels, &f.loss_kernel) ||

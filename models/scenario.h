@@ -263,6 +263,19 @@ struct FrameworkConfig {
   // GEMM). false: the gathered input is kept for the backward (PyTorch DTensor SP, where
   // autograd saves the matmul's input), with no second gather.
   bool sp_input_regather = true;
+  // How the activations are laid out (workload.framework.activation_layout): Megatron's
+  // [sequence, batch, hidden] ("sbh": sequence parallelism shards dim 0, which NCCL gathers and
+  // scatters in place) or PyTorch models' [batch, sequence, hidden] ("bsh"). With bsh, DTensor's
+  // sequence parallelism shards dim 1, and PyTorch's functional collectives
+  // (torch/distributed/_functional_collectives.py: all_gather_tensor with gather_dim 1 ends in
+  // torch.cat(torch.chunk(out, group_size), dim=1); reduce_scatter_tensor with scatter_dim 1
+  // starts with torch.cat(torch.chunk(x, group_size, dim=1))) copy the whole gathered tensor
+  // around every TP collective they run: LayerKernels::memory_*_s. Unset: bsh for PyTorch's
+  // kernels (kernels: eager or compiled), sbh for fused ones (batch_first_layout()).
+  std::optional<bool> batch_first_activations;
+  bool batch_first_layout() const {
+    return batch_first_activations.value_or(kernels != KernelFusion::kFused);
+  }
   // Full recomputation as PyTorch's non-reentrant checkpoint runs it (torch.utils.checkpoint
   // with use_reentrant=False, TorchTitan's and FSDP's checkpoint wrappers): the recomputed
   // forward stops as soon as every tensor the backward saved is back (early stop, PyTorch's

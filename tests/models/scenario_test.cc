@@ -219,6 +219,25 @@ TEST_SUITE("models") {
                       "mean 'fat-tree'?");
   }
 
+  TEST_CASE("activation_layout: Megatron's sbh for fused kernels, PyTorch's bsh otherwise") {
+    auto fused = load(kBase);
+    REQUIRE(fused.ok());
+    CHECK_FALSE(fused->workload.framework.batch_first_layout());
+    const std::string compiled = with("  global_batch: 64", "  global_batch: 64\n  framework:\n"
+                                                             "    kernels: compiled");
+    auto c = load(compiled);
+    REQUIRE(c.ok());
+    CHECK(c->workload.framework.batch_first_layout());
+    auto given = load(with("  global_batch: 64", "  global_batch: 64\n  framework:\n"
+                                                 "    kernels: compiled\n    activation_layout: sbh"));
+    REQUIRE(given.ok());
+    CHECK_FALSE(given->workload.framework.batch_first_layout());
+    CHECK_PREFIX(error_of(with("  global_batch: 64", "  global_batch: 64\n  framework:\n"
+                                                     "    activation_layout: bsx")),
+                 "t.yaml:15:24: workload.framework.activation_layout: unknown value 'bsx' (did "
+                 "you mean 'bsh'?");
+  }
+
   TEST_CASE("a gpu map overrides catalog fields") {
     auto r = load(with("    gpu: h100-sxm",
                        "    gpu: {base: h100-sxm, bf16: 900TFLOP/s, hbm: 96GiB, "

@@ -448,6 +448,7 @@ TEST_SUITE("models") {
     // elementwise rate: the forward's two (attention output, MLP down) and the backward's two.
     Scenario s = load("published/other-labs/torchtitan-llama3.1-70b-256xh100-fsdp32-asynctp8.yaml");
     FrameworkConfig& fw = s.workload.framework;
+    fw.batch_first_activations = false;  // the layout's copies apart (the next test)
     REQUIRE(fw.tp_overlap_copy_engine_share == 1.0);
     // The file's: Inductor fuses the forward's two; the backward's input gradients are NCCL's.
     REQUIRE_FALSE(fw.tp_overlap_input_gradients);
@@ -480,6 +481,55 @@ TEST_SUITE("models") {
     // Without TP overlap the reduce-scatters are NCCL's, which reduce in their own kernels.
     fw.tp_comm_overlap = false;
     CHECK(fw.copy_engine_reduce_scatters() == 0);
+  }
+
+  TEST_CASE("step: sequence parallelism on batch-first activations copies around TP collectives") {
+    // TorchTitan's Llama 3 70B, TP 8 with SP, 16 x 8192 tokens a micro-batch: PyTorch's
+    // functional collectives gather and scatter dim 1 of [b, s, h] through a torch.cat of the
+    // whole 16-bit tensor (read and write tokens x h), at the eager concatenation's rate.
+    Scenario s = load("published/other-labs/torchtitan-llama3.1-70b-256xh100-fsdp32-tp8.yaml");
+    FrameworkConfig& fw = s.workload.framework;
+    const GpuSpec& gpu = s.cluster.node.gpu;
+    const ComputeParams p = default_compute_params(gpu);
+    REQUIRE(fw.batch_first_layout());  // compiled kernels: PyTorch's layout by default
+    REQUIRE_FALSE(fw.tp_comm_overlap);
+    REQUIRE_FALSE(fw.sp_input_regather);
+    const double one = 2 * 16.0 * 8192 * 8192 * 2 / eager_bandwidth_Bps(gpu, p.eager.cat, p);
+    const LayerKernels bsh = layer_kernels(gpu, s.workload, p);
+    fw.batch_first_activations = false;
+    const LayerKernels sbh = layer_kernels(gpu, s.workload, p);
+    // Vanilla TP: the forward's two gathers and two reduce-scatters, the backward's four.
+    CHECK(bsh.memory_forward_s - sbh.memory_forward_s == doctest::Approx(4 * one));
+    CHECK(bsh.memory_backward_s - sbh.memory_backward_s == doctest::Approx(4 * one));
+    CHECK(bsh.sp_copy_forward_s == doctest::Approx(4 * one));
+    CHECK(sbh.sp_copy_forward_s == 0);
+    CHECK(bsh.gemm_forward_s == sbh.gemm_forward_s);
+    // Full recomputation runs the forward's collectives again; op-level checkpointing keeps the
+    // reduce-scatters' outputs and gathers the inputs again (sp_input_regather: two more).
+    CHECK(bsh.recompute_s(Recompute::kFull) - sbh.recompute_s(Recompute::kFull) ==
+          doctest::Approx(4 * one));
+    CHECK(bsh.recompute_s(Recompute::kSelectiveOp) ==
+          doctest::Approx(sbh.recompute_s(Recompute::kSelectiveOp)));
+    fw.batch_first_activations = true;
+    fw.sp_input_regather = true;
+    const LayerKernels regather = layer_kernels(gpu, s.workload, p);
+    CHECK(regather.memory_backward_s - sbh.memory_backward_s == doctest::Approx(6 * one));
+    // Async TP: the fused matmuls take the chunks in place; the input-gradient reduce-scatters
+    // it leaves to NCCL and the weight gradients' gathers still copy.
+    fw.tp_comm_overlap = true;
+    fw.tp_overlap_input_gradients = false;
+    fw.tp_overlap_copy_engine_share = 0;  // no copy-engine reductions in the difference
+    const LayerKernels async_bsh = layer_kernels(gpu, s.workload, p);
+    fw.batch_first_activations = false;
+    const LayerKernels async_sbh = layer_kernels(gpu, s.workload, p);
+    CHECK(async_bsh.memory_forward_s == doctest::Approx(async_sbh.memory_forward_s));
+    CHECK(async_bsh.memory_backward_s - async_sbh.memory_backward_s == doctest::Approx(4 * one));
+    // Without SP there is nothing to gather along the sequence.
+    fw.batch_first_activations = true;
+    s.workload.parallelism.sp = false;
+    fw.sp_input_regather = false;
+    fw.tp_comm_overlap = false;
+    CHECK(layer_kernels(gpu, s.workload, p).sp_copy_forward_s == 0);
   }
 
   TEST_CASE("step: the busiest stage hides only the collectives it runs") {

@@ -22,10 +22,10 @@ corpus="$src/scenarios/published"
 # The contention measurements (scenarios/published/contention/) are scored apart, the simulator
 # gated at its current largest error (23.3%, Meta's) plus a margin: 25% (it overstates ECMP
 # collisions, docs/collectives.md; a regression gate, not the 15% target).
-"$bin" accuracy "$corpus" --json --max-mean-error 0.055 --max-loso-error 0.085 \
+"$bin" accuracy "$corpus" --json --max-mean-error 0.058 --max-loso-error 0.085 \
   --max-collective-error 0.25 >"$tmp/acc.json" 2>"$tmp/err.txt"
 rc=$?
-[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.055 --max-loso-error 0.085 --max-collective-error 0.25 exited $rc ($(tail -3 "$tmp/err.txt"))"
+[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.058 --max-loso-error 0.085 --max-collective-error 0.25 exited $rc ($(tail -3 "$tmp/err.txt"))"
 python3 - "$tmp/acc.json" "$src" <<'PY' || fail "accuracy --json content"
 import json, os, re, statistics, sys
 d = json.load(open(sys.argv[1]))
@@ -57,7 +57,9 @@ for engine in ("analytic", "des"):
         assert abs(src["mean_abs_error"] - sum(own) / len(own)) < 1e-12
         means.append(src["left_out_mean_abs_error"])
     assert abs(s["leave_one_source_out_mean_abs_error"] - sum(means) / len(means)) < 1e-12
-    assert s["overall"]["mean_abs_error"] <= 0.055, s["overall"]
+    # 5.8% (5.5% before TorchTitan's TP rows joined: its 8B on TP 8 and the async-TP and float8
+    # rows run 14-26% fast; docs/accuracy.md), above the issue's target of 5%.
+    assert s["overall"]["mean_abs_error"] <= 0.058, s["overall"]
     assert s["leave_one_source_out_mean_abs_error"] <= 0.085, s
     h200 = [x for x in s["sources"] if x["source"] == "clustersim-h200"][0]
     assert h200["runs"] >= 16 and h200["mean_abs_error"] <= 0.07, h200
