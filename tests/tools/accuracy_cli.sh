@@ -22,10 +22,10 @@ corpus="$src/scenarios/published"
 # The contention measurements (scenarios/published/contention/) are scored apart, the simulator
 # gated at its current largest error (23.3%, Meta's) plus a margin: 25% (it overstates ECMP
 # collisions, docs/collectives.md; a regression gate, not the 15% target).
-"$bin" accuracy "$corpus" --json --max-mean-error 0.058 --max-loso-error 0.085 \
+"$bin" accuracy "$corpus" --json --max-mean-error 0.062 --max-loso-error 0.085 \
   --max-collective-error 0.25 >"$tmp/acc.json" 2>"$tmp/err.txt"
 rc=$?
-[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.058 --max-loso-error 0.085 --max-collective-error 0.25 exited $rc ($(tail -3 "$tmp/err.txt"))"
+[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.062 --max-loso-error 0.085 --max-collective-error 0.25 exited $rc ($(tail -3 "$tmp/err.txt"))"
 python3 - "$tmp/acc.json" "$src" <<'PY' || fail "accuracy --json content"
 import json, os, re, statistics, sys
 d = json.load(open(sys.argv[1]))
@@ -57,9 +57,10 @@ for engine in ("analytic", "des"):
         assert abs(src["mean_abs_error"] - sum(own) / len(own)) < 1e-12
         means.append(src["left_out_mean_abs_error"])
     assert abs(s["leave_one_source_out_mean_abs_error"] - sum(means) / len(means)) < 1e-12
-    # 5.8% (5.5% before TorchTitan's TP rows joined: its 8B on TP 8 and the async-TP and float8
-    # rows run 14-26% fast; docs/accuracy.md), above the issue's target of 5%.
-    assert s["overall"]["mean_abs_error"] <= 0.058, s["overall"]
+    # 6.2% (5.5% before TorchTitan's TP and context-parallel rows joined: its 8B on TP 8, the
+    # async-TP and float8 rows and the 128K-256K CP rows run 14-34% fast; docs/accuracy.md),
+    # above the issue's target of 5%.
+    assert s["overall"]["mean_abs_error"] <= 0.062, s["overall"]
     assert s["leave_one_source_out_mean_abs_error"] <= 0.085, s
     h200 = [x for x in s["sources"] if x["source"] == "clustersim-h200"][0]
     assert h200["runs"] >= 16 and h200["mean_abs_error"] <= 0.07, h200
@@ -67,11 +68,11 @@ for engine in ("analytic", "des"):
     h100 = [x for x in s["sources"] if x["source"] == "clustersim-h100"][0]
     assert h100["runs"] == 17 and h100["mean_abs_error"] <= 0.035, h100
     assert h100["max_abs_error"] <= 0.06, h100
-    # The public runs alone (7.0% analytic, 6.7% simulator, since NeMo AutoModel's MoE rows
-    # joined, 16.7% of their own, all fast; the gate was 7% before them): our own steps must not
-    # hide a regression there.
+    # The public runs alone (7.7% analytic, 7.5% simulator since TorchTitan's TP and CP rows
+    # joined; 7.0% / 6.7% before them, 7% gated before NeMo AutoModel's MoE rows): our own steps
+    # must not hide a regression there.
     public = [abs(r[engine]["error"]) for r in runs if not r["source"].startswith("clustersim-")]
-    assert len(public) >= 112 and sum(public) / len(public) <= 0.075, sum(public) / len(public)
+    assert len(public) >= 130 and sum(public) / len(public) <= 0.08, sum(public) / len(public)
     # Published memory (PyTorch's reserved peak) within 20% on our own H200 steps (at most 15.1%
     # now), and every run on the GPUs it ran on but one of Meta's Llama 3 405B runs.
     for r in runs:
