@@ -504,14 +504,16 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   // fused matmul takes: they copy either way.
   double sp_copy_forward_s = 0, sp_copy_backward_s = 0;
   if (par.sp && par.tp > 1 && w.framework.batch_first_layout()) {
-    const double gathers = moe ? 1 : 2;  // = the reduce-scatters
+    const double gathers = moe ? 1 : 2;  // = the reduce-scatters, a layer and pass
     const double one = at(rate.cat, 2 * tokens * h * e);
     const bool fused = w.framework.tp_comm_overlap;
     const bool input_grads_fused = fused && w.framework.tp_overlap_input_gradients;
+    // Backward: the gathers' gradients (reduce-scatters), the reduce-scatters' (gathers), the
+    // inputs gathered again.
+    const double backward_copies = (input_grads_fused ? 0 : gathers) + (fused ? 0 : gathers) +
+                                   (sp_regathers_inputs(w) ? gathers : 0);
     sp_copy_forward_s = fused ? 0 : 2 * gathers * one;
-    sp_copy_backward_s = ((input_grads_fused ? 0 : gathers) + (fused ? 0 : gathers) +
-                          (w.framework.sp_input_regather ? gathers : 0)) *
-                         one;
+    sp_copy_backward_s = backward_copies * one;
   }
   // Memory-bound time outside the layer's op list: FSDP's casts and copies, the reductions,
   // the collectives' layout copies.
