@@ -41,6 +41,7 @@ constexpr double kExpertBiasHostSPerExpert = 0.131e-3;
 struct WeightGemm {
   double forward_s = 0;
   double backward_s = 0;
+  double dgrad_s = 0;  // of backward_s, the data gradient
 };
 
 // `chunks` > 1: the forward and data-gradient GEMMs run as that many GEMMs of m / chunks rows.
@@ -51,7 +52,8 @@ WeightGemm weight_gemm(const GpuSpec& gpu, Precision p, double m, double n, doub
   const double rows = m / chunks;
   WeightGemm w;
   w.forward_s = chunks * gemm_time(gpu, p, {rows, n, k}, params).time_s;
-  w.backward_s = chunks * gemm_time(gpu, p, {rows, k, n}, params).time_s +  // dX = dY W^T
+  w.dgrad_s = chunks * gemm_time(gpu, p, {rows, k, n}, params).time_s;  // dX = dY W^T
+  w.backward_s = w.dgrad_s +
                  gemm_time(gpu, p, {k, n, m}, params).time_s +              // dW = X^T dY
                  params.wgrad_accumulate_exposed *
                      memory_bound_time(gpu, accumulate_bytes * k * n, params).time_s;
@@ -146,6 +148,21 @@ double expert_bias_host_s(const WorkloadConfig& w) {
   return kExpertBiasHostS + experts_per_gpu(w) * kExpertBiasHostSPerExpert;
 }
 
+TpBlockGemms& TpBlockGemms::operator+=(const TpBlockGemms& o) {
+  blocks += o.blocks;
+  gathered_forward_s += o.gathered_forward_s;
+  reduced_forward_s += o.reduced_forward_s;
+  reduced_dgrad_s += o.reduced_dgrad_s;
+  gathered_backward_s += o.gathered_backward_s;
+  gathered_dgrad_s += o.gathered_dgrad_s;
+  return *this;
+}
+
+TpBlockGemms TpBlockGemms::scaled(double f) const {
+  return {f * blocks,          f * gathered_forward_s, f * reduced_forward_s,
+          f * reduced_dgrad_s, f * gathered_backward_s, f * gathered_dgrad_s};
+}
+
 double LayerKernels::recompute_gemm_s(Recompute r, unsigned modules) const {
   switch (r) {
     case Recompute::kNone:
@@ -233,6 +250,8 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   const bool moe = moe_layer && m.moe.enabled();
   LayerKernels out;
   out.moe = moe;
+  out.tp_gemms.attention.blocks = 1;
+  out.tp_gemms.mlp.blocks = !moe || m.moe.shared_experts > 0 ? 1 : 0;
 
   // 1. Weight GEMMs (TP-local shapes: QKV and up column-split, out and down row-split). With TP
   // communication overlap, Transformer Engine's userbuffers split each GEMM that an all-gather
@@ -267,6 +286,9 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     bool gathers_input = false;
     bool gathers_grad = false;
     bool last = false;  // the block's last GEMM (a dense MLP's down projection)
+    // Fed by the TP block's gathered input without being column-parallel (MLA's unsplit down
+    // projections, which take the gathered hidden states).
+    bool tp_fed = false;
   };
   std::vector<Gemm> gemms;
   // The flags of the GEMM just added: column-parallel (its input gathered under SP), fed by a
@@ -284,6 +306,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
       // The down projections take the gathered hidden states (Megatron-Core's MLA), the up
       // projections the latent through their fused norm (q_layernorm, kv_layernorm).
       gemms.push_back({tokens, double(a.q_lora_rank), h, 0, 1});
+      gemms.back().tp_fed = true;
       gemms.push_back({tokens, heads_t * a.qk_head_dim(), double(a.q_lora_rank), 0, chunks, true,
                        Role::kMlaUp});
       gemms.back().norm_fed = true;
@@ -292,6 +315,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
       column(false);
     }
     gemms.push_back({tokens, double(a.kv_lora_rank + a.qk_rope_head_dim), h, 0, 1});
+    gemms.back().tp_fed = true;
     gemms.push_back({tokens, heads_t * (a.qk_nope_head_dim + a.v_head_dim),
                      double(a.kv_lora_rank), 0, chunks, true, Role::kMlaUp});
     gemms.back().norm_fed = true;
@@ -408,6 +432,17 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     }
     if (g.last && early_stop) {
       out.full_recompute_skipped_gemm_s += wg.forward_s;
+    }
+    TpBlockGemms& block = g.role == Role::kMlp || g.role == Role::kShared ? out.tp_gemms.mlp
+                                                                           : out.tp_gemms.attention;
+    if (g.gathers_input || g.tp_fed) {
+      block.gathered_forward_s += wg.forward_s;
+      block.gathered_backward_s += wg.backward_s;
+      block.gathered_dgrad_s += wg.dgrad_s;
+    }
+    if (g.gathers_grad) {
+      block.reduced_forward_s += wg.forward_s;
+      block.reduced_dgrad_s += wg.dgrad_s;
     }
     if (gemm_quantized) {
       const CastBytes in = cast_bytes(g.m * g.k, g.gathers_input, g.norm_fed);
@@ -806,6 +841,7 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
     auto add = [&](double n, const LayerKernels& l) {
       c.gemm_forward_s += n * l.gemm_forward_s;
       c.gemm_backward_s += n * (l.gemm_backward_s + l.recompute_gemm_s(rc, modules));
+      c.tp_gemms += l.tp_gemms.scaled(n);
       c.attention_forward_s += n * l.attention_forward_s;
       c.attention_backward_s += n * l.attention_backward_s;
       c.forward_s += n * l.forward_s();

@@ -12,6 +12,34 @@
 
 namespace clustersim::models {
 
+// The weight GEMMs beside which TP communication overlap (FrameworkConfig::tp_comm_overlap) can
+// hide one TP block's collectives: Transformer Engine's userbuffers and PyTorch's async TP fuse a
+// collective with the GEMM it feeds or drains, never with another block's (Transformer Engine's
+// ub_overlap_ag / ub_overlap_rs / ub_bulk_* per linear; PyTorch's fused_all_gather_matmul and
+// fused_matmul_reduce_scatter). A block is the attention, or the MLP (dense, or a MoE layer's
+// shared experts): its input gathered for its column-parallel GEMMs, its output reduce-scattered
+// from its row-parallel one. Summed over a stage's layers; seconds per micro-batch.
+struct TpBlockGemms {
+  double blocks = 0;               // occurrences (a MoE layer without shared experts has no MLP's)
+  double gathered_forward_s = 0;   // what the input's gather feeds (QKV; the MLP's up and gate)
+  double reduced_forward_s = 0;    // what the output's reduce-scatter drains (out; down)
+  double reduced_dgrad_s = 0;      // that GEMM's data gradient: what the output gradient's gather feeds
+  double gathered_backward_s = 0;  // the gathered GEMMs' data and weight gradients
+  double gathered_dgrad_s = 0;     // of them, the data gradients: what the input's regather runs
+                                   // beside (the weight gradients: the input gradient's reduction)
+  TpBlockGemms& operator+=(const TpBlockGemms& o);
+  TpBlockGemms scaled(double f) const;
+};
+struct TpGemms {
+  TpBlockGemms attention, mlp;
+  TpGemms& operator+=(const TpGemms& o) {
+    attention += o.attention;
+    mlp += o.mlp;
+    return *this;
+  }
+  TpGemms scaled(double f) const { return {attention.scaled(f), mlp.scaled(f)}; }
+};
+
 // One layer, one micro-batch, forward and backward (backward excludes recomputation).
 struct LayerKernels {
   // QKV, attention output, MLP up (+ gate) and down projections. Backward runs each shape's
@@ -58,6 +86,7 @@ struct LayerKernels {
   // repeat: it keeps the reduce-scatters' outputs and gathers the inputs again (counted with
   // sp_input_regather in memory_backward_s).
   double sp_copy_forward_s = 0;
+  TpGemms tp_gemms;  // the GEMMs each TP block's collectives can hide behind
   bool moe = false;  // a mixture-of-experts layer
   // Whether the modules recompute this layer's whole MLP (mlp for a dense layer, moe for a MoE
   // one).
@@ -134,6 +163,7 @@ struct StageCompute {
   double gemm_backward_s = 0;
   double attention_forward_s = 0;  // the attention cores (what ring attention hides behind)
   double attention_backward_s = 0;
+  TpGemms tp_gemms;  // of the layers' weight GEMMs, those each TP block's collectives hide behind
   // Of forward + backward, the time in tensor-core-bound kernels (weight and head GEMMs, flash
   // attention, with recomputation): what draws the power that sets the clock (power_clock).
   double tensor_s = 0;

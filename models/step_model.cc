@@ -58,6 +58,8 @@ StageCompute mean_of(const StageCompute& a, const StageCompute& z) {
   d.attention_forward_s = (a.attention_forward_s + z.attention_forward_s) / 2;
   d.attention_backward_s = (a.attention_backward_s + z.attention_backward_s) / 2;
   d.tensor_s = (a.tensor_s + z.tensor_s) / 2;
+  d.tp_gemms = a.tp_gemms.scaled(0.5);
+  d.tp_gemms += z.tp_gemms.scaled(0.5);
   return d;
 }
 
@@ -107,6 +109,50 @@ double tp_wgrad_overlapped_share(const WorkloadConfig& w, const CommCall& call) 
 double tp_overlap_exposed_share(const WorkloadConfig& w, const CommCall& call) {
   if (!w.framework.tp_comm_overlap || w.framework.tp_overlap_input_gradients) return 0;
   return input_gradient_reduction_share(w, call);
+}
+
+TpCallTimes tp_call_times(const std::vector<TimedComm>& comms) {
+  TpCallTimes t;
+  for (const TimedComm& c : comms) {
+    if (c.call.dim != ParallelDim::kTp) continue;
+    const bool gather = c.call.op == CollectiveOp::kAllGather;
+    const double s = c.estimate.time_s;
+    if (c.call.phase == CommPhase::kForward) {
+      (gather ? t.gather : t.reduce) = s;
+    } else if (c.call.regather) {
+      t.regather = s;
+    } else {
+      (gather ? t.grad_gather : t.grad_reduce) = s;
+    }
+  }
+  return t;
+}
+
+double tp_overlap_cover_s(const WorkloadConfig& w, const TpGemms& gemms, const TpCallTimes& c,
+                          bool forward) {
+  const FrameworkConfig& fw = w.framework;
+  const bool whole = fw.tp_comm_overlap;  // every collective, not only the column linears'
+  if (!whole && !fw.tp_wgrad_overlap) return 0;
+  if (forward && !whole) return 0;
+  const bool fused_grad_reduce = whole ? fw.tp_overlap_input_gradients : true;
+  double cover = 0;
+  for (const TpBlockGemms* b : {&gemms.attention, &gemms.mlp}) {
+    const double n = b->blocks;
+    const double forward_cover = std::min(n * c.gather, b->gathered_forward_s) +
+                                 std::min(n * c.reduce, b->reduced_forward_s);
+    if (forward) {
+      cover += forward_cover;
+      continue;
+    }
+    const double wgrad = b->gathered_backward_s - b->gathered_dgrad_s;
+    cover += std::min(n * c.regather, b->gathered_dgrad_s) +
+             (fused_grad_reduce ? std::min(n * c.grad_reduce, wgrad) : 0);
+    if (whole) {
+      cover += std::min(n * c.grad_gather, b->reduced_dgrad_s);
+      if (w.parallelism.recompute == Recompute::kFull) cover += forward_cover;
+    }
+  }
+  return cover;
 }
 
 double overlap_interference_s(double hidden_comm_s, const StepParams& params,
@@ -229,21 +275,13 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   const double ref_layers = std::max(1, layers_per_stage(w));
   const double tp_fwd_layer = phase_seconds(r.comms, D::kTp, P::kForward) / ref_layers;
   const double tp_bwd_layer = phase_seconds(r.comms, D::kTp, P::kBackward) / ref_layers;
-  double tp_wgrad_layer = 0;  // of it, the reductions that run beside weight-gradient GEMMs
-  double tp_unfused_layer = 0;  // the reductions tp_comm_overlap leaves exposed
-  for (const auto& c : r.comms) {
-    tp_wgrad_layer += c.estimate.time_s * c.call.count * tp_wgrad_overlapped_share(w, c.call);
-    tp_unfused_layer += c.estimate.time_s * c.call.count * tp_overlap_exposed_share(w, c.call);
-  }
-  tp_wgrad_layer /= ref_layers;
-  tp_unfused_layer /= ref_layers;
   const double cp_fwd_layer = phase_seconds(r.comms, D::kCp, P::kForward) / ref_layers;
   const double cp_bwd_layer = phase_seconds(r.comms, D::kCp, P::kBackward) / ref_layers;
   // EP: per MoE layer (the list counts the stage with the most of them).
   const double ref_moe = std::max(1, moe_layers_per_stage(w));
   const double ep_fwd_layer = phase_seconds(r.comms, D::kEp, P::kForward) / ref_moe;
   const double ep_bwd_layer = phase_seconds(r.comms, D::kEp, P::kBackward) / ref_moe;
-  const bool tp_overlap = w.framework.tp_comm_overlap;
+  const TpCallTimes tp_calls = tp_call_times(r.comms);
   struct StageComm {  // seconds per micro-batch on one stage, by dimension
     double tp = 0, cp = 0, ep = 0;
   };
@@ -276,16 +314,12 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   auto exposure = [&](const StageCompute& st) {
     StageComm x;
     const double n = st.layers;
-    // TP: between the GEMMs of every layer, or (tp_comm_overlap) hidden behind the GEMMs they
-    // feed, layer by layer, with what does not fit exposed, and what the framework does not
-    // fuse (tp_overlap_exposed_share) exposed whole.
-    const double g = std::max(1, st.layers);
-    x.tp = tp_overlap ? n * (std::max(0.0, tp_fwd_layer - st.gemm_forward_s / g) +
-                             std::max(0.0, tp_bwd_layer - tp_unfused_layer -
-                                               st.gemm_backward_s / g) +
-                             tp_unfused_layer)
-                      : n * (tp_fwd_layer + tp_bwd_layer -
-                             std::min(tp_wgrad_layer, tp_wgrad_cover_s(w, st.gemm_backward_s / g)));
+    // TP: between the GEMMs of every layer, but what the framework hides behind the GEMMs each
+    // collective feeds or drains (tp_comm_overlap, tp_wgrad_overlap), what does not fit exposed;
+    // what it does not fuse (the input gradients' reductions under tp_comm_overlap without
+    // tp_overlap_input_gradients) exposed whole.
+    x.tp = n * (tp_fwd_layer + tp_bwd_layer) - tp_overlap_cover_s(w, st.tp_gemms, tp_calls, true) -
+           tp_overlap_cover_s(w, st.tp_gemms, tp_calls, false);
     x.tp *= 1 - params.tp_overlap_fraction;
     // Ring attention overlaps each K/V step with the attention of the chunk in hand.
     x.cp = std::max(0.0, n * cp_fwd_layer - st.attention_forward_s) +

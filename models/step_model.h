@@ -86,13 +86,6 @@ double tp_wgrad_overlapped_share(const WorkloadConfig& w, const CommCall& call);
 // of `call`'s calls that are a column-parallel linear's input-gradient reduction, which stay
 // exposed between the GEMMs while the other TP collectives hide behind them. 0 otherwise.
 double tp_overlap_exposed_share(const WorkloadConfig& w, const CommCall& call);
-// The GEMM time those collectives can hide behind, given a backward's GEMM time: the
-// column-parallel linears' (QKV and the MLP's first, about half a layer's weights)
-// weight-gradient GEMMs, and their data-gradient GEMMs too where SP gathers their inputs again.
-inline double tp_wgrad_cover_s(const WorkloadConfig& w, double gemm_backward_s) {
-  return (sp_regathers_inputs(w) ? 1.0 : 0.5) * weight_gradient_s(gemm_backward_s);
-}
-
 // Of a stage's forward passes (per micro-batch and model chunk, m x v in a step), how many run
 // alone rather than as one of a forward-backward pair whose communication hides behind the
 // other's compute (framework.ep_comm_overlap); as many backward passes run alone. 1F1B: the
@@ -125,6 +118,29 @@ struct TimedComm {
   double calls_per_step = 0;    // count x micro-batches (forward/backward) or count (step)
   double total_s() const { return estimate.time_s * calls_per_step; }
 };
+
+// One TP block's collectives, seconds per call, as the collective list times them.
+struct TpCallTimes {
+  double gather = 0;       // forward: the block input's all-gather (SP)
+  double reduce = 0;       // forward: its output's reduce-scatter (all-reduce without SP)
+  double grad_gather = 0;  // backward: the output gradient's all-gather (SP)
+  double grad_reduce = 0;  // backward: the input gradient's reduce-scatter (all-reduce)
+  double regather = 0;     // backward: the input gathered again for the weight gradients
+};
+TpCallTimes tp_call_times(const std::vector<TimedComm>& comms);
+
+// What the framework hides of a pass's TP collectives on a stage (or part of one): each
+// collective behind the GEMMs it is fused with or launched beside (TpGemms), at most their time,
+// what does not fit exposed. framework.tp_comm_overlap: forward, the input's gather behind Q/K/V
+// (the MLP's up), the output's reduce-scatter behind the output (down) projection; backward, the
+// output gradient's gather behind that projection's data gradient, and under full
+// recomputation the recomputed forward's collectives as forward. framework.tp_comm_overlap (with
+// tp_overlap_input_gradients) or tp_wgrad_overlap: the input's regather behind the gathered
+// GEMMs' data gradients, the input gradient's reduction behind their weight gradients
+// (Transformer Engine's ub_bulk_dgrad / ub_bulk_wgrad; Megatron-LM's async all-gather and
+// reduce-scatter beside the column-parallel linear's backward GEMMs).
+double tp_overlap_cover_s(const WorkloadConfig& w, const TpGemms& gemms, const TpCallTimes& calls,
+                          bool forward);
 
 // Time of one parallel dimension's communication per step.
 struct DimComm {

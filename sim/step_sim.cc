@@ -317,6 +317,7 @@ class StepBuilder {
     double fwd_s = 0, bwd_s = 0;
     double gemm_fwd_s = 0, gemm_bwd_s = 0;
     double att_fwd_s = 0, att_bwd_s = 0;
+    models::TpGemms tp_gemms;  // what each TP block's collectives hide behind (tp_comm_overlap)
   };
   std::vector<GroupCompute> group_;
   // DualPipe: the mirrored stage's groups a device runs for direction 1 (model stage
@@ -521,6 +522,7 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
   }
   const auto cp_calls = per_layer(ParallelDim::kCp, phase, gc.layers);
   const bool tp_overlap = sc_.workload.framework.tp_comm_overlap && !tp_calls.empty();
+  const models::TpCallTimes tp_times = models::tp_call_times(an_.comms);
   const int zero = sc_.workload.parallelism.zero;
   CommKind* z3_gather = zero == 3 ? find_kind(ParallelDim::kDp, phase, CollectiveOp::kAllGather) : nullptr;
   const double group_share = 1.0 / (chunks_ * groups_);
@@ -560,11 +562,14 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
     // What TP collectives can hide beside: the group's compute but the ring-attention part.
     const double beside_att = total - (cp_calls.empty() ? 0 : att);
     const double overlapped =
-        tp_overlap ? std::min(beside_att, fwd ? gc.gemm_fwd_s : gc.gemm_bwd_s - deferred) : 0;
+        tp_overlap ? std::min({beside_att, fwd ? gc.gemm_fwd_s : gc.gemm_bwd_s - deferred,
+                               models::tp_overlap_cover_s(sc_.workload, gc.tp_gemms, tp_times, fwd)})
+                   : 0;
     const double wgrad_cover =
         tp_wgrad_calls.empty()
             ? 0
-            : std::min(beside_att, models::tp_wgrad_cover_s(sc_.workload, gc.gemm_bwd_s - deferred));
+            : std::min({beside_att, gc.gemm_bwd_s - deferred,
+                        models::tp_overlap_cover_s(sc_.workload, gc.tp_gemms, tp_times, fwd)});
     const int stream_before = last_stream_[stage];
     int first = -1, last = -1;
     if (!cp_calls.empty() && att > 0) {
@@ -698,6 +703,7 @@ models::Status StepBuilder::build(DesStepResult* out) {
     g.bwd_s = st.backward_s / parts;
     g.gemm_fwd_s = st.gemm_forward_s / parts;
     g.gemm_bwd_s = st.gemm_backward_s / parts;
+    g.tp_gemms = st.tp_gemms.scaled(1 / parts);
     // Ring attention's exchange hides behind the attention kernels of the group.
     if (par.cp > 1) {
       g.att_fwd_s = std::min(g.fwd_s, st.attention_forward_s / parts);

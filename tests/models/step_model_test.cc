@@ -441,6 +441,80 @@ TEST_SUITE("models") {
     CHECK(tp_overlap_exposed_share(w, rs) == 0);
   }
 
+  TEST_CASE("step: TP overlap hides each block's collectives behind its own GEMMs only") {
+    // By hand: a small attention (QKV 1 ms, out 0.5 ms) and a large MLP (up 4 ms, down 2 ms)
+    // against 1.5 ms collectives. Each gather hides behind what it feeds, each reduce-scatter
+    // behind what it drains: 1 + 0.5 + 1.5 + 1.5 = 4.5 ms of the 6, where matching the layer's
+    // collectives against all its GEMMs (7.5 ms) would hide all 6.
+    Scenario s = load("published/other-labs/torchtitan-llama3.1-8b-64xh100-fsdp8-asynctp8.yaml");
+    WorkloadConfig& w = s.workload;
+    w.parallelism.recompute = Recompute::kNone;
+    w.framework.tp_overlap_input_gradients = true;
+    REQUIRE(w.framework.tp_comm_overlap);
+    TpGemms g;
+    // blocks, gathered forward, reduced forward, reduced dgrad, gathered backward (of it dgrad)
+    g.attention = {1, 1e-3, 0.5e-3, 0.4e-3, 2e-3, 1e-3};
+    g.mlp = {1, 4e-3, 2e-3, 2e-3, 8e-3, 4e-3};
+    TpCallTimes c;
+    c.gather = c.reduce = c.grad_gather = c.grad_reduce = 1.5e-3;
+    c.regather = 0;
+    CHECK(tp_overlap_cover_s(w, g, c, true) == doctest::Approx(4.5e-3));
+    // Backward: the output gradients' gathers behind the out (0.4) and down (2) data gradients,
+    // the input gradients' reduce-scatters behind the gathered GEMMs' weight gradients (1, 4).
+    const double grad_gathers = 0.4e-3 + 1.5e-3;
+    CHECK(tp_overlap_cover_s(w, g, c, false) == doctest::Approx(grad_gathers + 1e-3 + 1.5e-3));
+    // Unfused input gradients (PyTorch's async TP) hide nowhere; a regather hides behind the
+    // gathered GEMMs' data gradients (1, 4).
+    w.framework.tp_overlap_input_gradients = false;
+    c.regather = 1.5e-3;
+    CHECK(tp_overlap_cover_s(w, g, c, false) == doctest::Approx(grad_gathers + 1e-3 + 1.5e-3));
+    // Full recomputation repeats the forward's collectives beside the forward's GEMMs.
+    w.parallelism.recompute = Recompute::kFull;
+    CHECK(tp_overlap_cover_s(w, g, c, false) ==
+          doctest::Approx(grad_gathers + 1e-3 + 1.5e-3 + 4.5e-3));
+    // Two layers: twice each.
+    w.parallelism.recompute = Recompute::kNone;
+    CHECK(tp_overlap_cover_s(w, g.scaled(2), c, true) == doctest::Approx(9e-3));
+    // Megatron-LM's overlap without userbuffers (tp_wgrad_overlap): the column-parallel
+    // linears' regather beside their data gradients, the input gradients' reduce-scatters
+    // beside their weight gradients; the forward's collectives and the output gradients'
+    // gathers exposed.
+    w.framework.tp_comm_overlap = false;
+    w.framework.tp_wgrad_overlap = true;
+    CHECK(tp_overlap_cover_s(w, g, c, true) == 0);
+    CHECK(tp_overlap_cover_s(w, g, c, false) == doctest::Approx(2.5e-3 + 2.5e-3));
+    w.framework.tp_wgrad_overlap = false;
+    CHECK(tp_overlap_cover_s(w, g, c, false) == 0);
+
+    // The layer's GEMMs by block: TorchTitan's 8B at TP 8 (Q/K/V 768 columns a rank, the MLP's
+    // 3,584), every weight GEMM in one of the four roles, the MLP's far larger.
+    s = load("published/other-labs/torchtitan-llama3.1-8b-64xh100-fsdp8-asynctp8.yaml");
+    const GpuSpec& gpu = s.cluster.node.gpu;
+    const ComputeParams p = default_compute_params(gpu);
+    const LayerKernels l = layer_kernels(gpu, s.workload, p);
+    const TpGemms& lg = l.tp_gemms;
+    CHECK(lg.attention.blocks == 1);
+    CHECK(lg.mlp.blocks == 1);
+    CHECK(lg.attention.gathered_forward_s + lg.attention.reduced_forward_s +
+              lg.mlp.gathered_forward_s + lg.mlp.reduced_forward_s ==
+          doctest::Approx(l.gemm_forward_s));
+    CHECK(lg.attention.gathered_backward_s + lg.mlp.gathered_backward_s +
+              2 * (lg.attention.reduced_dgrad_s + lg.mlp.reduced_dgrad_s) ==
+          doctest::Approx(l.gemm_backward_s).epsilon(0.05));
+    CHECK(lg.mlp.gathered_forward_s > 3 * lg.attention.gathered_forward_s);
+    // On the step: the attention's gathers outlast Q/K/V, so TP is exposed although the
+    // layer's GEMMs outlast its collectives.
+    const StepResult r = predict(s);
+    const TpCallTimes calls = tp_call_times(r.comms);
+    const StageCompute& st = r.stages.front();
+    REQUIRE(calls.gather * st.layers > st.tp_gemms.attention.gathered_forward_s);
+    REQUIRE(r.breakdown.tp.total_s > 0);
+    const double fwd_calls = 2 * st.layers * (calls.gather + calls.reduce);
+    REQUIRE(fwd_calls < st.gemm_forward_s);
+    CHECK(r.breakdown.tp.exposed_s >=
+          r.micro_batches * (calls.gather * st.layers - st.tp_gemms.attention.gathered_forward_s));
+  }
+
   TEST_CASE("step: copy-engine reduce-scatters end in a local reduction on the compute stream") {
     // TorchTitan's async TP (every TP collective by copy engines) on Llama 3 70B, TP 8: each of
     // a layer's four reduce-scatters sums the 8 partials it received, reading the GEMM's
