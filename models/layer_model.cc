@@ -262,6 +262,9 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   // Full recomputation leaves a dense block's down projection and the residual add after it
   // out (LayerKernels::full_recompute_skipped_gemm_s).
   const bool early_stop = !moe && w.framework.recompute_stops_early();
+  // Q, K, V and the gated MLP's halves as GEMMs of their own (FrameworkConfig::
+  // separate_projection_gemms).
+  const bool separate = w.framework.separate_projections();
   enum class Role { kAttention, kMlaUp, kMlp, kShared };
   struct Gemm {
     double m, n, k;
@@ -289,6 +292,9 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     // Fed by the TP block's gathered input without being column-parallel (MLA's unsplit down
     // projections, which take the gathered hidden states).
     bool tp_fed = false;
+    // A separate projection after the first on the same input (K and V after Q, up after
+    // gate): the first's quantized copy of the input serves it.
+    bool shares_input = false;
   };
   std::vector<Gemm> gemms;
   // The flags of the GEMM just added: column-parallel (its input gathered under SP), fed by a
@@ -322,15 +328,35 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     gemms.push_back({tokens, h, heads_t * a.v_head_dim, 1, chunks});
     row();
   } else {
-    gemms.push_back({tokens, (q_width + kv_dim + m.v_width()) / t, h,
-                     kv_dim / (q_width + kv_dim + m.v_width()), chunks});
-    column(true);
+    if (separate) {
+      // Q, K and V each a GEMM of the same input; op-level checkpointing recomputes K's.
+      const std::size_t first = gemms.size();
+      for (const auto& [width, recomputed] :
+           {std::pair{q_width, 0.0}, {kv_dim, 1.0}, {m.v_width(), 0.0}}) {
+        gemms.push_back({tokens, width / t, h, recomputed, chunks});
+        column(true);
+        gemms.back().shares_input = gemms.size() > first + 1;
+      }
+    } else {
+      gemms.push_back({tokens, (q_width + kv_dim + m.v_width()) / t, h,
+                       kv_dim / (q_width + kv_dim + m.v_width()), chunks});
+      column(true);
+    }
     gemms.push_back({tokens, h, m.heads * m.v_head_dim() / t, 1, chunks});
     row();
   }
   if (!moe) {
-    gemms.push_back({tokens, ffn_out / t, h, m.gated_ffn ? 0.5 : 0, chunks, true, Role::kMlp});
-    column(true);
+    if (separate && m.gated_ffn) {
+      // The gate (w1) and the up half (w3, which op-level checkpointing recomputes).
+      for (const double recomputed : {0.0, 1.0}) {
+        gemms.push_back({tokens, m.ffn_hidden / t, h, recomputed, chunks, true, Role::kMlp});
+        column(true);
+        gemms.back().shares_input = recomputed > 0;
+      }
+    } else {
+      gemms.push_back({tokens, ffn_out / t, h, m.gated_ffn ? 0.5 : 0, chunks, true, Role::kMlp});
+      column(true);
+    }
     gemms.push_back({tokens, h, m.ffn_hidden / t, 0, chunks, true, Role::kMlp});
     row();
     gemms.back().last = true;
@@ -445,7 +471,8 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
       block.reduced_dgrad_s += wg.dgrad_s;
     }
     if (gemm_quantized) {
-      const CastBytes in = cast_bytes(g.m * g.k, g.gathers_input, g.norm_fed);
+      const CastBytes in =
+          g.shares_input ? CastBytes{} : cast_bytes(g.m * g.k, g.gathers_input, g.norm_fed);
       const CastBytes grad = cast_bytes(g.m * g.n, g.gathers_grad, false);
       cast_forward_bytes += g.count * in.cast;
       cast_backward_bytes += g.count * (in.transpose + grad.cast + grad.transpose);
@@ -633,17 +660,23 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     const double stream_bwd = 2 * (norm_bwd + add_bwd);
     // On this GPU's heads and columns: the transposing copy (and the Q, K, V gradients'
     // concatenation), rotary with its casts, the MLP's activation (and gate).
+    // Separate projections (FrameworkConfig::separate_projection_gemms) have no concatenated
+    // gradients and no strided V to copy; instead autograd sums their input gradients, Q's, K's
+    // and V's (two adds) and the gate's and up's (one), each reading two and writing one
+    // 16-bit tensor of the whole (gathered) sequence: 6 h a token each, on no shard.
     double local_fwd = at(rate.layout, 4 * h);
-    double local_bwd = at(rate.layout, 4 * h) + at(rate.cat, 12 * h);
+    double local_bwd = at(rate.layout, 4 * h) + (separate ? 0 : at(rate.cat, 12 * h));
+    double whole_bwd = separate ? at(rate.same, 2 * 6 * h) : 0;
     if (m.position_embedding == PositionEmbedding::kRope) {
       local_fwd += at(rate.strided, 24 * h) + at(rate.same, 24 * h) + at(rate.cat, 16 * h) +
-                   at(rate.cast_down, 12 * h) + at(rate.layout, 4 * h);
+                   at(rate.cast_down, 12 * h) + (separate ? 0 : at(rate.layout, 4 * h));
       local_bwd += at(rate.strided, 32 * h) + at(rate.layout, 16 * h) + at(rate.same, 44 * h) +
                    at(rate.cast_up, 12 * h) + at(rate.cast_down, 12 * h);
     }
     if (m.gated_ffn) {
       local_fwd += at(rate.same, 10 * f);
-      local_bwd += at(rate.same, 18 * f) + at(rate.cat, 8 * f);
+      local_bwd += at(rate.same, 18 * f) + (separate ? 0 : at(rate.cat, 8 * f));
+      whole_bwd += separate ? at(rate.same, 6 * h) : 0;
     } else {
       local_fwd += at(rate.gelu, 4 * f);
       local_bwd += at(rate.gelu_backward, 6 * f);
@@ -653,7 +686,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     const double casts_fwd = stream32 ? at(rate.cast_down, 6 * layer_weights / tokens) : 0;
     const double casts_bwd = stream32 ? at(rate.cast_up, 6 * layer_weights / tokens) : 0;
     const double fwd = local_fwd / t + stream_fwd / sp + casts_fwd;
-    const double bwd = local_bwd / t + stream_bwd / sp + casts_bwd;
+    const double bwd = local_bwd / t + stream_bwd / sp + whole_bwd + casts_bwd;
     // torch.compile fuses those ops: a measured share of eager's time (call 14).
     const double share =
         w.framework.kernels == KernelFusion::kCompiled ? params.compiled_elementwise_share : 1.0;

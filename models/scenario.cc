@@ -164,6 +164,7 @@ constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "tp_comm_overlap",     "tp_wgrad_overlap",
                                                "tp_overlap_input_gradients",
                                                "sp_input_regather",   "activation_layout",
+                                               "projections",
                                                "recompute_early_stop",
                                                "loss_input",          "loss_kernel",
                                                "optimizer_kernel",
@@ -1251,6 +1252,8 @@ bool Loader::load_workload(const YAML::Node& node) {
                                                                         {"hierarchical", true}};
     static constexpr std::pair<std::string_view, std::optional<bool>> kLayouts[] = {
         {"sbh", false}, {"bsh", true}};
+    static constexpr std::pair<std::string_view, std::optional<bool>> kProjections[] = {
+        {"fused", false}, {"separate", true}};
     static constexpr std::pair<std::string_view, std::optional<bool>> kExpertBias[] = {
         {"per_expert", true}, {"grouped", false}};
     static constexpr std::pair<std::string_view, LossInput> kLossInputs[] = {
@@ -1272,6 +1275,7 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_bool(fw, fp, "tp_overlap_input_gradients", &f.tp_overlap_input_gradients) ||
         !read_bool(fw, fp, "sp_input_regather", &f.sp_input_regather) ||
         !read_enum(fw, fp, "activation_layout", kLayouts, &f.batch_first_activations) ||
+        !read_enum(fw, fp, "projections", kProjections, &f.separate_projection_gemms) ||
         !read_optional_bool(fw, fp, "recompute_early_stop", &f.recompute_early_stop) ||
         !read_enum(fw, fp, "loss_input", kLossInputs, &f.loss_input) ||
         !read_enum(fw, fp, "loss_kernel", kLossKernels, &f.loss_kernel) ||

@@ -276,6 +276,18 @@ struct FrameworkConfig {
   bool batch_first_layout() const {
     return batch_first_activations.value_or(kernels != KernelFusion::kFused);
   }
+  // How the model code projects a block's input (workload.framework.projections): "fused", one
+  // GEMM for Q, K and V and one for a gated MLP's gate and up halves (Megatron-LM/Core and
+  // Transformer Engine: linear_qkv, linear_fc1; MPT's Wqkv), or "separate", each its own GEMM
+  // reading the same input (Hugging Face's and TorchTitan's Llama: q_proj, k_proj, v_proj,
+  // gate_proj, up_proj / wq, wk, wv, w1, w3; PyTorch's compiler does not merge them). Narrow
+  // ones (K and V at TP 8: 128 columns a rank for Llama 3) are bound by reading the input.
+  // Unset: separate for PyTorch's kernels (kernels: eager or compiled), fused for fused ones
+  // (separate_projections()).
+  std::optional<bool> separate_projection_gemms;
+  bool separate_projections() const {
+    return separate_projection_gemms.value_or(kernels != KernelFusion::kFused);
+  }
   // Full recomputation as PyTorch's non-reentrant checkpoint runs it (torch.utils.checkpoint
   // with use_reentrant=False, TorchTitan's and FSDP's checkpoint wrappers): the recomputed
   // forward stops as soon as every tensor the backward saved is back (early stop, PyTorch's

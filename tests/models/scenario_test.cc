@@ -238,6 +238,24 @@ TEST_SUITE("models") {
                  "you mean 'bsh'?");
   }
 
+  TEST_CASE("projections: fused for fused kernels, separate for PyTorch's") {
+    auto fused = load(kBase);
+    REQUIRE(fused.ok());
+    CHECK_FALSE(fused->workload.framework.separate_projections());
+    auto c = load(with("  global_batch: 64", "  global_batch: 64\n  framework:\n"
+                                             "    kernels: compiled"));
+    REQUIRE(c.ok());
+    CHECK(c->workload.framework.separate_projections());
+    auto given = load(with("  global_batch: 64", "  global_batch: 64\n  framework:\n"
+                                                 "    kernels: eager\n    projections: fused"));
+    REQUIRE(given.ok());
+    CHECK_FALSE(given->workload.framework.separate_projections());
+    CHECK_PREFIX(error_of(with("  global_batch: 64", "  global_batch: 64\n  framework:\n"
+                                                     "    projections: seperate")),
+                 "t.yaml:15:18: workload.framework.projections: unknown value 'seperate' (did "
+                 "you mean 'separate'?");
+  }
+
   TEST_CASE("a gpu map overrides catalog fields") {
     auto r = load(with("    gpu: h100-sxm",
                        "    gpu: {base: h100-sxm, bf16: 900TFLOP/s, hbm: 96GiB, "

@@ -515,6 +515,49 @@ TEST_SUITE("models") {
           r.micro_batches * (calls.gather * st.layers - st.tp_gemms.attention.gathered_forward_s));
   }
 
+  TEST_CASE("step: separate projections, GEMM by GEMM and their gradients' sums") {
+    // TorchTitan's Llama 3 8B layer at TP 8 with SP, 12 sequences of 8192 on a 500 W H100:
+    // wq, wk and wv (512, 128 and 128 columns a rank) and w1, w3 (1,792 each) as GEMMs of
+    // their own, where fused code runs one of 768 and one of 3,584 columns.
+    Scenario s = load("published/other-labs/torchtitan-llama3.1-8b-64xh100-fsdp8-tp8.yaml");
+    WorkloadConfig& w = s.workload;
+    REQUIRE(w.framework.kernels == KernelFusion::kCompiled);
+    REQUIRE(w.framework.separate_projections());  // PyTorch's kernels: separate by default
+    const GpuSpec& gpu = s.cluster.node.gpu;
+    const ComputeParams p = default_compute_params(gpu);
+    const double M = 12 * 8192.0, h = 4096, f = 14336 / 8.0;
+    auto gemm = [&](double n, double k) { return gemm_time(gpu, Precision::kBf16, {M, n, k}, p).time_s; };
+    const LayerKernels separate = layer_kernels(gpu, w, p);
+    w.framework.separate_projection_gemms = false;
+    const LayerKernels fused = layer_kernels(gpu, w, p);
+    CHECK(separate.gemm_forward_s - fused.gemm_forward_s ==
+          doctest::Approx(gemm(512, h) + 2 * gemm(128, h) - gemm(768, h) + 2 * gemm(f, h) -
+                          gemm(2 * f, h)));
+    // K and V at 128 columns are bound by reading the input (M x h, 16 bits, at the HBM rate).
+    CHECK(gemm(128, h) >= 0.99 * M * h * 2 / (gpu.hbm_Bps * p.hbm_efficiency));
+    CHECK(separate.gemm_forward_s > 1.05 * fused.gemm_forward_s);
+    // Op-level checkpointing recomputes wk, wo and w3: whole GEMMs now.
+    CHECK(separate.gemm_recomputed_by_op_s ==
+          doctest::Approx(gemm(128, h) + gemm(h, 512) + gemm(f, h)));
+    // Backward: autograd sums the three attention and the two MLP input gradients (three adds
+    // of the gathered M x h, 6 bytes an element each) where fused code concatenates Q's, K's and
+    // V's gradients (12 h) and the gate's and up's (8 f) on this GPU's columns; no V copy
+    // (4 h) forward. At torch.compile's share of eager's time.
+    const ComputeParams::EagerRates& r = p.eager;
+    auto at = [&](const ComputeParams::EagerRate& kind, double bytes) {
+      return bytes / eager_bandwidth_Bps(gpu, kind, p);
+    };
+    const double share = p.compiled_elementwise_share;
+    CHECK(separate.memory_backward_s - fused.memory_backward_s ==
+          doctest::Approx(share * M * (at(r.same, 18 * h) - (at(r.cat, 12 * h) + at(r.cat, 8 * 14336.0)) / 8)));
+    CHECK(fused.memory_forward_s - separate.memory_forward_s ==
+          doctest::Approx(share * M * at(r.layout, 4 * h) / 8));
+    // Fused kernels (Megatron's) default to fused projections.
+    w.framework.kernels = KernelFusion::kFused;
+    w.framework.separate_projection_gemms.reset();
+    CHECK_FALSE(w.framework.separate_projections());
+  }
+
   TEST_CASE("step: copy-engine reduce-scatters end in a local reduction on the compute stream") {
     // TorchTitan's async TP (every TP collective by copy engines) on Llama 3 70B, TP 8: each of
     // a layer's four reduce-scatters sums the 8 partials it received, reading the GEMM's

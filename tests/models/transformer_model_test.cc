@@ -114,6 +114,7 @@ TEST_SUITE("models") {
     w.global_batch = 1;
     w.micro_batch = 1;
     w.framework.weights_in_fp32 = true;
+    w.framework.separate_projection_gemms = false;  // train_step.py's Block: fused QKV, gate-up
     const GpuSpec& gpu = *find_gpu("h200-sxm");
     const ComputeParams params = default_compute_params(gpu);
     const double h = 4096, f = 14336, kv = 1024, tokens = 8192;
@@ -201,6 +202,7 @@ TEST_SUITE("models") {
     w.micro_batch = 6;
     w.global_batch = 6;
     w.framework.kernels = KernelFusion::kEager;
+    w.framework.separate_projection_gemms = false;  // MPT's Wqkv
     w.framework.weights_in_fp32 = true;
     w.framework.low_precision_norm = true;
     const GpuSpec& gpu = *find_gpu("h200-sxm");
