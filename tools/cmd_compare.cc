@@ -134,7 +134,7 @@ void print_ladder(const std::vector<LadderEntry>& entries, std::size_t width) {
   std::printf("%s", wrap_text("Fabric ladder: what a million tokens costs on an owned cluster, "
                               "each fabric's price in its capital; premium: the dearer fabric's "
                               "extra cost, and its share of the cheaper cluster's capital; "
-                              "faster: its step; last $/M tok: the change it makes",
+                              "step: its step time against the cheaper's; last $/M tok: the change it makes",
                               width, "", "  ")
                         .c_str());
   const LadderTable lt = ladder_table(entries, rungs);
@@ -149,7 +149,7 @@ void print_ladder(const std::vector<LadderEntry>& entries, std::size_t width) {
       std::printf("%s", wrap_text(row[0] + " GPUs: " + row[3] + " vs " + row[1] + ": " + row[4] +
                                       " vs " + row[2] + " per M tokens (" + row[7] +
                                       "), premium " + row[5] + ", step " + row[6] +
-                                      " faster; pays: " + row[8],
+                                      "; pays: " + row[8],
                                   width, "  ", "    ")
                             .c_str());
     }

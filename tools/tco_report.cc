@@ -233,7 +233,7 @@ LadderTable ladder_table(const std::vector<LadderEntry>& es, const std::vector<L
   LadderTable t;
   // Narrow enough for an 80-column terminal: the premium in thousands and as a share of capital.
   t.header = {"GPUs",    "cheaper", "$/M tok", "dearer", "$/M tok",
-              "premium", "faster",  "$/M tok", "pays?"};
+              "premium", "step",    "$/M tok", "pays?"};
   for (const auto& r : rungs) {
     const auto& c = *es[r.cheaper].tco;
     const auto& e = *es[r.dearer].tco;
@@ -242,7 +242,8 @@ LadderTable ladder_table(const std::vector<LadderEntry>& es, const std::vector<L
                       usd_fine(e.owned_usd_per_million_tokens),
                       "$" + format_significant(r.fabric_premium_usd / 1000, 3) + "K, " +
                           format_percent(r.capital_share),
-                      models::format_signed_percent(r.speedup),
+                      // The dearer's step time against the cheaper's: + slower, - faster.
+                      models::format_signed_percent(1 / (1 + r.speedup) - 1),
                       models::format_signed_percent(-r.owned_saving), r.pays() ? "yes" : "no"});
   }
   return t;

@@ -24,6 +24,22 @@ else
   fail "compare exited $? ($(cat "$tmp/err.txt"))"
 fi
 
+# The fabric ladder's step column: the dearer fabric's step time against the cheaper's, + for
+# slower, - for faster, the sign the JSON's speedup (cheaper's step / dearer's - 1) implies.
+ladder_a="$src/scenarios/tco/ladder-04n-roce200.yaml" ladder_b="$src/scenarios/tco/ladder-04n-ndr.yaml"
+if "$bin" compare "$ladder_a" "$ladder_b" --engine analytic >"$tmp/ladder.txt" 2>"$tmp/err.txt" &&
+   "$bin" compare "$ladder_a" "$ladder_b" --engine analytic --json >"$tmp/ladder.json" 2>>"$tmp/err.txt"; then
+  step=$(awk '$1 == "32" && $2 == "roce-200" {print $8}' "$tmp/ladder.txt")
+  python3 - "$tmp/ladder.json" "$step" <<'PY' || fail "the fabric ladder's step column ('$step') disagrees with its JSON"
+import json, sys
+rung = json.load(open(sys.argv[1]))["fabric_ladder"][0]
+shown = float(sys.argv[2].rstrip("%")) / 100
+assert abs(shown - (1 / (1 + rung["speedup"]) - 1)) < 0.001, (shown, rung["speedup"])
+PY
+else
+  fail "compare of the ladder pair exited $? ($(cat "$tmp/err.txt"))"
+fi
+
 # JSON: two designs, RoCE slower than InfiniBand (its NICs deliver 90% vs 94%), reasons given.
 if "$bin" compare "$ib" "$roce" --json >"$tmp/out.json" 2>"$tmp/err.txt"; then
   python3 - "$tmp/out.json" <<'PY' || fail "compare --json content"
