@@ -263,10 +263,13 @@ KernelTime gemm_time(const GpuSpec& gpu, Precision precision, const GemmShape& s
   // training's forward and gradient GEMMs do (Transformer Engine, torchao: bf16 out). Device
   // call 40 (scenarios/measurements/call40): an e4m3 data gradient of 98,304 x 4096 from 128
   // columns, 0.34 ms on an H100, the time of its bf16 twin: the output's write.
+  // Bound by memory, it reads and writes below a copy's rate (gemm_read_share,
+  // gemm_write_share): the bytes as a copy would move in the same time.
   const double out_bytes = quantized(precision) ? 2 : bytes_per_element(precision);
-  const double bytes = ((shape.m * shape.k + shape.k * shape.n) * bytes_per_element(precision) +
-                        shape.m * shape.n * out_bytes) *
-                       shape.batch;
+  const double read = (shape.m * shape.k + shape.k * shape.n) * bytes_per_element(precision);
+  const double written = shape.m * shape.n * out_bytes;
+  const double bytes =
+      (read / params.gemm_read_share + written / params.gemm_write_share) * shape.batch;
   return roofline(gpu, checked_peak(gpu, precision), flops, bytes, efficiency, params);
 }
 

@@ -148,6 +148,14 @@ struct ComputeParams {
   // H200 ran at 4.23 TB/s of its 4.8 (scenarios/measurements/h200-1gpu.json, hbm_copy; 4.20 in
   // h200-2gpu.json), 0.88.
   double hbm_efficiency = 0.90;
+  // A memory-bound GEMM as cuBLAS streams it, against a device copy's rate (hbm_efficiency):
+  // device call 40 (scenarios/measurements/call40, one H100, where the copy rate is 3.0 TB/s):
+  // Llama 3 8B's K and V GEMMs at TP 8 over 98,304 tokens, forward (reading the 805 MB input),
+  // data gradient (writing an 805 MB output) and weight gradient (reading both operands), fit
+  // by least squares: operands read at 2.71 TB/s (0.90 of it), the output written at 2.49
+  // (0.82); the three within 1.4%.
+  double gemm_read_share = 0.90;
+  double gemm_write_share = 0.82;
   // The fraction the fused memory-bound kernels of a layer reach (norms, softmax, dropout with
   // its random numbers, activations, residual adds: row reductions and mixed work, not plain
   // copies): torch's fused rms_norm ran at 3.18-3.49 TB/s of the H200's 4.8 at 64M-256M

@@ -487,7 +487,8 @@ TEST_SUITE("models") {
     CHECK(tp_overlap_cover_s(w, g, c, false) == 0);
 
     // The layer's GEMMs by block: TorchTitan's 8B at TP 8 (Q/K/V 768 columns a rank, the MLP's
-    // 3,584), every weight GEMM in one of the four roles, the MLP's far larger.
+    // 3,584), every weight GEMM in one of the four roles, the MLP's far larger (more than twice
+    // the separate Q, K and V GEMMs, K's and V's bound by memory).
     s = load("published/other-labs/torchtitan-llama3.1-8b-64xh100-fsdp8-asynctp8.yaml");
     const GpuSpec& gpu = s.cluster.node.gpu;
     const ComputeParams p = default_compute_params(gpu);
@@ -501,7 +502,7 @@ TEST_SUITE("models") {
     CHECK(lg.attention.gathered_backward_s + lg.mlp.gathered_backward_s +
               2 * (lg.attention.reduced_dgrad_s + lg.mlp.reduced_dgrad_s) ==
           doctest::Approx(l.gemm_backward_s).epsilon(0.05));
-    CHECK(lg.mlp.gathered_forward_s > 3 * lg.attention.gathered_forward_s);
+    CHECK(lg.mlp.gathered_forward_s > 2 * lg.attention.gathered_forward_s);
     // On the step: the attention's gathers outlast Q/K/V, so TP is exposed although the
     // layer's GEMMs outlast its collectives.
     const StepResult r = predict(s);
