@@ -262,9 +262,9 @@ KernelTime gemm_time(const GpuSpec& gpu, Precision precision, const GemmShape& s
   // The operands in `precision`; a quantized GEMM (FP8, FP4) writes its output in 16 bits, as
   // training's forward and gradient GEMMs do (Transformer Engine, torchao: bf16 out). Device
   // call 40 (scenarios/measurements/call40): an e4m3 data gradient of 98,304 x 4096 from 128
-  // columns, 0.34 ms on an H100, the time of its bf16 twin: the output's write.
-  // Bound by memory, it reads and writes below a copy's rate (gemm_read_share,
-  // gemm_write_share): the bytes as a copy would move in the same time.
+  // columns, 0.34 ms on an H100, the time of its bf16 twin: the output's write. Reads and the
+  // write run below a copy's rate (gemm_read_share, gemm_write_share): `bytes` is what a copy
+  // would move in the same time.
   const double out_bytes = quantized(precision) ? 2 : bytes_per_element(precision);
   const double read = (shape.m * shape.k + shape.k * shape.n) * bytes_per_element(precision);
   const double written = shape.m * shape.n * out_bytes;

@@ -1,6 +1,8 @@
 #include "models/layer_model.h"
 
 #include <algorithm>
+#include <initializer_list>
+#include <utility>
 
 #include "models/transformer_model.h"
 
@@ -304,6 +306,17 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     gemms.back().norm_fed = norm_fed;
   };
   const auto row = [&] { gemms.back().gathers_grad = true; };
+  // The column-parallel GEMMs of one norm-fed input, each output {width, the share op-level
+  // checkpointing recomputes}: one fused GEMM, or (separate projections) one GEMM each, all
+  // but the first reusing its quantized input.
+  const auto project = [&](std::initializer_list<std::pair<double, double>> outputs, Role role) {
+    const std::size_t first = gemms.size();
+    for (const auto& [width, recomputed] : outputs) {
+      gemms.push_back({tokens, width / t, h, recomputed, chunks, true, role});
+      column(true);
+      gemms.back().shares_input = gemms.size() > first + 1;
+    }
+  };
   if (m.mla.enabled()) {
     // MLA (DeepSeek-V3): the down projections unsplit, the up and output projections TP-split.
     const MlaSpec& a = m.mla;
@@ -328,34 +341,22 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     gemms.push_back({tokens, h, heads_t * a.v_head_dim, 1, chunks});
     row();
   } else {
+    // Op-level checkpointing recomputes K's projection.
+    const double qkv = q_width + kv_dim + m.v_width();
     if (separate) {
-      // Q, K and V each a GEMM of the same input; op-level checkpointing recomputes K's.
-      const std::size_t first = gemms.size();
-      for (const auto& [width, recomputed] :
-           {std::pair{q_width, 0.0}, {kv_dim, 1.0}, {m.v_width(), 0.0}}) {
-        gemms.push_back({tokens, width / t, h, recomputed, chunks});
-        column(true);
-        gemms.back().shares_input = gemms.size() > first + 1;
-      }
+      project({{q_width, 0}, {kv_dim, 1}, {m.v_width(), 0}}, Role::kAttention);
     } else {
-      gemms.push_back({tokens, (q_width + kv_dim + m.v_width()) / t, h,
-                       kv_dim / (q_width + kv_dim + m.v_width()), chunks});
-      column(true);
+      project({{qkv, kv_dim / qkv}}, Role::kAttention);
     }
     gemms.push_back({tokens, h, m.heads * m.v_head_dim() / t, 1, chunks});
     row();
   }
   if (!moe) {
+    // The gate (w1) and the up half (w3, which op-level checkpointing recomputes).
     if (separate && m.gated_ffn) {
-      // The gate (w1) and the up half (w3, which op-level checkpointing recomputes).
-      for (const double recomputed : {0.0, 1.0}) {
-        gemms.push_back({tokens, m.ffn_hidden / t, h, recomputed, chunks, true, Role::kMlp});
-        column(true);
-        gemms.back().shares_input = recomputed > 0;
-      }
+      project({{m.ffn_hidden, 0}, {m.ffn_hidden, 1}}, Role::kMlp);
     } else {
-      gemms.push_back({tokens, ffn_out / t, h, m.gated_ffn ? 0.5 : 0, chunks, true, Role::kMlp});
-      column(true);
+      project({{ffn_out, m.gated_ffn ? 0.5 : 0}}, Role::kMlp);
     }
     gemms.push_back({tokens, h, m.ffn_hidden / t, 0, chunks, true, Role::kMlp});
     row();

@@ -318,8 +318,11 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
     // collective feeds or drains (tp_comm_overlap, tp_wgrad_overlap), what does not fit exposed;
     // what it does not fuse (the input gradients' reductions under tp_comm_overlap without
     // tp_overlap_input_gradients) exposed whole.
-    x.tp = n * (tp_fwd_layer + tp_bwd_layer) - tp_overlap_cover_s(w, st.tp_gemms, tp_calls, true) -
-           tp_overlap_cover_s(w, st.tp_gemms, tp_calls, false);
+    // (A stage whose blocks outnumber the list's per-layer count, a dense stage of a MoE
+    // model, hides at most what it runs.)
+    x.tp = std::max(0.0, n * (tp_fwd_layer + tp_bwd_layer) -
+                             tp_overlap_cover_s(w, st.tp_gemms, tp_calls, true) -
+                             tp_overlap_cover_s(w, st.tp_gemms, tp_calls, false));
     x.tp *= 1 - params.tp_overlap_fraction;
     // Ring attention overlaps each K/V step with the attention of the chunk in hand.
     x.cp = std::max(0.0, n * cp_fwd_layer - st.attention_forward_s) +

@@ -333,6 +333,7 @@ class StepBuilder {
   }
   bool dualpipe_ = false;
   size_t pattern_flows_ = 0;
+  models::TpCallTimes tp_times_;  // one call of each TP collective (the analytic list's timing)
 };
 
 // The representative's flows of one full-size call on this stage.
@@ -522,7 +523,6 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
   }
   const auto cp_calls = per_layer(ParallelDim::kCp, phase, gc.layers);
   const bool tp_overlap = sc_.workload.framework.tp_comm_overlap && !tp_calls.empty();
-  const models::TpCallTimes tp_times = models::tp_call_times(an_.comms);
   const int zero = sc_.workload.parallelism.zero;
   CommKind* z3_gather = zero == 3 ? find_kind(ParallelDim::kDp, phase, CollectiveOp::kAllGather) : nullptr;
   const double group_share = 1.0 / (chunks_ * groups_);
@@ -563,13 +563,13 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
     const double beside_att = total - (cp_calls.empty() ? 0 : att);
     const double overlapped =
         tp_overlap ? std::min({beside_att, fwd ? gc.gemm_fwd_s : gc.gemm_bwd_s - deferred,
-                               models::tp_overlap_cover_s(sc_.workload, gc.tp_gemms, tp_times, fwd)})
+                               models::tp_overlap_cover_s(sc_.workload, gc.tp_gemms, tp_times_, fwd)})
                    : 0;
     const double wgrad_cover =
         tp_wgrad_calls.empty()
             ? 0
             : std::min({beside_att, gc.gemm_bwd_s - deferred,
-                        models::tp_overlap_cover_s(sc_.workload, gc.tp_gemms, tp_times, fwd)});
+                        models::tp_overlap_cover_s(sc_.workload, gc.tp_gemms, tp_times_, fwd)});
     const int stream_before = last_stream_[stage];
     int first = -1, last = -1;
     if (!cp_calls.empty() && att > 0) {
@@ -686,6 +686,7 @@ models::Status StepBuilder::build(DesStepResult* out) {
   const int compute_chunks = dualpipe_ ? 1 : chunks_;
   layers_ = models::layers_per_stage(sc_.workload);
   moe_ref_ = models::moe_layers_per_stage(sc_.workload);
+  tp_times_ = models::tp_call_times(an_.comms);
   const std::vector<int> stage_moe = models::moe_layers_of_stages(sc_.workload);
   // 1. Layer groups: at most max_tasks ops (about 2 per layer group and pass, plus PP and DP).
   const double per_stage_units = 2.0 * m * compute_chunks;

@@ -67,6 +67,28 @@ bool starts_with(const std::string& s, const std::string& prefix) {
     CHECK_MESSAGE(starts_with(text_, prefix), text_);        \
   } while (0)
 
+// A framework key whose default follows the kernels: `on` reads it. Off for the base file's
+// fused kernels, on for compiled ones, off where the file sets `off_value` beside them; `typo`
+// refused with `error` (file:line:col, did-you-mean).
+void check_kernels_default(const std::string& key, const std::string& off_value,
+                           const std::string& typo, const std::string& error,
+                           bool (*on)(const FrameworkConfig&)) {
+  CAPTURE(key);
+  const std::string framework = "  global_batch: 64\n  framework:\n";
+  auto fused = load(kBase);
+  REQUIRE(fused.ok());
+  CHECK_FALSE(on(fused->workload.framework));
+  auto compiled = load(with("  global_batch: 64", framework + "    kernels: compiled"));
+  REQUIRE(compiled.ok());
+  CHECK(on(compiled->workload.framework));
+  auto given = load(with("  global_batch: 64",
+                         framework + "    kernels: compiled\n    " + key + ": " + off_value));
+  REQUIRE(given.ok());
+  CHECK_FALSE(on(given->workload.framework));
+  CHECK_PREFIX(error_of(with("  global_batch: 64", framework + "    " + key + ": " + typo)),
+               error);
+}
+
 // scenarios/ also holds other documents (claims files, calibration overlays): a scenario is the
 // YAML file with a top-level `cluster:` key.
 bool is_scenario_document(const fs::path& path) {
@@ -220,40 +242,17 @@ TEST_SUITE("models") {
   }
 
   TEST_CASE("activation_layout: Megatron's sbh for fused kernels, PyTorch's bsh otherwise") {
-    auto fused = load(kBase);
-    REQUIRE(fused.ok());
-    CHECK_FALSE(fused->workload.framework.batch_first_layout());
-    const std::string compiled = with("  global_batch: 64", "  global_batch: 64\n  framework:\n"
-                                                             "    kernels: compiled");
-    auto c = load(compiled);
-    REQUIRE(c.ok());
-    CHECK(c->workload.framework.batch_first_layout());
-    auto given = load(with("  global_batch: 64", "  global_batch: 64\n  framework:\n"
-                                                 "    kernels: compiled\n    activation_layout: sbh"));
-    REQUIRE(given.ok());
-    CHECK_FALSE(given->workload.framework.batch_first_layout());
-    CHECK_PREFIX(error_of(with("  global_batch: 64", "  global_batch: 64\n  framework:\n"
-                                                     "    activation_layout: bsx")),
-                 "t.yaml:15:24: workload.framework.activation_layout: unknown value 'bsx' (did "
-                 "you mean 'bsh'?");
+    check_kernels_default("activation_layout", "sbh", "bsx",
+                          "t.yaml:15:24: workload.framework.activation_layout: unknown value "
+                          "'bsx' (did you mean 'bsh'?",
+                          [](const FrameworkConfig& f) { return f.batch_first_layout(); });
   }
 
   TEST_CASE("projections: fused for fused kernels, separate for PyTorch's") {
-    auto fused = load(kBase);
-    REQUIRE(fused.ok());
-    CHECK_FALSE(fused->workload.framework.separate_projections());
-    auto c = load(with("  global_batch: 64", "  global_batch: 64\n  framework:\n"
-                                             "    kernels: compiled"));
-    REQUIRE(c.ok());
-    CHECK(c->workload.framework.separate_projections());
-    auto given = load(with("  global_batch: 64", "  global_batch: 64\n  framework:\n"
-                                                 "    kernels: eager\n    projections: fused"));
-    REQUIRE(given.ok());
-    CHECK_FALSE(given->workload.framework.separate_projections());
-    CHECK_PREFIX(error_of(with("  global_batch: 64", "  global_batch: 64\n  framework:\n"
-                                                     "    projections: seperate")),
-                 "t.yaml:15:18: workload.framework.projections: unknown value 'seperate' (did "
-                 "you mean 'separate'?");
+    check_kernels_default("projections", "fused", "seperate",
+                          "t.yaml:15:18: workload.framework.projections: unknown value "
+                          "'seperate' (did you mean 'separate'?",
+                          [](const FrameworkConfig& f) { return f.separate_projections(); });
   }
 
   TEST_CASE("a gpu map overrides catalog fields") {
