@@ -17,6 +17,17 @@ constexpr double kMaskBytes = 1;
 // counts our own steps on the H200 and the H100 were checked with (clustersim-h200, -h100).
 constexpr double kTorchLossForwardBytesPerLogit = 4 + 4 + 4;
 constexpr double kTorchLossBackwardBytesPerLogit = 4 + 4 + 4 + 2;
+// The same on fp32 logits cast by the model's code (framework.loss_input fp32: TorchTitan's
+// logits.float(), our FSDP steps), rows too wide for shared memory (Llama 3's 128,256 fp32
+// logits, 501 KiB a row): the copy written (4); PyTorch's cunn_SoftMaxForward reads each row
+// three times, for the max, for the sum and to write the log-probabilities (12 + 4); backward
+// nll_loss writes their gradient (4), cunn_SoftMaxBackward reads it twice and the
+// log-probabilities once and writes the logits' gradient (8 + 4 + 4), cast to 16 bits (4 + 2).
+// Device calls 23 (H200, 4.3 TB/s copies) and 41 (H100, 3.0 TB/s): the two softmax kernels took
+// 7.9 and 8.5 ms (H200) and 11.1 and 11.4 ms (H100) for 2.1 G logits, 15.8-17.5 bytes a logit
+// at the copy rate (scenarios/measurements/call41/train-steps-float8-h100.json, top_kernels).
+constexpr double kTorchFp32LossForwardBytesPerLogit = 4 + 12 + 4;
+constexpr double kTorchFp32LossBackwardBytesPerLogit = 4 + 16 + 6;
 // What runs outside FP8 (FP4) under FP8 (NVFP4) training (Transformer Engine; DeepSeek-AI
 // 2024, "DeepSeek-V3 Technical Report" sec. 3.3.1): the attention core, the embedding, the
 // output head, the MoE router and the norms stay in bf16.
@@ -201,9 +212,10 @@ double LayerKernels::recompute_s(Recompute r, unsigned modules) const {
       return s;
     }
     case Recompute::kSelectiveOp:  // the collectives' outputs are kept, or gathered again
-      return gemm_recomputed_by_op_s + memory_forward_s - sp_copy_forward_s;
+      return gemm_recomputed_by_op_s + memory_forward_s - sp_copy_forward_s - fsdp_forward_s;
     case Recompute::kFull:
-      return forward_s() - full_recompute_skipped_gemm_s - full_recompute_skipped_memory_s;
+      return forward_s() - full_recompute_skipped_gemm_s - full_recompute_skipped_memory_s -
+             fsdp_forward_s;
   }
   return 0;
 }
@@ -539,7 +551,9 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   // 16-bit gradients are cast to fp32 into the reduce-scatter's buffer (read 2, write 4):
   // (6 / shard + 4) forward and (6 / shard + 4 + 6) backward bytes per parameter. One rank of
   // FSDP2 on our H200 (device call 20, scenarios/measurements/call20): chunk_cat, the
-  // device-to-device copies and the casts took 15.1 ms a step for 1.32 B parameters.
+  // device-to-device copies and the casts took 15.1 ms a step for 1.32 B parameters. With
+  // quantized all-gathers (fp8_param_gather: torchao's float8 FSDP all-gather) the shard is cast
+  // to FP8 instead (read 4, write 1) and the FP8 weight gathered and copied out (read 1, write 1).
   // This GPU's share of the layer's matmul weights.
   const double layer_weights = (2 * h * h + 2 * h * kv_dim + (ffn_out + m.ffn_hidden) * h) / t;
   const ComputeParams::EagerRates& rate = params.eager;
@@ -547,12 +561,17 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   const auto at = [&](const ComputeParams::EagerRate& kind, double bytes) {
     return bytes / eager_bandwidth_Bps(gpu, kind, params);
   };
+  const bool quantized_gather = gathers_quantized_weights(w);
   double fsdp_forward_s = 0, fsdp_backward_s = 0;
   if (pytorch_fsdp(w) && mixed_precision(p)) {
     const double shard = double(par.dp) * par.cp;
-    fsdp_forward_s =
-        at(rate.cast_down, 6 / shard * layer_weights) + at(rate.memcpy, 4 * layer_weights);
-    fsdp_backward_s = fsdp_forward_s + at(rate.cast_up, 6 * layer_weights);
+    const double gathered = quantized_gather ? q : e;
+    fsdp_forward_s = at(rate.cast_down, (4 + gathered) / shard * layer_weights) +
+                     at(rate.memcpy, 2 * gathered * layer_weights);
+    // Without resharding after the forward (reshard_after_forward false) the backward uses
+    // the forward's gathered weights.
+    fsdp_backward_s = (w.framework.reshard_after_forward ? fsdp_forward_s : 0) +
+                      at(rate.cast_up, 6 * layer_weights);
   }
   // Sequence parallelism on [batch, sequence, hidden] activations (FrameworkConfig::
   // batch_first_layout): each TP collective that PyTorch's functional collectives run copies the
@@ -583,6 +602,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   const double outside_forward_s = fsdp_forward_s + rs_forward_s + sp_copy_forward_s;
   const double outside_backward_s = fsdp_backward_s + rs_backward_s + sp_copy_backward_s;
   out.sp_copy_forward_s = sp_copy_forward_s;
+  out.fsdp_forward_s = fsdp_forward_s;
   if (w.framework.kernels != KernelFusion::kFused) {
     // PyTorch eager, op by op: bytes per token, each term at its kind of kernel's measured rate
     // (ComputeParams::EagerRates). Under autocast with fp32 parameters (outside FSDP) the
@@ -693,6 +713,22 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
         w.framework.kernels == KernelFusion::kCompiled ? params.compiled_elementwise_share : 1.0;
     out.memory_forward_s = share * fwd * tokens + outside_forward_s;
     out.memory_backward_s = share * bwd * tokens + outside_backward_s;
+    if (low_precision) {
+      // Quantized linears in PyTorch (torchao's Float8Linear, tensorwise): the activations' and
+      // gradients' casts of section 1, and the weights', which nothing caches: each forward
+      // takes the 16-bit weight's amax and casts it (read 2 twice, write 1 a parameter), each
+      // backward casts it again into the column-major layout the data gradient's GEMM takes
+      // (torchao's matmul_with_hp_or_float8_args). Under an FP8 all-gather the gathered weight
+      // is already FP8 (FSDP's shard cast above): the backward copies it column-major (read
+      // 1, write 1). Dense layers' weights (a MoE layer's experts are not torchao's here).
+      const double weights = moe ? 0 : layer_weights;
+      const double weight_fwd = quantized_gather ? 0 : (2 * e + q) * weights;
+      const double weight_bwd = (quantized_gather ? 2 * q : 2 * e + q) * weights;
+      out.memory_forward_s +=
+          elementwise_time(gpu, cast_forward_bytes + weight_fwd, params).time_s;
+      out.memory_backward_s +=
+          elementwise_time(gpu, cast_backward_bytes + weight_bwd, params).time_s;
+    }
     if (early_stop) {  // the last residual add, the down weight's cast
       const double down_cast = stream32 ? at(rate.cast_down, 6 * h * f / t / tokens) : 0;
       out.full_recompute_skipped_memory_s = share * (add_fwd / sp + down_cast) * tokens;
@@ -911,6 +947,24 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
       c.backward_s += n * elementwise_time(gpu, (h * e + 2 * h * 4) * tokens, params).time_s;
     };
     if (s == 0) add_embedding_lookup(1);
+    // PyTorch FSDP's root module (fully_shard on the model: the embedding, the final norm and
+    // the output head) casts and copies its parameters as the blocks' do (layer_kernels: read 4,
+    // write 2 a parameter of the fp32 shard; read 2, write 2 out of the gathered buffer) each
+    // micro-batch's forward. FSDP2 keeps the root gathered through the backward (its
+    // reshard_after_forward heuristic), which then only casts the 16-bit gradients to fp32 for
+    // the reduce-scatter (read 2, write 4). Device call 41 (scenarios/measurements/call41): on
+    // one H100 with Llama 3 8B's 1.05 B embedding and head parameters beside 4 layers, FSDP's
+    // casts, copies and chunk_cat took 26 ms a step.
+    if (pytorch_fsdp(w) && mixed_precision(w.precision)) {
+      const double table = vocab_local * h;  // one embedding matrix: its share on this GPU
+      const double root = (s == 0 ? table : 0) +
+                          (s == last && (s != 0 || !w.model.tied_embeddings) ? table : 0);
+      const double shard = double(w.parallelism.dp) * w.parallelism.cp;
+      const ComputeParams::EagerRates& rate = params.eager;
+      c.forward_s += root * ((4 + e) / shard / eager_bandwidth_Bps(gpu, rate.cast_down, params) +
+                             2 * e / eager_bandwidth_Bps(gpu, rate.memcpy, params));
+      c.backward_s += root * 6 / eager_bandwidth_Bps(gpu, rate.cast_up, params);
+    }
     if (s == last) {
       // The output head and loss, once for the model and once more for each MTP module, which
       // also projects [norm(h), norm(embedding of the next token)] (2h) back to h, TP-split.
@@ -920,10 +974,13 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
       const double logits = tokens * vocab_local;
       const bool fused = w.framework.kernels == KernelFusion::kFused;
       const LossKernel loss = w.framework.loss_kernel;
-      const double loss_bytes =
-          fused ? loss_forward_bytes_per_logit(loss) : kTorchLossForwardBytesPerLogit;
-      const double loss_backward_bytes =
-          fused ? loss_backward_bytes_per_logit(loss) : kTorchLossBackwardBytesPerLogit;
+      const bool fp32_logits = !fused && w.framework.loss_input == LossInput::kFp32;
+      const double loss_bytes = fused         ? loss_forward_bytes_per_logit(loss)
+                                : fp32_logits ? kTorchFp32LossForwardBytesPerLogit
+                                              : kTorchLossForwardBytesPerLogit;
+      const double loss_backward_bytes = fused         ? loss_backward_bytes_per_logit(loss)
+                                         : fp32_logits ? kTorchFp32LossBackwardBytesPerLogit
+                                                       : kTorchLossBackwardBytesPerLogit;
       c.forward_s += passes * (head.forward_s +
                                elementwise_time(gpu, logits * (e + loss_bytes), params).time_s);
       c.backward_s += passes * (head.backward_s +

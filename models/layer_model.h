@@ -86,6 +86,10 @@ struct LayerKernels {
   // repeat: it keeps the reduce-scatters' outputs and gathers the inputs again (counted with
   // sp_input_regather in memory_backward_s).
   double sp_copy_forward_s = 0;
+  // Of memory_forward_s, PyTorch FSDP's casts and copies of the gathered weights, which no
+  // recomputation repeats: the backward gathers the weights before it (counted in
+  // memory_backward_s) and the recomputed forward uses them.
+  double fsdp_forward_s = 0;
   TpGemms tp_gemms;  // the GEMMs each TP block's collectives can hide behind
   bool moe = false;  // a mixture-of-experts layer
   // Whether the modules recompute this layer's whole MLP (mlp for a dense layer, moe for a MoE

@@ -3,6 +3,7 @@
 // the two MFUs.
 #include <doctest/doctest.h>
 
+#include "models/compute_model.h"
 #include "models/layer_model.h"
 #include "models/scenario.h"
 #include "models/step_model.h"
@@ -71,6 +72,68 @@ TEST_SUITE("models") {
               tokens * (4 * (h + 2 * kv) / t + 3 * h / t + 4 * 2 * ffn / t + 3 * h / t + 4 * 2 * h) /
               rate));
     CHECK(ld.gemm_forward_s == doctest::Approx(lf.gemm_forward_s));
+  }
+
+  TEST_CASE("fp8: PyTorch's float8 linears cast activations, gradients and weights each pass") {
+    // torchao's Float8Linear under torch.compile (TorchTitan): the casts of the GEMMs' inputs
+    // and output gradients as Transformer Engine's current scaling has them, counted for
+    // PyTorch's kernels too (they were not before device call 41), and the weights', which
+    // nothing caches: amax and cast forward (read 2 twice, write 1) and again backward into
+    // the column-major layout, or under the FP8 all-gather a column-major copy of the gathered
+    // FP8 weight (read 1, write 1) and the shard cast to FP8 in place of 16 bits.
+    auto load = [](Precision p, bool fp8_gather) {
+      auto s = load_scenario_text(
+          std::string("cluster: {nodes: 1, node: {gpu: h100-sxm, gpus_per_node: 1}}\n"
+                      "workload:\n  model: llama3-8b\n  seq_len: 8192\n  global_batch: 2\n"
+                      "  micro_batch: 2\n  precision: ") +
+              (p == Precision::kFp8 ? "fp8" : "bf16") +
+              "\n  framework: {kernels: compiled, weights_in_fp32: true" +
+              (fp8_gather ? ", fp8_param_gather: true" : "") +
+              "}\n  parallelism: {tp: 1, dp: 1, zero: 3, recompute: none}\n",
+          "titan.yaml");
+      REQUIRE(s.ok());
+      return std::move(s).value();
+    };
+    const Scenario b = load(Precision::kBf16, false);
+    const Scenario f = load(Precision::kFp8, false);
+    const Scenario g = load(Precision::kFp8, true);
+    REQUIRE(f.workload.framework.separate_projections());
+    const GpuSpec& gpu = b.cluster.node.gpu;
+    const ComputeParams p = default_compute_params(gpu);
+    const LayerKernels lb = layer_kernels(gpu, b.workload, p);
+    const LayerKernels lf = layer_kernels(gpu, f.workload, p);
+    const LayerKernels lg = layer_kernels(gpu, g.workload, p);
+    const double tokens = 2 * 8192, h = 4096, kv = 1024, ffn = 14336;
+    // Forward inputs: Q's (K and V share its cast) and gate's (up shares it) from the norms
+    // (read 2, write both layouts 1 + 1), the output and down projections' (read 2 for the
+    // amax, 2 again, write 1 + 1); backward every output gradient (6).
+    const double forward = tokens * (4 * h + 6 * h + 4 * h + 6 * ffn);
+    const double backward = tokens * 6 * (3 * h + 2 * kv + 2 * ffn);
+    const double weights = 2 * h * h + 2 * h * kv + 3 * h * ffn;
+    const double rate = gpu.hbm_Bps * p.elementwise_efficiency;
+    CHECK(lf.memory_forward_s - lb.memory_forward_s ==
+          doctest::Approx((forward + 5 * weights) / rate));
+    CHECK(lf.memory_backward_s - lb.memory_backward_s ==
+          doctest::Approx((backward + 5 * weights) / rate));
+    // The FP8 all-gather: FSDP casts the fp32 shard to 1 byte instead of 2 and copies 1-byte
+    // weights out of the gathered buffer, forward and (resharded) again backward; the weights'
+    // own casts leave only the backward's column-major copy.
+    const ComputeParams::EagerRates& r = p.eager;
+    const double fsdp_saved = weights * (1 / eager_bandwidth_Bps(gpu, r.cast_down, p) +
+                                         2 / eager_bandwidth_Bps(gpu, r.memcpy, p));
+    CHECK(lf.memory_forward_s - lg.memory_forward_s ==
+          doctest::Approx(5 * weights / rate + fsdp_saved));
+    CHECK(lf.memory_backward_s - lg.memory_backward_s ==
+          doctest::Approx(3 * weights / rate + fsdp_saved));
+    // Call 41 (scenarios/measurements/call41): these casts on one H100 with four of Llama 3
+    // 8B's layers cost the float8 step 12.0 ms of elementwise kernels (58.8 against 46.8 ms
+    // with bf16 linears); the model's four layers' casts take 14.3 ms (Inductor fuses some
+    // casts into the neighbouring kernels, SiLU's backward for one, which the model counts
+    // as passes of their own).
+    const double casts_ms = 4e3 * (lf.memory_forward_s + lf.memory_backward_s -
+                                   lb.memory_forward_s - lb.memory_backward_s);
+    CHECK(casts_ms == doctest::Approx(14.3).epsilon(0.01));
+    CHECK(casts_ms / 12.0 - 1 < 0.25);
   }
 
   TEST_CASE("fp8: framework.fp8_attention runs the attention core in fp8, only in fp8 training") {

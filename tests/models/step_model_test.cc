@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "models/compute_model.h"
 #include "models/layer_model.h"
 #include "models/transformer_model.h"
 #include "models/units.h"
@@ -361,6 +362,43 @@ TEST_SUITE("models") {
     // Only ZeRO-3 frees the gathered weights: refused with the key's place.
     check_refused(edited(text, "zero: 3", "zero: 1"), "r.yaml",
                   "r.yaml:7:5: workload.framework.reshard_after_forward: applies to zero: 3");
+  }
+
+  TEST_CASE("step: PyTorch FSDP's root module and the cross-entropy on fp32 logits") {
+    // One H100, Llama 3 8B under FSDP2 with fp32 shards (TorchTitan's recipe on one rank): the
+    // root module (embedding, final norm, untied head: 2 x 128,256 x 4,096 parameters) is cast
+    // and copied each micro-batch's forward as the blocks are, and not gathered again for the
+    // backward. Halving the shard (dp 2) saves 3 bytes a parameter of the cast (read 4 / dp,
+    // write 2 / dp) for the blocks forward and backward and for the root forward only.
+    const std::string text =
+        "cluster: {nodes: 1, node: {gpu: h100-sxm, gpus_per_node: 1}}\n"
+        "workload:\n  model: llama3-8b\n  seq_len: 8192\n  global_batch: 2\n"
+        "  micro_batch: 2\n  framework: {kernels: compiled, weights_in_fp32: true}\n"
+        "  parallelism: {tp: 1, dp: 1, zero: 3, recompute: none}\n";
+    const Scenario one = accepted(text, "root.yaml");
+    const GpuSpec& gpu = one.cluster.node.gpu;
+    const ComputeParams p = default_compute_params(gpu);
+    WorkloadConfig two = one.workload;
+    two.parallelism.dp = 2;
+    const StageCompute c1 = stage_compute(gpu, one.workload, p).at(0);
+    const StageCompute c2 = stage_compute(gpu, two, p).at(0);
+    const double h = 4096, kv = 1024, ffn = 14336, vocab = 128256, layers = 32;
+    const double block = 2 * h * h + 2 * h * kv + 3 * h * ffn;
+    const double cast = eager_bandwidth_Bps(gpu, p.eager.cast_down, p);
+    CHECK(c1.forward_s - c2.forward_s ==
+          doctest::Approx((layers * block + 2 * vocab * h) * 3 / cast));
+    CHECK(c1.backward_s - c2.backward_s == doctest::Approx(layers * block * 3 / cast));
+    // The loss on fp32 logits (loss_input fp32, logits.float()): PyTorch's log-softmax reads a
+    // 501 KiB row three times and writes it (16 bytes a logit, call 41: 15.8 measured at the
+    // copy rate), its backward reads two and writes one after nll_loss's gradient (20), then
+    // the cast to 16 bits: 8 bytes a logit more than on autocast's logits forward, 12 backward.
+    WorkloadConfig autocast = one.workload;
+    autocast.framework.loss_input = LossInput::kAutocast;
+    const StageCompute ca = stage_compute(gpu, autocast, p).at(0);
+    const double logits = 2 * 8192 * vocab;
+    const double rate = gpu.hbm_Bps * p.elementwise_efficiency;
+    CHECK(c1.forward_s - ca.forward_s == doctest::Approx(logits * 8 / rate));
+    CHECK(c1.backward_s - ca.backward_s == doctest::Approx(logits * 12 / rate));
   }
 
   TEST_CASE("step: low_precision_norm applies to PyTorch's kernels only") {

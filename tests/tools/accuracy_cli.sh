@@ -2,11 +2,11 @@
 # `clustersim accuracy`: the published-run corpus (scenarios/published/) scored by both engines.
 # Gates the corpus: at least 30 runs from 6 sources, every file loads and both engines predict
 # every run (the simulator every run but DeepSeek-V3's DualPipe one), and the errors stay within
-# the gates (mean |error| 6.0% and leave-one-source-out 8.0%: regression gates at the corpus's
-# figures plus a margin, 5.79% and 7.52% (analytic), 5.63% and 7.28% (simulator); of the targets
-# of docs/accuracy.md, 5% and 8%, the leave-one-source-out one is met, the means are 0.79 and 0.63
-# points above (NeMo AutoModel's six MoE rows, 16.7% mean, all fast, and TorchTitan's TP and
-# context-parallel rows), and its max 15% is not met: nineteen runs at or above it, the gpt-oss
+# the gates (mean |error| 5.6% and leave-one-source-out 7.5%: regression gates at the corpus's
+# figures plus a margin, 5.30% and 7.26% (analytic), 5.15% and 7.02% (simulator); of the targets
+# of docs/accuracy.md, 5% and 8%, the leave-one-source-out one is met, the means are 0.30 and 0.15
+# points above (NeMo AutoModel's six MoE rows, 16.7% mean, all fast, and TorchTitan's async-TP and
+# context-parallel rows), and its max 15% is not met: seventeen runs at or above it, the gpt-oss
 # rows among them (the model 20-27% fast) and Megatron-Core's 32B weak-scaling row (+47%), each
 # file's not_modelled says why; the closing notes give the table); a corpus-fitted constant
 # ships at the corpus's best value.
@@ -16,16 +16,16 @@
 source "$(dirname "$0")/cli_test_lib.bash"
 corpus="$src/scenarios/published"
 
-# The gates of this commit, both engines: mean |error| 6.0% (analytic 5.79%, simulator 5.63%;
-# the target 5%), leave-one-source-out 8.0% (analytic 7.52%, simulator 7.28%; the target 8%),
-# and the H200 steps we measured ourselves.
+# The gates of this commit, both engines: mean |error| 5.6% (analytic 5.30%, simulator 5.15%;
+# the target 5%), leave-one-source-out 7.5% (analytic 7.26%, simulator 7.02%; the target 8%),
+# and the H200 and H100 steps we measured ourselves.
 # The contention measurements (scenarios/published/contention/) are scored apart, the simulator
 # gated at its current largest error (23.3%, Meta's) plus a margin: 25% (it overstates ECMP
 # collisions, docs/collectives.md; a regression gate, not the 15% target).
-"$bin" accuracy "$corpus" --json --max-mean-error 0.06 --max-loso-error 0.08 \
+"$bin" accuracy "$corpus" --json --max-mean-error 0.056 --max-loso-error 0.075 \
   --max-collective-error 0.25 >"$tmp/acc.json" 2>"$tmp/err.txt"
 rc=$?
-[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.06 --max-loso-error 0.08 --max-collective-error 0.25 exited $rc ($(tail -3 "$tmp/err.txt"))"
+[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.056 --max-loso-error 0.075 --max-collective-error 0.25 exited $rc ($(tail -3 "$tmp/err.txt"))"
 python3 - "$tmp/acc.json" "$src" <<'PY' || fail "accuracy --json content"
 import json, os, re, statistics, sys
 d = json.load(open(sys.argv[1]))
@@ -57,23 +57,26 @@ for engine in ("analytic", "des"):
         assert abs(src["mean_abs_error"] - sum(own) / len(own)) < 1e-12
         means.append(src["left_out_mean_abs_error"])
     assert abs(s["leave_one_source_out_mean_abs_error"] - sum(means) / len(means)) < 1e-12
-    # 6.0% (6.2% while TorchTitan's TP rows matched their collectives against a layer's GEMMs
-    # together and ran one fused Q/K/V GEMM; 5.5% before TorchTitan's TP and context-parallel
-    # rows joined: its async-TP and float8 rows and the 128K-256K CP rows run 13-34% fast;
-    # docs/accuracy.md), above the issue's target of 5%. Leave-one-source-out at the target, 8%.
-    assert s["overall"]["mean_abs_error"] <= 0.06, s["overall"]
-    assert s["leave_one_source_out_mean_abs_error"] <= 0.08, s
+    # 5.6% (5.30 / 5.15% now; 6.0% before PyTorch's FP8 casts, FSDP's root module and the fp32
+    # loss were counted (device call 41), 6.2% while TorchTitan's TP rows matched their
+    # collectives against a layer's GEMMs together; 5.5% before TorchTitan's TP and
+    # context-parallel rows joined: its async-TP rows and the 128K-256K CP rows run 12-34% fast;
+    # docs/accuracy.md), above the issue's target of 5%. Leave-one-source-out 7.5%, under the
+    # target of 8% (7.26 / 7.02% now).
+    assert s["overall"]["mean_abs_error"] <= 0.056, s["overall"]
+    assert s["leave_one_source_out_mean_abs_error"] <= 0.075, s
     h200 = [x for x in s["sources"] if x["source"] == "clustersim-h200"][0]
     assert h200["runs"] >= 16 and h200["mean_abs_error"] <= 0.07, h200
-    # Our H100 steps (device call 32), predicted before they ran (1.9% now, largest 4.2%).
+    # Our H100 steps (device call 32, predicted before they ran; call 41's float8 steps): 1.25%
+    # now, largest 4.6%.
     h100 = [x for x in s["sources"] if x["source"] == "clustersim-h100"][0]
-    assert h100["runs"] == 17 and h100["mean_abs_error"] <= 0.035, h100
+    assert h100["runs"] == 23 and h100["mean_abs_error"] <= 0.035, h100
     assert h100["max_abs_error"] <= 0.06, h100
-    # The public runs alone (7.44% analytic, 7.22% simulator; 7.7% / 7.5% when TorchTitan's TP
-    # and CP rows joined, gated at 8% then; 7% gated before NeMo AutoModel's MoE rows): our own
-    # steps must not hide a regression there.
+    # The public runs alone (6.97% analytic, 6.75% simulator; 7.40 / 7.18% before call 41's
+    # terms, gated at 7.7% then; 7.7% / 7.5% when TorchTitan's TP and CP rows joined; 7% gated
+    # before NeMo AutoModel's MoE rows): our own steps must not hide a regression there.
     public = [abs(r[engine]["error"]) for r in runs if not r["source"].startswith("clustersim-")]
-    assert len(public) >= 130 and sum(public) / len(public) <= 0.077, sum(public) / len(public)
+    assert len(public) >= 130 and sum(public) / len(public) <= 0.073, sum(public) / len(public)
     # Published memory (PyTorch's reserved peak) within 20% on our own H200 steps (at most 15.1%
     # now), and every run on the GPUs it ran on but one of Meta's Llama 3 405B runs.
     for r in runs:

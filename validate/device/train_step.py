@@ -63,6 +63,9 @@ MODELS = {
     # for TorchTitan's 8B recipe per GPU (call 23: its compile and op-level checkpointing).
     "llama3-8b-8l": (8, 4096, 32, 14336, 128256, "titan", 8),
     "llama3-8b-8l-fused": (8, 4096, 32, 14336, 128256, "llama", 8),
+    # 4 of its layers: the same per GPU within an H100's 80 GB (call 41).
+    "llama3-8b-4l": (4, 4096, 32, 14336, 128256, "titan", 8),
+    "llama3-8b-4l-fused": (4, 4096, 32, 14336, 128256, "llama", 8),
 }
 
 # name, model, seq, micro-batch, recompute, compile[, recipe] ("autocast" unless given, or
@@ -112,7 +115,26 @@ CONFIGS = [
     ("llama3-8b-8l-s8k-b2-fsdp-op-compiled", "llama3-8b-8l", 8192, 2, "op", True, "fsdp"),
     ("llama3-8b-8l-s8k-b2-fsdp", "llama3-8b-8l", 8192, 2, "none", False, "fsdp"),
     ("llama3-8b-8l-s8k-b2-fsdp-compiled", "llama3-8b-8l", 8192, 2, "none", True, "fsdp"),
-]
+    # The same with torchao-style float8 linears (float8_linear below): TorchTitan's
+    # --float8.enable_float8_linear without the float8 all-gather (one rank gathers nothing).
+    ("llama3-8b-8l-s8k-b2-fsdp-compiled-float8", "llama3-8b-8l", 8192, 2, "none", True, "fsdp",
+     "float8"),
+    ("llama3-8b-8l-s8k-b2-fsdp-op-compiled-float8", "llama3-8b-8l", 8192, 2, "op", True, "fsdp",
+     "float8"),
+    ("llama3-8b-8l-fused-s8k-b2-fsdp-compiled-float8", "llama3-8b-8l-fused", 8192, 2, "none",
+     True, "fsdp", "float8"),
+] + [(name.replace("8l", "4l"), model.replace("8l", "4l")) + tuple(rest)
+     for name, model, *rest in [
+         ("llama3-8b-8l-s8k-b2-fsdp-compiled", "llama3-8b-8l", 8192, 2, "none", True, "fsdp"),
+         ("llama3-8b-8l-s8k-b2-fsdp-compiled-float8", "llama3-8b-8l", 8192, 2, "none", True,
+          "fsdp", "float8"),
+         ("llama3-8b-8l-s8k-b2-fsdp-op-compiled", "llama3-8b-8l", 8192, 2, "op", True, "fsdp"),
+         ("llama3-8b-8l-s8k-b2-fsdp-op-compiled-float8", "llama3-8b-8l", 8192, 2, "op", True,
+          "fsdp", "float8"),
+         ("llama3-8b-8l-fused-s8k-b2-fsdp-compiled", "llama3-8b-8l-fused", 8192, 2, "none",
+          True, "fsdp"),
+         ("llama3-8b-8l-fused-s8k-b2-fsdp-compiled-float8", "llama3-8b-8l-fused", 8192, 2,
+          "none", True, "fsdp", "float8")]]
 
 
 def model_dims(name):
@@ -125,6 +147,10 @@ def model_dims(name):
 
 def recipe_of(cfg):
     return cfg[6] if len(cfg) > 6 else "autocast"
+
+
+def float8_of(cfg):
+    return len(cfg) > 7 and cfg[7] == "float8"
 
 
 def rope_tables(seq, head_dim, device):
@@ -261,18 +287,22 @@ def op_sac_policy():
     else is recomputed in the backward."""
     from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
     aten = torch.ops.aten
-    save = {aten.mm.default,
-            aten._scaled_dot_product_efficient_attention.default,
-            aten._scaled_dot_product_flash_attention.default}
+    # Float8 linears (Float8MM) run aten._scaled_mm where torchao's Float8Tensor is seen as
+    # aten.mm: counted alike. TorchTitan saves the amaxes too (aten.max: "for low precision
+    # training, it's useful to always save the result of max").
+    mms = {aten.mm.default, aten._scaled_mm.default}
+    save = mms | {aten.max.default,
+                  aten._scaled_dot_product_efficient_attention.default,
+                  aten._scaled_dot_product_flash_attention.default}
     if hasattr(aten, "_scaled_dot_product_cudnn_attention"):
         save.add(aten._scaled_dot_product_cudnn_attention.default)
     meta = {"forward": 0, "recompute": 0}
 
     def policy(ctx, func, *args, **kwargs):
         mode = "recompute" if ctx.is_recompute else "forward"
-        if func == aten.mm.default:
+        if func in mms:
             meta[mode] += 1
-        keep = func in save and not (func == aten.mm.default and meta[mode] % 2 == 0)
+        keep = func in save and not (func in mms and meta[mode] % 2 == 0)
         return CheckpointPolicy.MUST_SAVE if keep else CheckpointPolicy.PREFER_RECOMPUTE
 
     return create_selective_checkpoint_contexts(policy)
@@ -282,6 +312,91 @@ def op_checkpointed(block):
     """A block wrapped for op-level checkpointing, as TorchTitan wraps it (before compiling)."""
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
     return checkpoint_wrapper(block, context_fn=op_sac_policy, preserve_rng_state=False)
+
+
+E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
+
+
+def float8_cast(t, dtype):
+    """torchao's tensorwise dynamic scaling (float8/float8_scaling_utils.py,
+    hp_tensor_to_float8_dynamic): the tensor's amax, scale = the format's largest value over it
+    in fp32, a saturated cast; returns the data and the inverse scale _scaled_mm takes."""
+    fmax = torch.finfo(dtype).max
+    amax = torch.max(torch.abs(t)).float()
+    scale = fmax / torch.clamp(amax, min=1e-12)
+    return (t.float() * scale).clamp(-fmax, fmax).to(dtype), scale.reciprocal()
+
+
+class Float8MM(torch.autograd.Function):
+    """x @ w.t() as torchao's Float8Linear computes it under its default recipe (float8/
+    float8_linear.py, matmul_with_hp_or_float8_args, 2025): the 16-bit input and weight saved,
+    each cast to e4m3 with a per-tensor scale for the output GEMM (fast accumulation), the
+    output gradient to e5m2; the data gradient from the weight cast again into the column-major
+    layout cuBLAS takes, the weight gradient from the gradient's and the input's transposed
+    casts (precise accumulation); every output 16-bit."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        xq, xs = float8_cast(x, E4M3)
+        wq, ws = float8_cast(w, E4M3)
+        return torch._scaled_mm(xq, wq.t(), scale_a=xs, scale_b=ws, out_dtype=x.dtype,
+                                use_fast_accum=True)
+
+    @staticmethod
+    def backward(ctx, go):
+        x, w = ctx.saved_tensors
+        gq, gs = float8_cast(go, E5M2)
+        wq, ws = float8_cast(w, E4M3)
+        grad_x = torch._scaled_mm(gq, wq.t().contiguous().t(), scale_a=gs, scale_b=ws,
+                                  out_dtype=go.dtype)
+        xq, xs = float8_cast(x, E4M3)
+        grad_w = torch._scaled_mm(gq.t().contiguous(), xq.t().contiguous().t(), scale_a=gs,
+                                  scale_b=xs, out_dtype=w.dtype)
+        return grad_x, grad_w
+
+
+class Float8Linear(nn.Linear):
+    """A bias-free nn.Linear whose matmul runs in float8 (Float8MM)."""
+
+    def forward(self, x):
+        shape = x.shape
+        y = Float8MM.apply(x.reshape(-1, shape[-1]), self.weight)
+        return y.view(*shape[:-1], y.shape[-1])
+
+
+def float8_selfcheck(dev):
+    """Float8MM against the same product in fp32 on fresh random inputs: ||out - ref|| / ||ref||
+    for the output and both gradients (e4m3 / e5m2 operands land near 3e-2 and 6e-2)."""
+    torch.manual_seed(1)
+    x = torch.randn(2048, 4096, device=dev, dtype=torch.bfloat16, requires_grad=True)
+    w = (torch.randn(1024, 4096, device=dev, dtype=torch.bfloat16) / 64).requires_grad_()
+    g = torch.randn(2048, 1024, device=dev, dtype=torch.bfloat16)
+    y = Float8MM.apply(x, w)
+    y.backward(g)
+    xr, wr = x.detach().double(), w.detach().double()
+    ref_y, ref_gx, ref_gw = xr @ wr.t(), g.double() @ wr, g.double().t() @ xr
+
+    def rel(a, b):
+        return float((a.double() - b).norm() / b.norm())
+
+    return {"output": rel(y, ref_y), "grad_input": rel(x.grad, ref_gx),
+            "grad_weight": rel(w.grad, ref_gw)}
+
+
+def float8_linear(module):
+    """Every nn.Linear under `module` swapped for a Float8Linear holding the same weight, as
+    torchao's convert_to_float8_training does for TorchTitan's blocks (the output head stays
+    16-bit: module_filter_fn fqn != "output")."""
+    for name, child in list(module.named_children()):
+        if type(child) is nn.Linear and child.bias is None:
+            f8 = Float8Linear(child.in_features, child.out_features, bias=False,
+                              device=child.weight.device, dtype=child.weight.dtype)
+            f8.weight = child.weight
+            setattr(module, name, f8)
+        else:
+            float8_linear(child)
+    return module
 
 
 class Decoder(nn.Module):
@@ -430,6 +545,9 @@ def build(cfg, dev, fullgraph=True):
         model = GPTDecoder(layers, hidden, heads, ffn, vocab, recompute, seq,
                            low_precision_norm=(arch == "mpt"),
                            attention_dropout=0.1 if arch == "gpt-adrop" else 0.0).to(dev)
+    if float8_of(cfg):  # TorchTitan's order: float8 conversion, checkpointing, compile, FSDP
+        for blk in model.blocks:
+            float8_linear(blk)
     if compiled and recipe_of(cfg) == "fsdp":
         # TorchTitan's order: checkpoint wrapper, then torch.compile per block (fullgraph), then
         # fully_shard on the compiled block, so that FSDP's hooks run outside the graph.
@@ -532,6 +650,7 @@ def run_config(cfg, steps, profile, dev, memory=False, fullgraph=True, top=25):
            "kv_heads": kv_heads, "ffn_hidden": ffn, "vocab": vocab, "seq_len": seq,
            "micro_batch": mb, "recompute": recompute, "compiled": compiled,
            "precision": "bf16-autocast" if recipe == "autocast" else "bf16-fsdp-mixed",
+           "float8_linears": float8_of(cfg),
            "params_dtype": "fp32"}
     model, opt, cos, sin, tokens, targets = build(cfg, dev, fullgraph)
     if compiled and recipe == "fsdp":
@@ -632,6 +751,9 @@ def main():
               "sdpa_backends": {"flash": torch.backends.cuda.flash_sdp_enabled(),
                                 "cudnn": torch.backends.cuda.cudnn_sdp_enabled()},
               "runs": []}
+    if any(float8_of(c) and (not only or c[0] in only) for c in CONFIGS):
+        result["float8_selfcheck"] = float8_selfcheck(dev)
+        print("float8 self-check (relative error):", result["float8_selfcheck"], flush=True)
     for cfg in CONFIGS:
         if only and cfg[0] not in only:
             continue

@@ -40,6 +40,9 @@ FSDP = ("FSDP2 on a one-rank process group (fully_shard per block and on the mod
         "# cast to fp32 for the loss), AdamW(foreach=True) on the fp32 shards")
 KEYS_AUTOCAST = ("Framework keys: weights_in_fp32 and fp32_gradients (the parameters and their .grad "
                  "are fp32);\n# flash attention; no dropout; one GPU, so no communication.")
+FLOAT8 = ("\n# Float8: the blocks' linears as torchao's Float8Linear computes them (train_step.py's Float8MM:\n"
+          "# tensorwise dynamic scaling, e4m3 operands forward, e5m2 output gradients, torch._scaled_mm,\n"
+          "# 16-bit outputs); the output head in bf16.")
 KEYS_FSDP = ("Framework keys: zero 3 with weights_in_fp32 and fp32_gradients (FSDP's fp32 shards "
              "and fp32\n# reduction); flash attention; no dropout; one GPU: the all-gathers and "
              "reduce-scatters are copies.")
@@ -78,6 +81,8 @@ def yaml_for(run, file, date, call, device="NVIDIA H200"):
     norm = ("llm-foundry's low_precision_layernorm (computed in bf16)" if arch == "mpt"
             else "torch's nn.LayerNorm (fp32 under autocast)")
     architecture = {"llama": LLAMA, "titan": TITAN}.get(arch, GPT).format(norm=norm, **dims)
+    if run.get("float8_linears", False):
+        architecture += FLOAT8
     text = HEADER.format(gpu_name=gpu_name, call=call, date=date, name=name, file=file, architecture=architecture,
                          recipe=FSDP if fsdp else AUTOCAST, keys=KEYS_FSDP if fsdp else KEYS_AUTOCAST,
                          recompute=recompute, compiled=compiled,
@@ -96,6 +101,13 @@ def yaml_for(run, file, date, call, device="NVIDIA H200"):
         optimizer += "\n    low_precision_norm: true   # llm-foundry's low_precision_layernorm"
     if arch == "titan":
         optimizer += "\n    norm_kernel: fp32-ops   # TorchTitan's RMSNorm: fp32 tensor ops"
+    if arch == "llama":
+        optimizer += "\n    projections: fused     # train_step.py's Block: fused QKV and gate-up projections"
+    float8 = run.get("float8_linears", False)
+    precision = "fp8                # float8 linears (train_step.py's Float8MM)" if float8 else "bf16"
+    if float8:
+        optimizer += ("\n    fp8_recipe: tensorwise   # torchao's dynamic per-tensor scaling"
+                      "\n    fp8_param_gather: false  # weights cast in each forward and backward")
     text += f"""name: {source}-{name}
 cluster:
   nodes: 1
@@ -116,7 +128,7 @@ workload:
   seq_len: {run['seq_len']}
   global_batch: {run['micro_batch']}
   micro_batch: {run['micro_batch']}
-  precision: bf16
+  precision: {precision}
   framework:
     attention: flash
     kernels: {'compiled' if run['compiled'] else 'eager'}
@@ -146,7 +158,8 @@ CALLS = {"train-steps-eager.json": (9, "2026-12-01"), "train-steps-compiled.json
          "train-steps-layers.json": (22, "2026-12-04"),
          "train-steps-llama3-8b-fused.json": (23, "2026-12-04"),
          "train-steps-llama3-8b-titan.json": (23, "2026-12-04"),
-         "train-steps-h100-a.json": (32, "2026-12-05"), "train-steps-h100-b.json": (32, "2026-12-05")}
+         "train-steps-h100-a.json": (32, "2026-12-05"), "train-steps-h100-b.json": (32, "2026-12-05"),
+         "train-steps-float8-h100.json": (41, "2026-12-06")}
 
 
 def main():
