@@ -123,6 +123,10 @@ CONFIGS = [
      "float8"),
     ("llama3-8b-8l-fused-s8k-b2-fsdp-compiled-float8", "llama3-8b-8l-fused", 8192, 2, "none",
      True, "fsdp", "float8"),
+    # Every block checkpointed (TorchTitan's full activation checkpointing), bf16 and float8.
+    ("llama3-8b-8l-s8k-b2-fsdp-full-compiled", "llama3-8b-8l", 8192, 2, "full", True, "fsdp"),
+    ("llama3-8b-8l-s8k-b2-fsdp-full-compiled-float8", "llama3-8b-8l", 8192, 2, "full", True,
+     "fsdp", "float8"),
 ] + [(name.replace("8l", "4l"), model.replace("8l", "4l")) + tuple(rest)
      for name, model, *rest in [
          ("llama3-8b-8l-s8k-b2-fsdp-compiled", "llama3-8b-8l", 8192, 2, "none", True, "fsdp"),
