@@ -66,7 +66,14 @@ MODELS = {
     # 4 of its layers: the same per GPU within an H100's 80 GB (call 41).
     "llama3-8b-4l": (4, 4096, 32, 14336, 128256, "titan", 8),
     "llama3-8b-4l-fused": (4, 4096, 32, 14336, 128256, "llama", 8),
+    # Qwen3-30B-A3B's MoE layer (Hugging Face Qwen/Qwen3-30B-A3B config.json: hidden 2048, 32
+    # heads of 128 with 4 key-value heads, 128 experts of 768, top 8, vocabulary 151,936), 4 of
+    # its 48 layers as TorchTitan's MoE code runs them (MoEBlock; call 43). ffn = the experts'.
+    "qwen3-30b-a3b-4l": (4, 2048, 32, 768, 151936, "moe", 4),
 }
+
+# MoE models: experts, top_k, head_dim.
+MOE = {"qwen3-30b-a3b-4l": (128, 8, 128)}
 
 # name, model, seq, micro-batch, recompute, compile[, recipe] ("autocast" unless given, or
 # "fsdp": FSDP2 on one rank, bf16 parameters, no autocast). recompute: "none", "full" (each
@@ -138,7 +145,12 @@ CONFIGS = [
          ("llama3-8b-8l-fused-s8k-b2-fsdp-compiled", "llama3-8b-8l-fused", 8192, 2, "none",
           True, "fsdp"),
          ("llama3-8b-8l-fused-s8k-b2-fsdp-compiled-float8", "llama3-8b-8l-fused", 8192, 2,
-          "none", True, "fsdp", "float8")]]
+          "none", True, "fsdp", "float8")]] + [
+    ("qwen3-30b-a3b-4l-s4k-b2-fsdp", "qwen3-30b-a3b-4l", 4096, 2, "none", False, "fsdp"),
+    ("qwen3-30b-a3b-4l-s4k-b2-fsdp-compiled", "qwen3-30b-a3b-4l", 4096, 2, "none", True, "fsdp"),
+    ("qwen3-30b-a3b-4l-s4k-b2-fsdp-full-compiled", "qwen3-30b-a3b-4l", 4096, 2, "full", True,
+     "fsdp"),
+]
 
 
 def model_dims(name):
@@ -276,6 +288,73 @@ class TitanBlock(nn.Module):
         return h + self.w2(F.silu(self.w1(n)) * self.w3(n))
 
 
+class MoEBlock(nn.Module):
+    """A mixture-of-experts block as TorchTitan's MoE code has it (torchtitan/models/moe/moe.py,
+    2025): TorchTitan's RMSNorm and attention (separate wq/wk/wv/wo, heads of head_dim, fp32
+    complex rotary, GQA by expand, causal SDPA; Qwen3's per-head q/k norms left out), then the
+    router (a linear to the experts' logits, softmax in fp32, top_k), the routed copies sorted
+    by expert (argsort), gathered and scaled by their scores before the experts
+    (score_before_experts), the experts' SwiGLU as grouped GEMMs (torch._grouped_mm over the
+    experts' offsets, w1 / w3 / w2 stacked per expert) and the outputs added back to their
+    tokens (scatter_add). Routing is balanced: copy j of token i goes to expert (i top_k + j)
+    mod experts (NeMo AutoModel's fake balanced gate; Megatron-Core's force-balanced routing
+    in NVIDIA's tables), every expert the same number of rows, after the router's work."""
+
+    def __init__(self, hidden, heads, kv_heads, head_dim, experts, top_k, expert_ffn):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim
+        self.experts, self.top_k = experts, top_k
+        self.attention_norm = TitanRMSNorm(hidden)
+        self.wq = nn.Linear(hidden, heads * head_dim, bias=False)
+        self.wk = nn.Linear(hidden, kv_heads * head_dim, bias=False)
+        self.wv = nn.Linear(hidden, kv_heads * head_dim, bias=False)
+        self.wo = nn.Linear(heads * head_dim, hidden, bias=False)
+        self.ffn_norm = TitanRMSNorm(hidden)
+        self.gate = nn.Linear(hidden, experts, bias=False)
+        self.w1 = nn.Parameter(torch.randn(experts, expert_ffn, hidden) * 0.02)
+        self.w3 = nn.Parameter(torch.randn(experts, expert_ffn, hidden) * 0.02)
+        self.w2 = nn.Parameter(torch.randn(experts, hidden, expert_ffn) * 0.02)
+
+    def attention(self, x, freqs_cis):
+        b, s, _ = x.shape
+        xq = self.wq(x).view(b, s, -1, self.head_dim)
+        xk = self.wk(x).view(b, s, -1, self.head_dim)
+        xv = self.wv(x).view(b, s, -1, self.head_dim)
+        xq, xk = titan_rotary(xq, xk, freqs_cis)
+        rep = self.heads // self.kv_heads
+        keys = xk.unsqueeze(3).expand(b, s, self.kv_heads, rep, self.head_dim).reshape(
+            b, s, self.heads, self.head_dim)
+        values = xv.unsqueeze(3).expand(b, s, self.kv_heads, rep, self.head_dim).reshape(
+            b, s, self.heads, self.head_dim)
+        out = F.scaled_dot_product_attention(xq.transpose(1, 2), keys.transpose(1, 2),
+                                             values.transpose(1, 2), is_causal=True)
+        return self.wo(out.transpose(1, 2).contiguous().view(b, s, -1))
+
+    def moe(self, x):
+        b, s, h = x.shape
+        x = x.reshape(-1, h)
+        n = x.shape[0]
+        scores = F.softmax(self.gate(x).float(), dim=-1)
+        top_scores, _ = scores.topk(self.top_k, dim=-1)
+        experts = (torch.arange(n * self.top_k, device=x.device) % self.experts).view(n, -1)
+        counts = torch.histc(experts.view(-1).float(), bins=self.experts, min=0,
+                             max=self.experts)
+        order = torch.argsort(experts.view(-1), stable=True)
+        sorted_scores = top_scores.view(-1)[order]
+        rows = (order // self.top_k).view(-1, 1).expand(-1, h)
+        routed = torch.gather(x, 0, rows)
+        routed = (routed.float() * sorted_scores.view(-1, 1)).to(x.dtype)
+        offs = torch.cumsum(counts, 0).to(torch.int32)
+        g = torch._grouped_mm(routed, self.w1.transpose(-2, -1), offs=offs)
+        u = torch._grouped_mm(routed, self.w3.transpose(-2, -1), offs=offs)
+        y = torch._grouped_mm(F.silu(g) * u, self.w2.transpose(-2, -1), offs=offs)
+        return torch.zeros_like(x).scatter_add(0, rows, y).view(b, s, h)
+
+    def forward(self, x, freqs_cis, unused=None):
+        h = x + self.attention(self.attention_norm(x), freqs_cis)
+        return h + self.moe(self.ffn_norm(h))
+
+
 def cross_entropy(logits, targets, logits_fp32):
     """The loss over the vocabulary, on the logits as they are (16-bit under autocast) or cast to
     fp32 first (`logits.float()`, as TorchTitan does)."""
@@ -388,6 +467,26 @@ def float8_selfcheck(dev):
             "grad_weight": rel(w.grad, ref_gw)}
 
 
+def moe_selfcheck(dev):
+    """MoEBlock.moe against a per-token loop in fp64 on fresh random inputs (8 experts of 128,
+    top 2, 64 tokens of 256): ||out - ref|| / ||ref|| (bf16 operands: near 1e-2)."""
+    torch.manual_seed(2)
+    blk = MoEBlock(256, 4, 2, 64, 8, 2, 128).to(dev).to(torch.bfloat16)
+    x = torch.randn(1, 64, 256, device=dev, dtype=torch.bfloat16)
+    with torch.no_grad():
+        y = blk.moe(x).double()[0]
+        xd = x.double()[0]
+        scores = F.softmax((xd @ blk.gate.weight.double().t()), dim=-1).topk(2, dim=-1)[0]
+        w1, w2, w3 = blk.w1.double(), blk.w2.double(), blk.w3.double()
+        ref = torch.zeros_like(xd)
+        for i in range(64):
+            for j in range(2):
+                e = (i * 2 + j) % 8
+                r = xd[i] * scores[i, j]
+                ref[i] += (F.silu(w1[e] @ r) * (w3[e] @ r)) @ w2[e].t()
+    return float((y - ref).norm() / ref.norm())
+
+
 def float8_linear(module):
     """Every nn.Linear under `module` swapped for a Float8Linear holding the same weight, as
     torchao's convert_to_float8_training does for TorchTitan's blocks (the output head stays
@@ -405,10 +504,15 @@ def float8_linear(module):
 
 class Decoder(nn.Module):
     def __init__(self, layers, hidden, heads, ffn, vocab, recompute, kv_heads=None,
-                 titan=False):
+                 titan=False, moe=None):
         super().__init__()
         self.embed = nn.Embedding(vocab, hidden)
-        if titan:
+        if moe:  # (experts, top_k, head_dim): TorchTitan's MoE blocks
+            experts, top_k, head_dim = moe
+            self.blocks = nn.ModuleList(MoEBlock(hidden, heads, kv_heads, head_dim, experts,
+                                                 top_k, ffn) for _ in range(layers))
+            titan = True
+        elif titan:
             self.blocks = nn.ModuleList(TitanBlock(hidden, heads, ffn, kv_heads)
                                         for _ in range(layers))
         else:
@@ -542,9 +646,9 @@ def build(cfg, dev, fullgraph=True):
     _, model_name, seq, mb, recompute, compiled = cfg[:6]
     layers, hidden, heads, ffn, vocab, arch, kv_heads = model_dims(model_name)
     torch.manual_seed(0)
-    if arch in ("llama", "titan"):
+    if arch in ("llama", "titan", "moe"):
         model = Decoder(layers, hidden, heads, ffn, vocab, recompute, kv_heads,
-                        titan=(arch == "titan")).to(dev)
+                        titan=(arch == "titan"), moe=MOE.get(model_name)).to(dev)
     else:
         model = GPTDecoder(layers, hidden, heads, ffn, vocab, recompute, seq,
                            low_precision_norm=(arch == "mpt"),
@@ -566,8 +670,9 @@ def build(cfg, dev, fullgraph=True):
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
     else:
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    if arch == "titan":  # the complex rotation factors in place of cos, sin
-        cos, sin = titan_freqs_cis(seq, hidden // heads, dev), None
+    if arch in ("titan", "moe"):  # the complex rotation factors in place of cos, sin
+        head_dim = MOE[model_name][2] if arch == "moe" else hidden // heads
+        cos, sin = titan_freqs_cis(seq, head_dim, dev), None
     else:
         cos, sin = rope_tables(seq, hidden // heads, dev)
     tokens = torch.randint(0, vocab, (mb, seq), device=dev)
@@ -656,6 +761,8 @@ def run_config(cfg, steps, profile, dev, memory=False, fullgraph=True, top=25):
            "precision": "bf16-autocast" if recipe == "autocast" else "bf16-fsdp-mixed",
            "float8_linears": float8_of(cfg),
            "params_dtype": "fp32"}
+    if arch == "moe":
+        out["experts"], out["top_k"], out["head_dim"] = MOE[model_name]
     model, opt, cos, sin, tokens, targets = build(cfg, dev, fullgraph)
     if compiled and recipe == "fsdp":
         out["fullgraph"] = fullgraph
@@ -755,6 +862,9 @@ def main():
               "sdpa_backends": {"flash": torch.backends.cuda.flash_sdp_enabled(),
                                 "cudnn": torch.backends.cuda.cudnn_sdp_enabled()},
               "runs": []}
+    if any(model_dims(c[1])[5] == "moe" and (not only or c[0] in only) for c in CONFIGS):
+        result["moe_selfcheck"] = moe_selfcheck(dev)
+        print("MoE self-check (relative error):", result["moe_selfcheck"], flush=True)
     if any(float8_of(c) and (not only or c[0] in only) for c in CONFIGS):
         result["float8_selfcheck"] = float8_selfcheck(dev)
         print("float8 self-check (relative error):", result["float8_selfcheck"], flush=True)

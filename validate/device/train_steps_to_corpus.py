@@ -29,6 +29,13 @@ TITAN = """Llama-style decoder as TorchTitan's model code has it (torchtitan/mod
 # vocabulary {vocab} (untied head), TorchTitan's RMSNorm (on an fp32 copy, cast back, times the
 # weight), rotary embedding as fp32 complex products, causal attention through
 # scaled_dot_product_attention (cuDNN flash kernels), cross-entropy over the vocabulary."""
+MOE = """Qwen3-30B-A3B's mixture-of-experts layer as TorchTitan's MoE code runs it
+# (train_step.py's MoEBlock): {layers} of its 48 layers, hidden {hidden}, {heads} heads of
+# {head_dim} ({gqa}), {experts} experts of {ffn} (SwiGLU), top {top_k}, vocabulary {vocab} (untied
+# head), TorchTitan's RMSNorm, fp32 complex rotary, causal SDPA (cuDNN flash kernels); the router's
+# softmax and top-k in fp32, the routed copies sorted, gathered and scaled by their scores, the
+# experts as torch._grouped_mm, the outputs scatter-added back; routing balanced (copy j of
+# token i to expert (i top_k + j) mod experts)."""
 GPT = """GPT-style decoder as MosaicML's MPT has it: {layers} layers, hidden {hidden}, {heads} heads,
 # a 4h GELU MLP ({ffn}) and linears with biases, {norm} with biases, learned positions added
 # to the token embedding, vocabulary {vocab} with the output head tied to the embedding, causal
@@ -77,10 +84,13 @@ def yaml_for(run, file, date, call, device="NVIDIA H200"):
     dims = dict(layers=run["layers"], hidden=run["hidden"], heads=run["heads"],
                 ffn=run["ffn_hidden"], vocab=run["vocab"],
                 gqa="no GQA" if kv == run["heads"] else "GQA, %d key-value heads" % kv)
-    llama = arch in ("llama", "titan")
+    llama = arch in ("llama", "titan", "moe")
     norm = ("llm-foundry's low_precision_layernorm (computed in bf16)" if arch == "mpt"
             else "torch's nn.LayerNorm (fp32 under autocast)")
-    architecture = {"llama": LLAMA, "titan": TITAN}.get(arch, GPT).format(norm=norm, **dims)
+    if arch == "moe":
+        dims.update(experts=run["experts"], top_k=run["top_k"], head_dim=run["head_dim"])
+    architecture = {"llama": LLAMA, "titan": TITAN, "moe": MOE}.get(arch, GPT).format(
+        norm=norm, **dims)
     if run.get("float8_linears", False):
         architecture += FLOAT8
     text = HEADER.format(gpu_name=gpu_name, call=call, date=date, name=name, file=file, architecture=architecture,
@@ -99,7 +109,7 @@ def yaml_for(run, file, date, call, device="NVIDIA H200"):
     optimizer = "\n    optimizer_kernel: foreach   # AdamW(foreach=True)" if fsdp else ""
     if arch == "mpt":
         optimizer += "\n    low_precision_norm: true   # llm-foundry's low_precision_layernorm"
-    if arch == "titan":
+    if arch in ("titan", "moe"):
         optimizer += "\n    norm_kernel: fp32-ops   # TorchTitan's RMSNorm: fp32 tensor ops"
     if arch == "llama":
         optimizer += "\n    projections: fused     # train_step.py's Block: fused QKV and gate-up projections"
@@ -108,6 +118,17 @@ def yaml_for(run, file, date, call, device="NVIDIA H200"):
     if float8:
         optimizer += ("\n    fp8_recipe: tensorwise   # torchao's dynamic per-tensor scaling"
                       "\n    fp8_param_gather: false  # weights cast in each forward and backward")
+    if arch == "moe":
+        dims_yaml = (f"  model: qwen3-30b-a3b           # its preset: 128 experts of 768, top 8, heads of 128\n"
+                     f"  layers: {run['layers']}\n"
+                     f"  moe: {{imbalance: 1, routing: consecutive}}   # balanced (MoEBlock)")
+    else:
+        dims_yaml = (f"  layers: {run['layers']}\n  hidden: {run['hidden']}\n  heads: {run['heads']}\n"
+                     f"  kv_heads: {run['kv_heads']}\n  ffn_hidden: {run['ffn_hidden']}\n"
+                     f"  vocab: {run['vocab']}\n  gated_ffn: {'true' if llama else 'false'}\n"
+                     f"  tied_embeddings: {'false' if llama else 'true'}{biases}\n"
+                     f"  normalization: {'rmsnorm' if llama else 'layernorm'}\n"
+                     f"  position_embedding: {'rope' if llama else 'learned'}")
     text += f"""name: {source}-{name}
 cluster:
   nodes: 1
@@ -115,16 +136,7 @@ cluster:
     gpu: {gpu}
     gpus_per_node: 1
 workload:
-  layers: {run['layers']}
-  hidden: {run['hidden']}
-  heads: {run['heads']}
-  kv_heads: {run['kv_heads']}
-  ffn_hidden: {run['ffn_hidden']}
-  vocab: {run['vocab']}
-  gated_ffn: {'true' if llama else 'false'}
-  tied_embeddings: {'false' if llama else 'true'}{biases}
-  normalization: {'rmsnorm' if llama else 'layernorm'}
-  position_embedding: {'rope' if llama else 'learned'}
+{dims_yaml}
   seq_len: {run['seq_len']}
   global_batch: {run['micro_batch']}
   micro_batch: {run['micro_batch']}
@@ -159,7 +171,9 @@ CALLS = {"train-steps-eager.json": (9, "2026-12-01"), "train-steps-compiled.json
          "train-steps-llama3-8b-fused.json": (23, "2026-12-04"),
          "train-steps-llama3-8b-titan.json": (23, "2026-12-04"),
          "train-steps-h100-a.json": (32, "2026-12-05"), "train-steps-h100-b.json": (32, "2026-12-05"),
-         "train-steps-float8-h100.json": (41, "2026-12-06")}
+         "train-steps-float8-h100.json": (41, "2026-12-06"),
+         "train-steps-float8-h200.json": (42, "2026-12-06"),
+         "train-steps-moe-h100.json": (43, "2026-12-06")}
 
 
 def main():
