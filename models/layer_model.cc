@@ -554,8 +554,19 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   // device-to-device copies and the casts took 15.1 ms a step for 1.32 B parameters. With
   // quantized all-gathers (fp8_param_gather: torchao's float8 FSDP all-gather) the shard is cast
   // to FP8 instead (read 4, write 1) and the FP8 weight gathered and copied out (read 1, write 1).
-  // This GPU's share of the layer's matmul weights.
-  const double layer_weights = (2 * h * h + 2 * h * kv_dim + (ffn_out + m.ffn_hidden) * h) / t;
+  // This GPU's share of the layer's matmul weights: the attention's projections and the MLP, or
+  // a MoE layer's local experts (each 1 / etp of its FFN), its shared experts (TP-split) and
+  // its router.
+  const double attention_weights =
+      (h * (q_width + kv_dim + m.v_width()) + m.heads * m.v_head_dim() * h) / t;
+  double mlp_weights = (ffn_out + m.ffn_hidden) * h / t;
+  if (moe) {
+    const MoeSpec& x = m.moe;
+    const double fe = x.expert_ffn_hidden, fs = double(x.shared_experts) * fe;
+    mlp_weights = experts_per_gpu(w) * (m.up_width(fe) + fe) * h / par.etp +
+                  (m.up_width(fs) + fs) * h / t + h * x.experts;
+  }
+  const double layer_weights = attention_weights + mlp_weights;
   const ComputeParams::EagerRates& rate = params.eager;
   // Seconds to move `bytes` in a kind of eager kernel on this GPU.
   const auto at = [&](const ComputeParams::EagerRate& kind, double bytes) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "models/compute_model.h"
 #include "models/layer_model.h"
 #include "models/scenario.h"
 #include "models/step_model.h"
@@ -495,6 +496,34 @@ TEST_SUITE("models") {
                      "  parallelism:\n    dp: 8\n")
               .find("moe_layer_host_time: applies to a mixture-of-experts model") !=
           std::string::npos);
+  }
+
+  TEST_CASE("moe: PyTorch FSDP casts and copies a MoE layer's experts with its attention") {
+    // FSDP2 over fp32 shards (weights_in_fp32, zero 3) gathers each layer's parameters: for a
+    // MoE layer its local experts, router and attention (Qwen3-30B-A3B: 128 experts of 3 x 768
+    // x 2048, the router's 2048 x 128, Q and O of 2048 x 4096, K and V of 2048 x 512). Halving
+    // the shard saves the cast 3 bytes a parameter (read 4 / dp, write 2 / dp), forward and
+    // (resharded) backward.
+    auto layer = [](int dp) {
+      auto s = load_scenario_text(
+          "cluster: {nodes: 1, node: {gpu: h100-sxm, gpus_per_node: " + std::to_string(dp) +
+              "}}\n"
+              "workload:\n  model: qwen3-30b-a3b\n  layers: 4\n  seq_len: 4096\n"
+              "  global_batch: " + std::to_string(2 * dp) + "\n  micro_batch: 2\n"
+              "  framework: {kernels: compiled, weights_in_fp32: true}\n"
+              "  parallelism: {tp: 1, dp: " + std::to_string(dp) + ", zero: 3, recompute: none}\n",
+          "fsdp-moe.yaml");
+      REQUIRE(s.ok());
+      const GpuSpec& gpu = s->cluster.node.gpu;
+      return std::pair{layer_kernels(gpu, s->workload, default_compute_params(gpu), true), gpu};
+    };
+    const auto [one, gpu] = layer(1);
+    const auto [two, unused] = layer(2);
+    const double params = 128 * 3 * 768 * 2048.0 + 2048 * 128 + 2 * 2048 * 4096 + 2 * 2048 * 512;
+    const ComputeParams p = default_compute_params(gpu);
+    const double cast = eager_bandwidth_Bps(gpu, p.eager.cast_down, p);
+    CHECK(one.memory_forward_s - two.memory_forward_s == doctest::Approx(params * 3 / cast));
+    CHECK(one.memory_backward_s - two.memory_backward_s == doctest::Approx(params * 3 / cast));
   }
 
   TEST_CASE("moe: attention widths follow head_dim (Qwen3) in memory and ring-attention bytes") {
