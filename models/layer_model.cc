@@ -705,7 +705,38 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
       local_bwd += at(rate.strided, 32 * h) + at(rate.layout, 16 * h) + at(rate.same, 44 * h) +
                    at(rate.cast_up, 12 * h) + at(rate.cast_down, 12 * h);
     }
-    if (m.gated_ffn) {
+    // A MoE layer as TorchTitan's MoE code runs it in PyTorch (torchtitan/models/moe/moe.py,
+    // validate/device/train_step.py's MoEBlock), per token of the micro-batch: the router's
+    // logits cast to fp32 (6 E), their softmax (8 E) and top-k (4 E), the output zeroed for the
+    // scatter_add (2 h); per routed copy on this GPU: its token's row gathered (4 h), scaled by
+    // its score in fp32 (up-cast 6 h, product 8 h, down-cast 6 h), the experts' SiLU and gate
+    // product (10 f), the output row added back into its token's (read 2 h, the add's read and
+    // write 4 h). Backward: per copy the output gradient gathered (4 h), the activation's
+    // gradients (18 f), the two grouped GEMMs' input gradients summed (6 h), the scaling's
+    // backward (up-cast 6 h, the product 8 h, the score's gradient 8 h, down-cast 6 h) and the
+    // gather's (scatter_add into the zeroed input gradient, 6 h a copy, 2 h a token); per token
+    // the router's top-k and softmax backward with the cast (22 E). Shared experts as a dense
+    // SwiGLU MLP.
+    double moe_fwd = 0, moe_bwd = 0;
+    if (moe) {
+      const MoeSpec& x = m.moe;
+      const double copies = x.top_k * w.moe_routing.busiest_share() / t;
+      const double fe = x.expert_ffn_hidden / par.etp;
+      const double experts = x.experts;
+      moe_fwd = at(rate.cast_up, 6 * experts) + at(rate.same, 12 * experts) +
+                at(rate.same, 2 * h) +
+                copies * (at(rate.same, 4 * h) + at(rate.cast_up, 6 * h) + at(rate.same, 8 * h) +
+                          at(rate.cast_down, 6 * h) + at(rate.same, 10 * fe) +
+                          at(rate.layout, 6 * h));
+      moe_bwd = at(rate.same, 18 * experts) + at(rate.cast_down, 6 * experts) +
+                at(rate.same, 2 * h) +
+                copies * (at(rate.same, 4 * h) + at(rate.same, 18 * fe) + at(rate.same, 6 * h) +
+                          at(rate.cast_up, 6 * h) + at(rate.same, 16 * h) +
+                          at(rate.cast_down, 6 * h) + at(rate.layout, 6 * h));
+      const double fs = double(x.shared_experts) * x.expert_ffn_hidden;
+      local_fwd += at(rate.same, 10 * fs);
+      local_bwd += at(rate.same, 18 * fs);
+    } else if (m.gated_ffn) {
       local_fwd += at(rate.same, 10 * f);
       local_bwd += at(rate.same, 18 * f) + (separate ? 0 : at(rate.cat, 8 * f));
       whole_bwd += separate ? at(rate.same, 6 * h) : 0;
@@ -717,8 +748,8 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
       local_bwd += at(rate.same, 2 * (q_width + kv_dim + m.v_width() + h + ffn_out + h));
     const double casts_fwd = stream32 ? at(rate.cast_down, 6 * layer_weights / tokens) : 0;
     const double casts_bwd = stream32 ? at(rate.cast_up, 6 * layer_weights / tokens) : 0;
-    const double fwd = local_fwd / t + stream_fwd / sp + casts_fwd;
-    const double bwd = local_bwd / t + stream_bwd / sp + whole_bwd + casts_bwd;
+    const double fwd = local_fwd / t + stream_fwd / sp + casts_fwd + moe_fwd;
+    const double bwd = local_bwd / t + stream_bwd / sp + whole_bwd + casts_bwd + moe_bwd;
     // torch.compile fuses those ops: a measured share of eager's time (call 14).
     const double share =
         w.framework.kernels == KernelFusion::kCompiled ? params.compiled_elementwise_share : 1.0;
