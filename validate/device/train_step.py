@@ -145,7 +145,11 @@ CONFIGS = [
          ("llama3-8b-8l-fused-s8k-b2-fsdp-compiled", "llama3-8b-8l-fused", 8192, 2, "none",
           True, "fsdp"),
          ("llama3-8b-8l-fused-s8k-b2-fsdp-compiled-float8", "llama3-8b-8l-fused", 8192, 2,
-          "none", True, "fsdp", "float8")]] + [
+          "none", True, "fsdp", "float8"),
+         ("llama3-8b-8l-s8k-b2-fsdp-full-compiled", "llama3-8b-8l", 8192, 2, "full", True,
+          "fsdp"),
+         ("llama3-8b-8l-s8k-b2-fsdp-full-compiled-float8", "llama3-8b-8l", 8192, 2, "full", True,
+          "fsdp", "float8")]] + [
     ("qwen3-30b-a3b-4l-s4k-b2-fsdp", "qwen3-30b-a3b-4l", 4096, 2, "none", False, "fsdp"),
     ("qwen3-30b-a3b-4l-s4k-b2-fsdp-compiled", "qwen3-30b-a3b-4l", 4096, 2, "none", True, "fsdp"),
     ("qwen3-30b-a3b-4l-s4k-b2-fsdp-full-compiled", "qwen3-30b-a3b-4l", 4096, 2, "full", True,
