@@ -28,6 +28,19 @@ constexpr double kTorchLossBackwardBytesPerLogit = 4 + 4 + 4 + 2;
 // at the copy rate (scenarios/measurements/call41/train-steps-float8-h100.json, top_kernels).
 constexpr double kTorchFp32LossForwardBytesPerLogit = 4 + 12 + 4;
 constexpr double kTorchFp32LossBackwardBytesPerLogit = 4 + 16 + 6;
+// PyTorch FSDP with fp32 shards (layer_kernels' comment): the seconds to cast `weights`
+// parameters of a shard over `shard` ranks to the gathered precision (`gathered` bytes: read 4,
+// write gathered, on the shard) and copy them out of the all-gather's buffer (read and write
+// gathered), and to cast their 16-bit gradients to fp32 for the reduce-scatter (read 2, write 4).
+double fsdp_gather_s(const GpuSpec& gpu, const ComputeParams& params, double weights,
+                     double shard, double gathered) {
+  return weights *
+         ((4 + gathered) / shard / eager_bandwidth_Bps(gpu, params.eager.cast_down, params) +
+          2 * gathered / eager_bandwidth_Bps(gpu, params.eager.memcpy, params));
+}
+double fsdp_gradient_cast_s(const GpuSpec& gpu, const ComputeParams& params, double weights) {
+  return weights * 6 / eager_bandwidth_Bps(gpu, params.eager.cast_up, params);
+}
 // What runs outside FP8 (FP4) under FP8 (NVFP4) training (Transformer Engine; DeepSeek-AI
 // 2024, "DeepSeek-V3 Technical Report" sec. 3.3.1): the attention core, the embedding, the
 // output head, the MoE router and the norms stay in bf16.
@@ -576,13 +589,11 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   double fsdp_forward_s = 0, fsdp_backward_s = 0;
   if (pytorch_fsdp(w) && mixed_precision(p)) {
     const double shard = double(par.dp) * par.cp;
-    const double gathered = quantized_gather ? q : e;
-    fsdp_forward_s = at(rate.cast_down, (4 + gathered) / shard * layer_weights) +
-                     at(rate.memcpy, 2 * gathered * layer_weights);
+    fsdp_forward_s = fsdp_gather_s(gpu, params, layer_weights, shard, quantized_gather ? q : e);
     // Without resharding after the forward (reshard_after_forward false) the backward uses
     // the forward's gathered weights.
     fsdp_backward_s = (w.framework.reshard_after_forward ? fsdp_forward_s : 0) +
-                      at(rate.cast_up, 6 * layer_weights);
+                      fsdp_gradient_cast_s(gpu, params, layer_weights);
   }
   // Sequence parallelism on [batch, sequence, hidden] activations (FrameworkConfig::
   // batch_first_layout): each TP collective that PyTorch's functional collectives run copies the
@@ -995,17 +1006,15 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
     // micro-batch's forward. FSDP2 keeps the root gathered through the backward (its
     // reshard_after_forward heuristic), which then only casts the 16-bit gradients to fp32 for
     // the reduce-scatter (read 2, write 4). Device call 41 (scenarios/measurements/call41): on
-    // one H100 with Llama 3 8B's 1.05 B embedding and head parameters beside 4 layers, FSDP's
-    // casts, copies and chunk_cat took 26 ms a step.
+    // one H100 with Llama 3 8B's 1.05 B embedding and head parameters beside four of its layers'
+    // 0.87 B, FSDP's casts, copies and chunk_cat took 25.4 ms a step (the model 22.7).
     if (pytorch_fsdp(w) && mixed_precision(w.precision)) {
       const double table = vocab_local * h;  // one embedding matrix: its share on this GPU
       const double root = (s == 0 ? table : 0) +
                           (s == last && (s != 0 || !w.model.tied_embeddings) ? table : 0);
       const double shard = double(w.parallelism.dp) * w.parallelism.cp;
-      const ComputeParams::EagerRates& rate = params.eager;
-      c.forward_s += root * ((4 + e) / shard / eager_bandwidth_Bps(gpu, rate.cast_down, params) +
-                             2 * e / eager_bandwidth_Bps(gpu, rate.memcpy, params));
-      c.backward_s += root * 6 / eager_bandwidth_Bps(gpu, rate.cast_up, params);
+      c.forward_s += fsdp_gather_s(gpu, params, root, shard, e);
+      c.backward_s += fsdp_gradient_cast_s(gpu, params, root);
     }
     if (s == last) {
       // The output head and loss, once for the model and once more for each MTP module, which
