@@ -561,15 +561,19 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
     // With TP overlap the group's weight GEMMs run last, their collectives beside them.
     // What TP collectives can hide beside: the group's compute but the ring-attention part.
     const double beside_att = total - (cp_calls.empty() ? 0 : att);
+    // What the group's own GEMMs can hide of its TP collectives (each behind the GEMMs it feeds
+    // or drains), under tp_comm_overlap or tp_wgrad_overlap alike.
+    const double gemm_cover =
+        tp_overlap || !tp_wgrad_calls.empty()
+            ? models::tp_overlap_cover_s(sc_.workload, gc.tp_gemms, tp_times_, fwd)
+            : 0;
     const double overlapped =
         tp_overlap ? std::min({beside_att, fwd ? gc.gemm_fwd_s : gc.gemm_bwd_s - deferred,
-                               models::tp_overlap_cover_s(sc_.workload, gc.tp_gemms, tp_times_, fwd)})
+                               gemm_cover})
                    : 0;
     const double wgrad_cover =
-        tp_wgrad_calls.empty()
-            ? 0
-            : std::min({beside_att, gc.gemm_bwd_s - deferred,
-                        models::tp_overlap_cover_s(sc_.workload, gc.tp_gemms, tp_times_, fwd)});
+        tp_wgrad_calls.empty() ? 0
+                               : std::min({beside_att, gc.gemm_bwd_s - deferred, gemm_cover});
     const int stream_before = last_stream_[stage];
     int first = -1, last = -1;
     if (!cp_calls.empty() && att > 0) {

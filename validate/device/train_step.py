@@ -252,24 +252,20 @@ def titan_rotary(xq, xk, freqs_cis):
     return xq_out.type_as(xq), xk_out.type_as(xk)
 
 
-class TitanBlock(nn.Module):
-    """TorchTitan's Llama TransformerBlock (torchtitan/models/llama/model.py at 9dec370): its
-    RMSNorm, separate wq/wk/wv/wo and w1/w2/w3 projections (seven matmuls: op-level
-    checkpointing saves every other one), fp32 complex rotary embedding, repeat_kv by
-    expand + reshape, causal SDPA."""
+class TitanAttention(nn.Module):
+    """TorchTitan's attention with the norm before it (torchtitan/models/llama/model.py at
+    9dec370): its RMSNorm, separate wq/wk/wv/wo projections of heads of head_dim, fp32 complex
+    rotary embedding, repeat_kv by expand + reshape, causal SDPA. The blocks below add their
+    MLP."""
 
-    def __init__(self, hidden, heads, ffn, kv_heads):
+    def __init__(self, hidden, heads, kv_heads, head_dim):
         super().__init__()
-        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, hidden // heads
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim
         self.attention_norm = TitanRMSNorm(hidden)
-        self.wq = nn.Linear(hidden, hidden, bias=False)
-        self.wk = nn.Linear(hidden, kv_heads * self.head_dim, bias=False)
-        self.wv = nn.Linear(hidden, kv_heads * self.head_dim, bias=False)
-        self.wo = nn.Linear(hidden, hidden, bias=False)
-        self.ffn_norm = TitanRMSNorm(hidden)
-        self.w1 = nn.Linear(hidden, ffn, bias=False)
-        self.w2 = nn.Linear(ffn, hidden, bias=False)
-        self.w3 = nn.Linear(hidden, ffn, bias=False)
+        self.wq = nn.Linear(hidden, heads * head_dim, bias=False)
+        self.wk = nn.Linear(hidden, kv_heads * head_dim, bias=False)
+        self.wv = nn.Linear(hidden, kv_heads * head_dim, bias=False)
+        self.wo = nn.Linear(heads * head_dim, hidden, bias=False)
 
     def attention(self, x, freqs_cis):
         b, s, _ = x.shape
@@ -286,16 +282,28 @@ class TitanBlock(nn.Module):
                                              values.transpose(1, 2), is_causal=True)
         return self.wo(out.transpose(1, 2).contiguous().view(b, s, -1))
 
+
+class TitanBlock(TitanAttention):
+    """TorchTitan's Llama TransformerBlock (torchtitan/models/llama/model.py at 9dec370):
+    TitanAttention (heads of hidden / heads) and the SwiGLU MLP's w1/w2/w3 (seven matmuls in
+    all: op-level checkpointing saves every other one)."""
+
+    def __init__(self, hidden, heads, ffn, kv_heads):
+        super().__init__(hidden, heads, kv_heads, hidden // heads)
+        self.ffn_norm = TitanRMSNorm(hidden)
+        self.w1 = nn.Linear(hidden, ffn, bias=False)
+        self.w2 = nn.Linear(ffn, hidden, bias=False)
+        self.w3 = nn.Linear(hidden, ffn, bias=False)
+
     def forward(self, x, freqs_cis, unused=None):
         h = x + self.attention(self.attention_norm(x), freqs_cis)
         n = self.ffn_norm(h)
         return h + self.w2(F.silu(self.w1(n)) * self.w3(n))
 
 
-class MoEBlock(nn.Module):
+class MoEBlock(TitanAttention):
     """A mixture-of-experts block as TorchTitan's MoE code has it (torchtitan/models/moe/moe.py,
-    2025): TorchTitan's RMSNorm and attention (separate wq/wk/wv/wo, heads of head_dim, fp32
-    complex rotary, GQA by expand, causal SDPA; Qwen3's per-head q/k norms left out), then the
+    2025): TitanAttention (Qwen3's per-head q/k norms left out), then the
     router (a linear to the experts' logits, softmax in fp32, top_k), the routed copies sorted
     by expert (argsort), gathered and scaled by their scores before the experts
     (score_before_experts), the experts' SwiGLU as grouped GEMMs (torch._grouped_mm over the
@@ -305,34 +313,13 @@ class MoEBlock(nn.Module):
     in NVIDIA's tables), every expert the same number of rows, after the router's work."""
 
     def __init__(self, hidden, heads, kv_heads, head_dim, experts, top_k, expert_ffn):
-        super().__init__()
-        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim
+        super().__init__(hidden, heads, kv_heads, head_dim)
         self.experts, self.top_k = experts, top_k
-        self.attention_norm = TitanRMSNorm(hidden)
-        self.wq = nn.Linear(hidden, heads * head_dim, bias=False)
-        self.wk = nn.Linear(hidden, kv_heads * head_dim, bias=False)
-        self.wv = nn.Linear(hidden, kv_heads * head_dim, bias=False)
-        self.wo = nn.Linear(heads * head_dim, hidden, bias=False)
         self.ffn_norm = TitanRMSNorm(hidden)
         self.gate = nn.Linear(hidden, experts, bias=False)
         self.w1 = nn.Parameter(torch.randn(experts, expert_ffn, hidden) * 0.02)
         self.w3 = nn.Parameter(torch.randn(experts, expert_ffn, hidden) * 0.02)
         self.w2 = nn.Parameter(torch.randn(experts, hidden, expert_ffn) * 0.02)
-
-    def attention(self, x, freqs_cis):
-        b, s, _ = x.shape
-        xq = self.wq(x).view(b, s, -1, self.head_dim)
-        xk = self.wk(x).view(b, s, -1, self.head_dim)
-        xv = self.wv(x).view(b, s, -1, self.head_dim)
-        xq, xk = titan_rotary(xq, xk, freqs_cis)
-        rep = self.heads // self.kv_heads
-        keys = xk.unsqueeze(3).expand(b, s, self.kv_heads, rep, self.head_dim).reshape(
-            b, s, self.heads, self.head_dim)
-        values = xv.unsqueeze(3).expand(b, s, self.kv_heads, rep, self.head_dim).reshape(
-            b, s, self.heads, self.head_dim)
-        out = F.scaled_dot_product_attention(xq.transpose(1, 2), keys.transpose(1, 2),
-                                             values.transpose(1, 2), is_causal=True)
-        return self.wo(out.transpose(1, 2).contiguous().view(b, s, -1))
 
     def moe(self, x):
         b, s, h = x.shape
@@ -452,6 +439,11 @@ class Float8Linear(nn.Linear):
         return y.view(*shape[:-1], y.shape[-1])
 
 
+def relative_error(out, ref):
+    """||out - ref|| / ||ref||, in fp64 (ref already fp64)."""
+    return float((out.detach().double() - ref).norm() / ref.norm())
+
+
 def float8_selfcheck(dev):
     """Float8MM against the same product in fp32 on fresh random inputs: ||out - ref|| / ||ref||
     for the output and both gradients (e4m3 / e5m2 operands land near 3e-2 and 6e-2)."""
@@ -463,12 +455,8 @@ def float8_selfcheck(dev):
     y.backward(g)
     xr, wr = x.detach().double(), w.detach().double()
     ref_y, ref_gx, ref_gw = xr @ wr.t(), g.double() @ wr, g.double().t() @ xr
-
-    def rel(a, b):
-        return float((a.double() - b).norm() / b.norm())
-
-    return {"output": rel(y, ref_y), "grad_input": rel(x.grad, ref_gx),
-            "grad_weight": rel(w.grad, ref_gw)}
+    return {"output": relative_error(y, ref_y), "grad_input": relative_error(x.grad, ref_gx),
+            "grad_weight": relative_error(w.grad, ref_gw)}
 
 
 def moe_selfcheck(dev):
@@ -488,7 +476,7 @@ def moe_selfcheck(dev):
                 e = (i * 2 + j) % 8
                 r = xd[i] * scores[i, j]
                 ref[i] += (F.silu(w1[e] @ r) * (w3[e] @ r)) @ w2[e].t()
-    return float((y - ref).norm() / ref.norm())
+    return relative_error(y, ref)
 
 
 def float8_linear(module):
