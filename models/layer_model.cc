@@ -41,6 +41,55 @@ double fsdp_gather_s(const GpuSpec& gpu, const ComputeParams& params, double wei
 double fsdp_gradient_cast_s(const GpuSpec& gpu, const ComputeParams& params, double weights) {
   return weights * 6 / eager_bandwidth_Bps(gpu, params.eager.cast_up, params);
 }
+struct RingAttentionPasses {
+  double forward_s = 0, backward_s = 0;
+};
+// Ring attention's own passes (context parallelism, FrameworkConfig::cp_allgather false), per
+// layer and micro-batch on the rank that merges the most (the last: with the load-balanced
+// causal sharding each of its cp steps takes all its queries, and the later steps the first
+// half of the received keys). `outputs`, `queries` and `keys`: the rank's elements of the
+// attention output, the queries and the keys (each of K and V); `e` the 16-bit bytes.
+// - PyTorch's context_parallel (`pytorch`: kernels eager or compiled; torch's _SDPAMerger and
+//   ring backward, eager ops in fp32). Forward: each step's output cast to fp32 (read e, write
+//   4) and, after the first, merged into the running output (its difference with the running
+//   output, scaled by the sigmoid of the log-sum-exps' difference, subtracted: 12 + 8 + 12 bytes
+//   an element), the result cast back once; K and V copied into the next rotation's buffer (read
+//   and write e each). Backward: each step's gradients added into fp32 accumulators (read 4 + e,
+//   write 4), the key and value gradients copied into the rotation (read and write 4 each) as K
+//   and V are, the accumulators cast back once. Device call 42 (validate/device/
+//   ring_attention_probe.py on one H100, 32,768 local tokens of Llama 3 8B, cp 2-8;
+//   scenarios/measurements/call42/ring-attention.json): the steps took 1.08-1.12x cp causal
+//   calls forward, 1.03-1.05x backward, 2.1-2.7 and 1.9-3.6 ms a step beyond the flash kernels;
+//   these bytes give 1.9 and 2.0 ms a step at the copy rate.
+// - Transformer Engine's p2p ring (fused kernels: Megatron-Core): K and V concatenated into the
+//   rotation's buffer once a pass; each step's output scaled by its log-sum-exp's correction and
+//   added into the 16-bit output in one fused kernel (flash_attn_fwd_out_correction: read e +
+//   e, write e; the first step's written alone, read e write e); backward each step's gradients
+//   added into the 16-bit dq and dK/dV buffers the same way, which the rotation sends as they
+//   are. Read from its code (transformer_engine/pytorch/attention/dot_product_attention/
+//   context_parallel.py), not measured.
+RingAttentionPasses ring_attention_passes(const GpuSpec& gpu, const ComputeParams& params,
+                                          double outputs, double queries, double keys, int cp,
+                                          double e, bool pytorch) {
+  if (cp <= 1) return {};
+  const double steps = cp, later = cp - 1;
+  const double key_steps = 1 + later / 2;  // the first step's keys whole, the later ones half
+  double forward = 0, backward = 0;
+  if (pytorch) {
+    forward = outputs * ((e + 4) * steps + 32 * later + (4 + e)) + later * 2 * keys * 2 * e;
+    const double accumulate = 4 + e + 4;
+    backward = accumulate * (queries * steps + 2 * keys * key_steps) +
+               later * 2 * keys * (2 * 4 + 2 * e) + (queries + 2 * keys) * (4 + e);
+  } else {
+    forward = outputs * (2 * e + 3 * e * later) + 2 * keys * 2 * e;
+    // The first step's gradients written (read e, write e), the later ones added: the queries'
+    // whole, the keys' and values' first halves.
+    backward = 2 * e * (queries + 2 * keys) + 3 * e * later * (queries + keys);
+  }
+  return {elementwise_time(gpu, forward, params).time_s,
+          elementwise_time(gpu, backward, params).time_s};
+}
+
 // What runs outside FP8 (FP4) under FP8 (NVFP4) training (Transformer Engine; DeepSeek-AI
 // 2024, "DeepSeek-V3 Technical Report" sec. 3.3.1): the attention core, the embedding, the
 // output head, the MoE router and the norms stay in bf16.
@@ -534,6 +583,17 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
       const double bwd = par.cp * attention_time(gpu, pa, win, true, kernel).time_s;
       out.attention_forward_s = (1 - share) * out.attention_forward_s + share * fwd;
       out.attention_backward_s = (1 - share) * out.attention_backward_s + share * bwd;
+    }
+    const double tokens_local = a.batch * a.q_tokens;
+    if (!w.framework.cp_allgather) {
+      const RingAttentionPasses ring = ring_attention_passes(
+          gpu, params, tokens_local * heads_local * m.v_head_dim(),
+          tokens_local * heads_local * m.qk_head_dim(),
+          tokens_local * a.kv_heads * m.qk_head_dim(), par.cp,
+          working_bytes(unquantized_precision(p)),
+          w.framework.kernels != KernelFusion::kFused);
+      out.attention_forward_s += ring.forward_s;
+      out.attention_backward_s += ring.backward_s;
     }
   } else {
     unfused_attention(gpu, w, params, heads_local, head_dim, &out);

@@ -179,7 +179,8 @@ constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "tp_overlap_copy_engine_share",
                                                "gradients_in_backward",
                                                "fp32_gradients",      "zero1_grad_reduce",
-                                               "moe_layer_host_time", "moe_expert_bias"};
+                                               "moe_layer_host_time", "moe_expert_bias",
+                                               "cp_attention"};
 constexpr std::string_view kParallelismKeys[] = {"tp",   "pp",        "dp",          "cp",
                                                  "sp",   "zero",      "recompute",   "pp_schedule",
                                                  "virtual_stages", "ep", "etp", "first_stage_layers",
@@ -1264,6 +1265,8 @@ bool Loader::load_workload(const YAML::Node& node) {
         {"unfused", LossKernel::kUnfused}, {"fused", LossKernel::kFused}, {"te", LossKernel::kTe}};
     static constexpr std::pair<std::string_view, bool> kOptimizerKernels[] = {{"fused", false},
                                                                              {"foreach", true}};
+    static constexpr std::pair<std::string_view, bool> kCpAttention[] = {{"ring", false},
+                                                                          {"allgather", true}};
     static constexpr std::pair<std::string_view, bool> kZero1Reduce[] = {
         {"reduce_scatter", false}, {"all_reduce", true}};
     FrameworkConfig& f = w.framework;
@@ -1301,7 +1304,8 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_enum(fw, fp, "zero1_grad_reduce", kZero1Reduce, &f.zero1_all_reduce) ||
         !read_quantity(fw, fp, "moe_layer_host_time", FieldKind::kTime, true,
                        &f.moe_layer_host_s) ||
-        !read_enum(fw, fp, "moe_expert_bias", kExpertBias, &f.expert_bias_per_expert)) {
+        !read_enum(fw, fp, "moe_expert_bias", kExpertBias, &f.expert_bias_per_expert) ||
+        !read_enum(fw, fp, "cp_attention", kCpAttention, &f.cp_allgather)) {
       return false;
     }
     if (fw["tp_overlap_copy_engine_share"].IsDefined() && !f.tp_comm_overlap) {

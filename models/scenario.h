@@ -317,6 +317,13 @@ struct FrameworkConfig {
   // broadcast rsqrt, type_as, the weight), each op a kernel in eager mode and autograd's
   // backward of each. false: one fused rms_norm kernel each way (torch's, Triton's, Apex's).
   bool fp32_op_norm = false;
+  // How context parallelism computes attention (framework.cp_attention). false ("ring"): cp
+  // steps, each the local queries against one rank's keys and values, their outputs merged by
+  // the log-sum-exps and their gradients accumulated (PyTorch's context_parallel, Transformer
+  // Engine's p2p and all-gather modes, Megatron-Core; layer_model.cc ring_attention_passes).
+  // true ("allgather"): K and V gathered whole and one attention call for the local queries
+  // (Llama 3's "all-gather based method", Dubey et al. 2024 sec. 3.3.2), with no merges.
+  bool cp_allgather = false;
   // How fp8 training scales its tensors (Fp8Recipe).
   Fp8Recipe fp8_recipe = Fp8Recipe::kTensorwise;
   // Quantized weights gathered by ZeRO/FSDP (Megatron-Core --fp8-param-gather and

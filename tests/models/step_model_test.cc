@@ -722,6 +722,63 @@ TEST_SUITE("models") {
     CHECK(r.breakdown.cp.exposed_s < r.breakdown.cp.total_s);
   }
 
+  TEST_CASE("step: ring attention merges each step's output and accumulates its gradients") {
+    // Llama 3 8B with 8,192 local tokens: cp 2 over seq 16,384 against seq 8,192 without CP.
+    // The flash kernels are cp calls of the local causal attention; beyond them, PyTorch's
+    // context_parallel (device call 42's ring_attention_probe.py: 1.08-1.12x forward and
+    // 1.03-1.05x backward on an H100) casts both steps' outputs to fp32 (2 + 4 bytes an
+    // element), merges the second (32), casts the result back (6) and copies K and V into the
+    // rotation (read and write 2 each); backward it adds the gradients into fp32 accumulators
+    // (10 an element: both steps' queries, the first step's keys and values whole and the
+    // second's half), copies K, V (8) and their fp32 gradients (16) into the rotation and casts
+    // the accumulators back (6).
+    const std::string text =
+        "cluster: {nodes: 1, node: {gpu: h100-sxm, gpus_per_node: 1}}\n"
+        "workload:\n  model: llama3-8b\n  seq_len: 8192\n  global_batch: 1\n"
+        "  micro_batch: 1\n  framework: {attention: flash, kernels: compiled}\n"
+        "  parallelism: {tp: 1, dp: 1, cp: 1, zero: 1, recompute: none}\n";
+    const Scenario one = accepted(text, "ring.yaml");
+    const GpuSpec& gpu = one.cluster.node.gpu;
+    const ComputeParams p = default_compute_params(gpu);
+    WorkloadConfig two = one.workload;
+    two.seq_len = 16384;
+    two.parallelism.cp = 2;
+    const LayerKernels k1 = layer_kernels(gpu, one.workload, p);
+    const LayerKernels k2 = layer_kernels(gpu, two, p);
+    const double o = 8192.0 * 32 * 128, kv = 8192.0 * 8 * 128;
+    const double rate = gpu.hbm_Bps * p.elementwise_efficiency;
+    CHECK(k2.attention_forward_s - 2 * k1.attention_forward_s ==
+          doctest::Approx((o * (6 + 6 + 32 + 6) + 2 * kv * 4) / rate));
+    CHECK(k2.attention_backward_s - 2 * k1.attention_backward_s ==
+          doctest::Approx((10 * (2 * o + 2 * kv * 1.5) + 2 * kv * (8 + 4) + (o + 2 * kv) * 6) /
+                          rate));
+    // Transformer Engine's ring (fused kernels) corrects the output in 16 bits in one fused
+    // kernel a step (the first step's output written: 4 bytes; the second's added: 6) and
+    // concatenates K and V once (4 each); backward the first step's gradients written (4), the
+    // second's added (6; the keys' and values' halves).
+    WorkloadConfig te = two, te1 = one.workload;
+    te.framework.kernels = te1.framework.kernels = KernelFusion::kFused;
+    const LayerKernels t1 = layer_kernels(gpu, te1, p);
+    const LayerKernels t2 = layer_kernels(gpu, te, p);
+    CHECK(t2.attention_forward_s - 2 * t1.attention_forward_s ==
+          doctest::Approx((o * (4 + 6) + 2 * kv * 4) / rate));
+    CHECK(t2.attention_backward_s - 2 * t1.attention_backward_s ==
+          doctest::Approx((4 * (o + 2 * kv) + 6 * (o + kv)) / rate));
+    // Llama 3's all-gather CP: one call against the gathered K and V, no merges.
+    WorkloadConfig gathered = te;
+    gathered.framework.cp_allgather = true;
+    CHECK(layer_kernels(gpu, gathered, p).attention_forward_s ==
+          doctest::Approx(2 * t1.attention_forward_s));
+    CHECK(layer_kernels(gpu, gathered, p).attention_backward_s ==
+          doctest::Approx(2 * t1.attention_backward_s));
+    // The scenario key, and a value it does not know refused where it stands.
+    const std::string keyed = edited(text, "compiled}", "compiled, cp_attention: allgather}");
+    CHECK(accepted(keyed, "ring.yaml").workload.framework.cp_allgather);
+    CHECK_FALSE(one.workload.framework.cp_allgather);
+    check_refused(edited(text, "compiled}", "compiled, cp_attention: ulysses}"), "r.yaml",
+                  "r.yaml:7:66: workload.framework.cp_attention: unknown value 'ulysses'");
+  }
+
   TEST_CASE("step: a job that does not fit gets advice that fits") {
     Scenario s = load("examples/llama2-70b-zero3-full-recompute.yaml");
     s.workload.parallelism.zero = 0;

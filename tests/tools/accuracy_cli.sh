@@ -3,8 +3,8 @@
 # Gates the corpus: at least 30 runs from 6 sources, every file loads and both engines predict
 # every run (the simulator every run but DeepSeek-V3's DualPipe one), and the errors stay within
 # the gates (mean |error| 5.6% and leave-one-source-out 7.5%: regression gates at the corpus's
-# figures plus a margin, 5.26% and 7.26% (analytic), 5.11% and 7.03% (simulator); of the targets
-# of docs/accuracy.md, 5% and 8%, the leave-one-source-out one is met, the means are 0.26 and 0.11
+# figures plus a margin, 5.18% and 7.39% (analytic), 5.04% and 7.15% (simulator); of the targets
+# of docs/accuracy.md, 5% and 8%, the leave-one-source-out one is met, the means are 0.18 and 0.04
 # points above (NeMo AutoModel's six MoE rows, 16.7% mean, all fast, and TorchTitan's async-TP and
 # context-parallel rows), and its max 15% is not met: seventeen runs at or above it, the gpt-oss
 # rows among them (the model 20-27% fast) and Megatron-Core's 32B weak-scaling row (+47%), each
@@ -16,8 +16,8 @@
 source "$(dirname "$0")/cli_test_lib.bash"
 corpus="$src/scenarios/published"
 
-# The gates of this commit, both engines: mean |error| 5.6% (analytic 5.26%, simulator 5.11%;
-# the target 5%), leave-one-source-out 7.5% (analytic 7.26%, simulator 7.03%; the target 8%),
+# The gates of this commit, both engines: mean |error| 5.6% (analytic 5.18%, simulator 5.04%;
+# the target 5%), leave-one-source-out 7.5% (analytic 7.39%, simulator 7.15%; the target 8%),
 # and the H200 and H100 steps we measured ourselves.
 # The contention measurements (scenarios/published/contention/) are scored apart, the simulator
 # gated at its current largest error (23.3%, Meta's) plus a margin: 25% (it overstates ECMP
@@ -57,29 +57,33 @@ for engine in ("analytic", "des"):
         assert abs(src["mean_abs_error"] - sum(own) / len(own)) < 1e-12
         means.append(src["left_out_mean_abs_error"])
     assert abs(s["leave_one_source_out_mean_abs_error"] - sum(means) / len(means)) < 1e-12
-    # 5.6% (5.26 / 5.11% now; 6.0% before PyTorch's FP8 casts, FSDP's root module and the fp32
+    # 5.6% (5.18 / 5.04% now; 6.0% before PyTorch's FP8 casts, FSDP's root module and the fp32
     # loss were counted (device call 41), 6.2% while TorchTitan's TP rows matched their
     # collectives against a layer's GEMMs together; 5.5% before TorchTitan's TP and
     # context-parallel rows joined: its async-TP rows and the 128K-256K CP rows run 12-34% fast;
     # docs/accuracy.md), above the issue's target of 5%. Leave-one-source-out 7.5%, under the
-    # target of 8% (7.26 / 7.03% now).
+    # target of 8% (7.39 / 7.15% now; 7.26 / 7.03% before call 42's and 44's steps joined).
     assert s["overall"]["mean_abs_error"] <= 0.056, s["overall"]
     assert s["leave_one_source_out_mean_abs_error"] <= 0.075, s
     h200 = [x for x in s["sources"] if x["source"] == "clustersim-h200"][0]
     assert h200["runs"] >= 16 and h200["mean_abs_error"] <= 0.07, h200
     # Our H100 steps (device call 32, predicted before they ran; call 41's float8 steps, call 43's
-    # MoE steps): 1.43% now, largest 4.6%.
+    # MoE steps, call 44's full-recompute pair predicted before it ran, call 42's eight-layer
+    # steps): 1.84% now; largest 8.3%, call 42's eight float8 layers with the caching allocator
+    # at the card's capacity (call 46: 16-36 retries, which move the step by -15 to +23%; 6%
+    # gated before they joined).
     h100 = [x for x in s["sources"] if x["source"] == "clustersim-h100"][0]
-    assert h100["runs"] == 26 and h100["mean_abs_error"] <= 0.035, h100
-    assert h100["max_abs_error"] <= 0.06, h100
-    # The public runs alone (6.97% analytic, 6.75% simulator; 7.40 / 7.18% before call 41's
+    assert h100["runs"] == 32 and h100["mean_abs_error"] <= 0.035, h100
+    assert h100["max_abs_error"] <= 0.09, h100
+    # The public runs alone (6.92% analytic, 6.71% simulator; 7.40 / 7.18% before call 41's
     # terms, gated at 7.7% then; 7.7% / 7.5% when TorchTitan's TP and CP rows joined; 7% gated
     # before NeMo AutoModel's MoE rows): our own steps must not hide a regression there.
     public = [abs(r[engine]["error"]) for r in runs if not r["source"].startswith("clustersim-")]
     assert len(public) >= 130 and sum(public) / len(public) <= 0.073, sum(public) / len(public)
     # Published memory (PyTorch's reserved peak) within 20% on our own H200 steps (at most 15.1%
     # now) and 15% on our H100 steps (at most 13.1%: the compiled MoE steps of call 43, whose
-    # allocator caches 16-19 GiB beyond their allocated peak; 6.6% without them), and every run
+    # allocator caches 16-19 GiB beyond their allocated peak; +12.0% call 42's fused float8
+    # layers, whose allocator at the card's capacity frees its cache instead), and every run
     # on the GPUs it ran on but one of Meta's Llama 3 405B runs.
     for r in runs:
         if r["source"] in ("clustersim-h200", "clustersim-h100"):

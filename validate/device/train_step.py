@@ -795,6 +795,12 @@ def run_config(cfg, steps, profile, dev, memory=False, fullgraph=True, top=25):
         times.append(time.perf_counter() - a)
     out["peak_allocated_bytes"] = torch.cuda.max_memory_allocated()
     out["peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
+    # The caching allocator's fallbacks over the run (warm-up included): a retry frees every
+    # cached block (cudaFree, which synchronises the device) and allocates again.
+    ms = torch.cuda.memory_stats()
+    out["allocator"] = {k: ms.get(k, 0) for k in ("num_alloc_retries", "num_device_alloc",
+                                                  "num_device_free", "num_ooms")}
+    out["allocator_conf"] = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
     out["step_times_s"] = times
     out["step_time_s"] = sorted(times)[len(times) // 2]
     # Forward / backward / optimizer, each synchronised (two more steps, medians of two).

@@ -172,7 +172,7 @@ CALLS = {"train-steps-eager.json": (9, "2026-12-01"), "train-steps-compiled.json
          "train-steps-llama3-8b-titan.json": (23, "2026-12-04"),
          "train-steps-h100-a.json": (32, "2026-12-05"), "train-steps-h100-b.json": (32, "2026-12-05"),
          "train-steps-float8-h100.json": (41, "2026-12-06"),
-         "train-steps-float8-h200.json": (42, "2026-12-06"),
+         "train-steps-8l-h100.json": (42, "2026-12-06"),
          "train-steps-moe-h100.json": (43, "2026-12-06"),
          "train-steps-full-h100.json": (44, "2026-12-06")}
 
