@@ -253,4 +253,14 @@ grep -qF "This layout ran as published" "$tmp/pt.txt" && fail "the published-lay
 grep -qF "pp 4 interleaved x4 (layout Et*4|(t*4|)*14tmL)" "$tmp/layout.txt" ||
   fail "no layout on the parallel line: $(grep -F 'parallel' "$tmp/layout.txt")"
 grep -qF "(layout " "$tmp/pt.txt" && fail "a layout printed for a run without one"
+# A step that fits while the allocator's cache would take the GPU past its capacity says so (device
+# call 46: such steps moved by -15 to +23%); one with room to spare does not.
+f="$src/scenarios/published/clustersim-h100/clustersim-h100-llama3-8b-8l-fused-s8k-b2-fsdp-compiled-float8.yaml"
+"$bin" plan "$f" --engine analytic >"$tmp/cap.txt" 2>&1 || fail "plan of an allocator-bound step exited $?"
+grep -qF "! more than the GPU holds: the allocator will free its cache and retry" "$tmp/cap.txt" ||
+  fail "no allocator note in: $(grep -F 'allocator' "$tmp/cap.txt")"
+"$bin" plan "$f" --engine analytic --json >"$tmp/cap.json" 2>/dev/null || fail "plan --json exited $?"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['fits'] and d['allocator_at_capacity']" \
+  "$tmp/cap.json" || fail "allocator_at_capacity not set"
+grep -qF "more than the GPU holds" "$tmp/pt.txt" && fail "the allocator note printed for a step with room"
 finish plan_cli
