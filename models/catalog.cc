@@ -119,6 +119,7 @@ std::vector<GpuSpec> make_gpus() {
        .nvlink_link_Bps = 25 * kG,
        .pcie_gen = 5,
        .tdp_w = 700,
+       .idle_w = 71,  // device call 45: 70.7-71.2 W at 345 MHz
        .list_price_usd = 30000,
        .sm_count = 132,
        .arch = "sm_90",
@@ -185,6 +186,7 @@ std::vector<GpuSpec> make_gpus() {
        .nvlink_link_Bps = 25 * kG,
        .pcie_gen = 5,
        .tdp_w = 700,
+       .idle_w = 78,  // device call 19: 78.4 W at 345 MHz
        .list_price_usd = 35000,
        .sm_count = 132,
        .arch = "sm_90",

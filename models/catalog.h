@@ -50,6 +50,11 @@ struct GpuSpec {
   int pcie_gen = 0;
   int pcie_lanes = 16;
   double tdp_w = 0;
+  // Board power idle with the SMs at their floor clock (nvidia-smi's power.draw, measured): the
+  // part of the board's power that a lower clock does not reduce (HBM, PHYs, the board), which a
+  // cap below the datasheet's takes out of the clock's share first (tdp_clock_factor). 0: not
+  // measured (the whole cap scales with the clock).
+  double idle_w = 0;
   double list_price_usd = 0;
   int sm_count = 0;
   std::string arch;  // CUDA arch, e.g. "sm_90"; "" for non-NVIDIA

@@ -44,8 +44,9 @@ struct ComputeParams {
   // 267.9. 1 (no cap reached) for others, an assumption.
   // It holds at the SKU's datasheet TDP (H100/H200 SXM 700 W, A100 SXM 400 W), at which its
   // peak is quoted. A GPU run at a lower cap (a scenario's tdp override, e.g. Meta's H100s at
-  // 500 W) settles lower: default_compute_params() scales the clock by (tdp / datasheet
-  // tdp)^(1 / power_exponent), the law power_clock() uses.
+  // 500 W) settles lower: default_compute_params() scales the clock by ((tdp - idle) /
+  // (datasheet tdp - idle))^(1 / power_exponent), the law power_clock() uses, with the board's
+  // measured idle power (GpuSpec::idle_w) kept out of the share the clock sets.
   double sustained_clock = 1.0;
   // Chips of one SKU do not settle at one clock under one cap: manufacturing variation moves
   // each chip's power at a given clock, and power management holds each at its own. Sinha et
@@ -264,8 +265,9 @@ double blackwell_sustained_clock(const GpuSpec& gpu, double b200_clock,
 // The catalog entry of the GPU's SKU (its datasheet: an overridden entry keeps its id), or the
 // GPU itself where the id is not in the catalog.
 const GpuSpec& datasheet_of(const GpuSpec& gpu);
-// What a tdp below the SKU's datasheet cap leaves of the clock under tensor load: (tdp /
-// datasheet tdp)^(1 / power_exponent); 1 at or above the cap.
+// What a tdp below the SKU's datasheet cap leaves of the clock under tensor load: ((tdp - idle)
+// / (datasheet tdp - idle))^(1 / power_exponent), idle the board's measured idle power
+// (GpuSpec::idle_w, 0 where not measured); 1 at or above the cap.
 double tdp_clock_factor(const GpuSpec& gpu, double power_exponent);
 
 // The in-tile rate at full clock a GEMM microbenchmark reaches on this GPU (what an acceptance

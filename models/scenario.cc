@@ -315,6 +315,7 @@ const std::vector<OverrideField<GpuSpec>>& gpu_fields() {
       integer("pcie_gen", &GpuSpec::pcie_gen),
       integer("pcie_lanes", &GpuSpec::pcie_lanes),
       num("tdp", K::kWatts, &GpuSpec::tdp_w),
+      num("idle_power", K::kWatts, &GpuSpec::idle_w),
       num("price", K::kUsd, &GpuSpec::list_price_usd),
       integer("sm_count", &GpuSpec::sm_count),
   };

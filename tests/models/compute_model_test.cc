@@ -682,6 +682,16 @@ TEST_SUITE("models") {
           doctest::Approx(blackwell_sustained_clock(gb200, kBlackwellSustainedClock) *
                           std::pow(1000.0 / 1200, 0.4)));
     CHECK(tdp_clock_factor(gb200, 2.5) == 1.0);
+    // Hopper's measured idle board power (device calls 45 and 19: 71 W and 78 W at the floor
+    // clock) stays under a lower cap: an H100 at 500 W keeps (429 / 629)^0.4 = 0.858 of its
+    // clock, not (500 / 700)^0.4 = 0.874. A GPU without a measured idle power scales all of it.
+    GpuSpec h100 = *find_gpu("h100-sxm");
+    h100.tdp_w = 500;
+    CHECK(tdp_clock_factor(h100, 2.5) == doctest::Approx(std::pow(429.0 / 629, 0.4)));
+    CHECK(default_compute_params(h100).sustained_clock ==
+          doctest::Approx(0.863 * std::pow(429.0 / 629, 0.4)));
+    h100.idle_w = 0;
+    CHECK(tdp_clock_factor(h100, 2.5) == doctest::Approx(std::pow(500.0 / 700, 0.4)));
     // Throughput under load: GB200 / B200 = 1.2^0.4 (7.6%), GB300 / B200 = 1.295^0.4 x 160 /
     // 148 (19.9%), whatever the B200's clock (unclamped).
     const double b = b200.bf16_flops * blackwell_sustained_clock(b200, 0.8);
