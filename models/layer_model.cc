@@ -41,6 +41,7 @@ double fsdp_gather_s(const GpuSpec& gpu, const ComputeParams& params, double wei
 double fsdp_gradient_cast_s(const GpuSpec& gpu, const ComputeParams& params, double weights) {
   return weights * 6 / eager_bandwidth_Bps(gpu, params.eager.cast_up, params);
 }
+
 struct RingAttentionPasses {
   double forward_s = 0, backward_s = 0;
 };
@@ -584,8 +585,8 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
       out.attention_forward_s = (1 - share) * out.attention_forward_s + share * fwd;
       out.attention_backward_s = (1 - share) * out.attention_backward_s + share * bwd;
     }
-    const double tokens_local = a.batch * a.q_tokens;
     if (!w.framework.cp_allgather) {
+      const double tokens_local = a.batch * a.q_tokens;
       const RingAttentionPasses ring = ring_attention_passes(
           gpu, params, tokens_local * heads_local * m.v_head_dim(),
           tokens_local * heads_local * m.qk_head_dim(),
