@@ -97,9 +97,10 @@ const GpuSpec& datasheet_of(const GpuSpec& gpu) {
 double tdp_clock_factor(const GpuSpec& gpu, double power_exponent) {
   const GpuSpec& datasheet = datasheet_of(gpu);
   if (gpu.tdp_w <= 0 || gpu.tdp_w >= datasheet.tdp_w) return 1;
-  // The idle board's power stays whatever the clock: the cap's cut comes out of the rest.
-  const double idle = std::clamp(gpu.idle_w, 0.0, 0.9 * gpu.tdp_w);
-  return std::pow((gpu.tdp_w - idle) / (datasheet.tdp_w - idle), 1 / power_exponent);
+  // The idle board's power stays whatever the clock: the cap's cut comes out of the rest (the
+  // scenario loader refuses an idle power at or above the cap).
+  CS_ASSERT(gpu.idle_w >= 0 && gpu.idle_w < gpu.tdp_w, gpu.id + ": idle power below the cap");
+  return std::pow((gpu.tdp_w - gpu.idle_w) / (datasheet.tdp_w - gpu.idle_w), 1 / power_exponent);
 }
 
 double blackwell_sustained_clock(const GpuSpec& gpu, double b200_clock, double power_exponent) {

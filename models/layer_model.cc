@@ -73,14 +73,19 @@ RingAttentionPasses ring_attention_passes(const GpuSpec& gpu, const ComputeParam
                                           double outputs, double queries, double keys, int cp,
                                           double e, bool pytorch) {
   if (cp <= 1) return {};
+  constexpr double f32 = 4;  // bytes of an fp32 element
   const double steps = cp, later = cp - 1;
   const double key_steps = 1 + later / 2;  // the first step's keys whole, the later ones half
   double forward = 0, backward = 0;
   if (pytorch) {
-    forward = outputs * ((e + 4) * steps + 32 * later + (4 + e)) + later * 2 * keys * 2 * e;
-    const double accumulate = 4 + e + 4;
+    // Bytes of a merge: the difference (read 2 x f32, write f32), the scaling (read and write
+    // f32), the subtraction (read 2 x f32, write f32).
+    constexpr double merge = 3 * f32 + 2 * f32 + 3 * f32;
+    forward = outputs * ((e + f32) * steps + merge * later + (f32 + e)) +
+              later * 2 * keys * 2 * e;
+    const double accumulate = f32 + e + f32;
     backward = accumulate * (queries * steps + 2 * keys * key_steps) +
-               later * 2 * keys * (2 * 4 + 2 * e) + (queries + 2 * keys) * (4 + e);
+               later * 2 * keys * (2 * f32 + 2 * e) + (queries + 2 * keys) * (f32 + e);
   } else {
     forward = outputs * (2 * e + 3 * e * later) + 2 * keys * 2 * e;
     // The first step's gradients written (read e, write e), the later ones added: the queries'

@@ -202,6 +202,12 @@ struct StepResult {
   MemoryBreakdown memory;
   double memory_capacity_bytes = 0;
   bool fits = false;
+  // It fits, but PyTorch's caching allocator with its cache (MemoryBreakdown::allocator_bytes)
+  // would reserve more than the GPU holds: it frees the cache and retries allocations, each
+  // retry synchronising the device, which the step time does not include.
+  bool allocator_at_capacity() const {
+    return fits && memory.allocator_bytes() > memory_capacity_bytes;
+  }
   StepBreakdown breakdown;
   std::vector<TimedComm> comms;
 };

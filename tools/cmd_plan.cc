@@ -202,11 +202,6 @@ const char* peak_moment_text(models::MemoryBreakdown::Moment moment) {
   return "?";
 }
 
-// The job fits, but PyTorch's allocator with its cache would reserve more than the GPU holds.
-bool allocator_at_capacity(const models::StepResult& r) {
-  return r.fits && r.memory.allocator_bytes() > r.memory_capacity_bytes;
-}
-
 // Columns a wrapped note of the text report fills (its tables run about this wide).
 constexpr std::size_t kNoteColumns = 100;
 
@@ -230,7 +225,7 @@ void print_memory(const models::Scenario& s, const models::StepResult& r,
               "%s reserved at the peak\n",
               format_size(m.allocator_cache_bytes()).c_str(),
               format_size(m.allocator_bytes()).c_str());
-  if (allocator_at_capacity(r)) {
+  if (r.allocator_at_capacity()) {
     std::printf("%s", wrap_text("! more than the GPU holds: the allocator will free its cache and "
                                 "retry allocations, each retry synchronising the device. Not in "
                                 "the step time: on one H100 at capacity, 16-40 retries a run "
@@ -490,7 +485,7 @@ nlohmann::json plan_json(const models::Scenario& s, const models::StepResult& r,
       {"memory_per_gpu_bytes", m.total()},
       {"memory_capacity_bytes", r.memory_capacity_bytes},
       {"fits", r.fits},
-      {"allocator_at_capacity", allocator_at_capacity(r)},
+      {"allocator_at_capacity", r.allocator_at_capacity()},
       {"memory_bytes",
        {{"weights", m.weights_bytes},
         {"gradients", m.gradients_bytes},

@@ -274,6 +274,19 @@ TEST_SUITE("models") {
                       "t.yaml:5:10: cluster.node.gpu: an override map needs 'base: <gpu id>'");
     CHECK_PREFIX(error_of(with("    gpu: h100-sxm", "    gpu: {base: h100-sxm, bf61: 1}")),
                       "t.yaml:5:27: cluster.node.gpu.bf61: unknown key (did you mean 'bf16'?");
+    // The idle board's power (what a lower cap cannot take from the clock) must be under the
+    // cap: the key that breaks it is named, the given idle power or the lowered cap.
+    auto idle =
+        load(with("    gpu: h100-sxm", "    gpu: {base: h100-sxm, tdp: 500W, idle_power: 90W}"));
+    REQUIRE_MESSAGE(idle.ok(), (idle.ok() ? std::string() : idle.message()));
+    CHECK(idle->cluster.node.gpu.idle_w == doctest::Approx(90));
+    CHECK_PREFIX(error_of(with("    gpu: h100-sxm",
+                               "    gpu: {base: h100-sxm, idle_power: 700W}")),
+                 "t.yaml:5:27: cluster.node.gpu.idle_power: the idle power (700 W) must be below "
+                 "the power cap (700 W)");
+    CHECK_PREFIX(error_of(with("    gpu: h100-sxm", "    gpu: {base: h100-sxm, tdp: 60W}")),
+                 "t.yaml:5:27: cluster.node.gpu.tdp: the idle power (71 W) must be below the "
+                 "power cap (60 W)");
     // NIC overrides, e.g. a calibrated efficiency.
     auto n = load(with("    nic: ib-ndr", "    nic: {base: ib-ndr, efficiency: 0.9, latency: 2us}"));
     REQUIRE(n.ok());

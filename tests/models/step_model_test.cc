@@ -31,6 +31,17 @@ bool within(double value, double reference, double tolerance) {
   return std::abs(value / reference - 1) <= tolerance;
 }
 
+// Llama 3 8B at 8,192 tokens on one H100, `sequences` in one micro-batch, with the given flow
+// maps' contents for workload.framework (line 7) and workload.parallelism (line 8).
+std::string one_h100_llama3_8b(int sequences, const std::string& framework,
+                               const std::string& parallelism) {
+  const std::string n = std::to_string(sequences);
+  return "cluster: {nodes: 1, node: {gpu: h100-sxm, gpus_per_node: 1}}\n"
+         "workload:\n  model: llama3-8b\n  seq_len: 8192\n  global_batch: " + n + "\n"
+         "  micro_batch: " + n + "\n  framework: {" + framework + "}\n"
+         "  parallelism: {" + parallelism + "}\n";
+}
+
 // A scenario text the loader must refuse, with a message that begins with `prefix`
 // ("file:line:col: key: why").
 void check_refused(const std::string& text, const std::string& file, const std::string& prefix) {
@@ -370,11 +381,8 @@ TEST_SUITE("models") {
     // and copied each micro-batch's forward as the blocks are, and not gathered again for the
     // backward. Halving the shard (dp 2) saves 3 bytes a parameter of the cast (read 4 / dp,
     // write 2 / dp) for the blocks forward and backward and for the root forward only.
-    const std::string text =
-        "cluster: {nodes: 1, node: {gpu: h100-sxm, gpus_per_node: 1}}\n"
-        "workload:\n  model: llama3-8b\n  seq_len: 8192\n  global_batch: 2\n"
-        "  micro_batch: 2\n  framework: {kernels: compiled, weights_in_fp32: true}\n"
-        "  parallelism: {tp: 1, dp: 1, zero: 3, recompute: none}\n";
+    const std::string text = one_h100_llama3_8b(2, "kernels: compiled, weights_in_fp32: true",
+                                                "tp: 1, dp: 1, zero: 3, recompute: none");
     const Scenario one = accepted(text, "root.yaml");
     const GpuSpec& gpu = one.cluster.node.gpu;
     const ComputeParams p = default_compute_params(gpu);
@@ -732,11 +740,8 @@ TEST_SUITE("models") {
     // (10 an element: both steps' queries, the first step's keys and values whole and the
     // second's half), copies K, V (8) and their fp32 gradients (16) into the rotation and casts
     // the accumulators back (6).
-    const std::string text =
-        "cluster: {nodes: 1, node: {gpu: h100-sxm, gpus_per_node: 1}}\n"
-        "workload:\n  model: llama3-8b\n  seq_len: 8192\n  global_batch: 1\n"
-        "  micro_batch: 1\n  framework: {attention: flash, kernels: compiled}\n"
-        "  parallelism: {tp: 1, dp: 1, cp: 1, zero: 1, recompute: none}\n";
+    const std::string text = one_h100_llama3_8b(1, "attention: flash, kernels: compiled",
+                                                "tp: 1, dp: 1, cp: 1, zero: 1, recompute: none");
     const Scenario one = accepted(text, "ring.yaml");
     const GpuSpec& gpu = one.cluster.node.gpu;
     const ComputeParams p = default_compute_params(gpu);
