@@ -2,12 +2,13 @@
 # `clustersim accuracy`: the published-run corpus (scenarios/published/) scored by both engines.
 # Gates the corpus: at least 30 runs from 6 sources, every file loads and both engines predict
 # every run (the simulator every run but DeepSeek-V3's DualPipe one), and the errors stay within
-# the gates (mean |error| 5.6% and leave-one-source-out 7.5%: regression gates at the corpus's
-# figures plus a margin, 5.13% and 7.37% (analytic), 4.98% and 7.13% (simulator); of the targets
-# of docs/accuracy.md, 5% and 8%, the leave-one-source-out one is met, the simulator's mean is
-# under 5% and the analytic one 0.13 points above (NeMo AutoModel's six MoE rows, 16.7% mean,
-# all fast, and TorchTitan's async-TP and context-parallel rows), and its max 15% is not met:
-# seventeen runs at or above it, the gpt-oss rows among them (the model 20-27% fast) and Megatron-Core's 32B weak-scaling row (+47%), each
+# the gates (mean |error| 5.6% and leave-one-source-out 8.0%: regression gates at the corpus's
+# figures plus a margin, 5.30% and 7.78% (analytic), 5.16% and 7.61% (simulator); of the targets
+# of docs/accuracy.md, 5% and 8%, the leave-one-source-out one is met, the means are 0.30 and
+# 0.16 points above (NeMo AutoModel's six MoE rows, 16.7% mean, all fast; Megatron-Bridge's
+# Qwen3-30B-A3B pair, both +24%; TorchTitan's async-TP and context-parallel rows), and the max
+# 15% is not met: nineteen runs at or above it, the gpt-oss rows among them (the model 20-27%
+# fast) and Megatron-Core's 32B weak-scaling row (+47%), each
 # file's not_modelled says why; the closing notes give the table); a corpus-fitted constant
 # ships at the corpus's best value.
 # Also: the per-source and leave-one-source-out figures in the JSON agree with the rows, --source,
@@ -16,16 +17,16 @@
 source "$(dirname "$0")/cli_test_lib.bash"
 corpus="$src/scenarios/published"
 
-# The gates of this commit, both engines: mean |error| 5.6% (analytic 5.13%, simulator 4.98%;
-# the target 5%), leave-one-source-out 7.5% (analytic 7.37%, simulator 7.13%; the target 8%),
+# The gates of this commit, both engines: mean |error| 5.6% (analytic 5.30%, simulator 5.16%;
+# the target 5%), leave-one-source-out 8.0% (analytic 7.78%, simulator 7.61%; the target 8%),
 # and the H200 and H100 steps we measured ourselves.
 # The contention measurements (scenarios/published/contention/) are scored apart, the simulator
 # gated at its current largest error (23.3%, Meta's) plus a margin: 25% (it overstates ECMP
 # collisions, docs/collectives.md; a regression gate, not the 15% target).
-"$bin" accuracy "$corpus" --json --max-mean-error 0.056 --max-loso-error 0.075 \
+"$bin" accuracy "$corpus" --json --max-mean-error 0.056 --max-loso-error 0.080 \
   --max-collective-error 0.25 >"$tmp/acc.json" 2>"$tmp/err.txt"
 rc=$?
-[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.056 --max-loso-error 0.075 --max-collective-error 0.25 exited $rc ($(tail -3 "$tmp/err.txt"))"
+[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.056 --max-loso-error 0.080 --max-collective-error 0.25 exited $rc ($(tail -3 "$tmp/err.txt"))"
 python3 - "$tmp/acc.json" "$src" <<'PY' || fail "accuracy --json content"
 import json, os, re, statistics, sys
 d = json.load(open(sys.argv[1]))
@@ -57,14 +58,17 @@ for engine in ("analytic", "des"):
         assert abs(src["mean_abs_error"] - sum(own) / len(own)) < 1e-12
         means.append(src["left_out_mean_abs_error"])
     assert abs(s["leave_one_source_out_mean_abs_error"] - sum(means) / len(means)) < 1e-12
-    # 5.6% (5.13 / 4.98% now; 6.0% before PyTorch's FP8 casts, FSDP's root module and the fp32
+    # 5.6% (5.30 / 5.16% now, 5.13 / 4.98% before Megatron-Bridge's Qwen3-30B-A3B pair and
+    # DeepSeek-V3 card joined; 6.0% before PyTorch's FP8 casts, FSDP's root module and the fp32
     # loss were counted (device call 41), 6.2% while TorchTitan's TP rows matched their
     # collectives against a layer's GEMMs together; 5.5% before TorchTitan's TP and
     # context-parallel rows joined: its async-TP rows and the 128K-256K CP rows run 12-34% fast;
-    # docs/accuracy.md), above the issue's target of 5%. Leave-one-source-out 7.5%, under the
-    # target of 8% (7.37 / 7.13% now; 7.26 / 7.03% before call 42's and 44's steps joined).
+    # docs/accuracy.md), above the issue's target of 5%. Leave-one-source-out 8.0%, the
+    # target (7.78 / 7.61% now, a mean over 28 sources, one of them the Qwen3-30B-A3B pair at
+    # 24%; 7.37 / 7.13% before it, gated at 7.5%; 7.26 / 7.03% before call 42's and
+    # 44's steps joined).
     assert s["overall"]["mean_abs_error"] <= 0.056, s["overall"]
-    assert s["leave_one_source_out_mean_abs_error"] <= 0.075, s
+    assert s["leave_one_source_out_mean_abs_error"] <= 0.080, s
     h200 = [x for x in s["sources"] if x["source"] == "clustersim-h200"][0]
     assert h200["runs"] >= 16 and h200["mean_abs_error"] <= 0.07, h200
     # Our H100 steps (device call 32, predicted before they ran; call 41's float8 steps, call 43's
@@ -75,11 +79,12 @@ for engine in ("analytic", "des"):
     h100 = [x for x in s["sources"] if x["source"] == "clustersim-h100"][0]
     assert h100["runs"] == 32 and h100["mean_abs_error"] <= 0.035, h100
     assert h100["max_abs_error"] <= 0.09, h100
-    # The public runs alone (6.84% analytic, 6.62% simulator; 7.40 / 7.18% before call 41's
+    # The public runs alone (7.06% analytic, 6.86% simulator, gated at 7.5%; 6.84 / 6.62% and a
+    # 7.3% gate before the Qwen3-30B-A3B pair and the DeepSeek-V3 card; 7.40 / 7.18% before call 41's
     # terms, gated at 7.7% then; 7.7% / 7.5% when TorchTitan's TP and CP rows joined; 7% gated
     # before NeMo AutoModel's MoE rows): our own steps must not hide a regression there.
     public = [abs(r[engine]["error"]) for r in runs if not r["source"].startswith("clustersim-")]
-    assert len(public) >= 130 and sum(public) / len(public) <= 0.073, sum(public) / len(public)
+    assert len(public) >= 130 and sum(public) / len(public) <= 0.075, sum(public) / len(public)
     # Published memory (PyTorch's reserved peak) within 20% on our own H200 steps (at most 15.1%
     # now) and 15% on our H100 steps (at most 13.1%: the compiled MoE steps of call 43, whose
     # allocator caches 16-19 GiB beyond their allocated peak; +12.0% call 42's fused float8
