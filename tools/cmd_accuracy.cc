@@ -221,6 +221,11 @@ models::Result<std::vector<ConstantReport>> refit_constants(std::vector<CorpusRu
 void print_constants(const std::vector<ConstantReport>& reports) {
   for (const ConstantReport& rep : reports) {
     const models::CorpusConstant& c = *rep.constant;
+    if (rep.all.runs == 0) {  // a --source selection none of whose runs the constant touches
+      std::printf("Fitted on the corpus: %s = %s (no run scored here depends on it)\n\n",
+                  c.name.c_str(), format_significant(c.shipped, 4).c_str());
+      continue;
+    }
     std::printf("Fitted on the corpus: %s = %s (the corpus's best: %s over %d runs, mean |error| "
                 "%s); %s\n",
                 c.name.c_str(), format_significant(c.shipped, 4).c_str(),

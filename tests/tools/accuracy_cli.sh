@@ -186,6 +186,10 @@ for want in "Accuracy on 37 published runs" "clustersim-h200-4.3b-s8k-b1-compile
   grep -qF -- "$want" "$tmp/h200.txt" || fail "accuracy text lacks '$want'"
 done
 grep -qF " des " "$tmp/h200.txt" && fail "--engine analytic printed a des column"
+# Our H200 steps depend on no corpus-fitted constant (A100 GEMMs, Blackwell's clock): each is
+# named with its shipped value, not scored over no runs.
+grep -qF "(no run scored here depends on it)" "$tmp/h200.txt" || fail "a constant with no run"
+grep -qF "over 0 runs" "$tmp/h200.txt" && fail "a constant scored over no runs"
 
 # Our steps' forward and backward, each against the model (validate/device/step_phases.py: the
 # split a step's sum can hide; scenarios/measurements/README.md, call 35).
