@@ -119,9 +119,13 @@ def yaml_for(run, file, date, call, device="NVIDIA H200"):
         optimizer += ("\n    fp8_recipe: tensorwise   # torchao's dynamic per-tensor scaling"
                       "\n    fp8_param_gather: false  # weights cast in each forward and backward")
     if arch == "moe":
+        # The preset's 128 experts and top 8 unless the run had others (one EP-16 GPU's 8 local
+        # experts: call 48).
+        local = ("" if (run["experts"], run["top_k"]) == (128, 8) else
+                 f"experts: {run['experts']}, top_k: {run['top_k']}, ")
         dims_yaml = (f"  model: qwen3-30b-a3b           # its preset: 128 experts of 768, top 8, heads of 128\n"
                      f"  layers: {run['layers']}\n"
-                     f"  moe: {{imbalance: 1, routing: consecutive}}   # balanced (MoEBlock)")
+                     f"  moe: {{{local}imbalance: 1, routing: consecutive}}   # balanced (MoEBlock)")
     else:
         dims_yaml = (f"  layers: {run['layers']}\n  hidden: {run['hidden']}\n  heads: {run['heads']}\n"
                      f"  kv_heads: {run['kv_heads']}\n  ffn_hidden: {run['ffn_hidden']}\n"
