@@ -851,16 +851,6 @@ bool Loader::load_node(const YAML::Node& node, const std::string& path) {
                           &n.gpu, &given)) {
     return false;
   }
-  if (n.gpu.tdp_w > 0 && n.gpu.idle_w >= n.gpu.tdp_w) {
-    // The idle board's power is what a lower cap cannot take from the clock (tdp_clock_factor).
-    const std::string gpu_path = child(path, "gpu");
-    const bool idle_given = sc_.locations.count(child(gpu_path, "idle_power")) > 0 ||
-                            override_of(child(gpu_path, "idle_power")) != nullptr;
-    return fail_key(child(gpu_path, idle_given ? "idle_power" : "tdp"),
-                    "the idle power (" + format_significant(n.gpu.idle_w, 4) +
-                        " W) must be below the power cap (" + format_significant(n.gpu.tdp_w, 4) +
-                        " W)");
-  }
   if (!read_int(node, path, "gpus_per_node", 1, &n.gpus_per_node)) return false;
   bool scale_up_given = false;
   if (!read_spec<ScaleUpSpec>(node, path, "scale_up", "scale_up", find_scale_up,
@@ -1411,6 +1401,13 @@ bool Loader::check_combinations() {
   auto str = [](auto v) { return std::to_string(v); };
 
   // Cluster.
+  // The idle board's power is what a lower cap cannot take from the clock (tdp_clock_factor).
+  if (n.gpu.tdp_w > 0 && n.gpu.idle_w >= n.gpu.tdp_w) {
+    return fail_key(cite("cluster.node.gpu.idle_power", "cluster.node.gpu.tdp"),
+                    "the idle power (" + format_significant(n.gpu.idle_w, 4) +
+                        " W) must be below the power cap (" + format_significant(n.gpu.tdp_w, 4) +
+                        " W)");
+  }
   if (c.nodes > 1 && n.nics_per_node == 0) {
     return fail_key(cite("cluster.node.nics_per_node", "cluster.nodes"),
                     str(c.nodes) + " nodes need nics_per_node >= 1 (typically one per GPU: " +

@@ -70,11 +70,11 @@ MODELS = {
     # heads of 128 with 4 key-value heads, 128 experts of 768, top 8, vocabulary 151,936), 4 of
     # its 48 layers as TorchTitan's MoE code runs them (MoEBlock; call 43). ffn = the experts'.
     "qwen3-30b-a3b-4l": (4, 2048, 32, 768, 151936, "moe", 4),
-    # The same layers as one GPU of expert parallelism 16 runs them (Megatron-Bridge's 16 x H100
-    # recipe, forced balance): 8 of the 128 experts, each taking 4,096 routed copies of a
-    # sequence's tokens, as top 8 of 8 experts does on one GPU (no all-to-all) (call 48).
-    "qwen3-30b-a3b-8e-4l": (4, 2048, 32, 768, 151936, "moe", 4),
 }
+# The same layers as one GPU of expert parallelism 16 runs them (Megatron-Bridge's 16 x H100
+# recipe, forced balance): 8 of the 128 experts, each taking 4,096 routed copies of a sequence's
+# tokens, as top 8 of 8 experts does on one GPU (no all-to-all) (call 48); MOE below differs.
+MODELS["qwen3-30b-a3b-8e-4l"] = MODELS["qwen3-30b-a3b-4l"]
 
 # MoE models: experts, top_k, head_dim.
 MOE = {"qwen3-30b-a3b-4l": (128, 8, 128), "qwen3-30b-a3b-8e-4l": (8, 8, 128)}

@@ -29,6 +29,8 @@ TITAN = """Llama-style decoder as TorchTitan's model code has it (torchtitan/mod
 # vocabulary {vocab} (untied head), TorchTitan's RMSNorm (on an fp32 copy, cast back, times the
 # weight), rotary embedding as fp32 complex products, causal attention through
 # scaled_dot_product_attention (cuDNN flash kernels), cross-entropy over the vocabulary."""
+# The qwen3-30b-a3b preset's experts and top_k (models/catalog.cc; Hugging Face config.json).
+QWEN3_30B_EXPERTS_TOP_K = (128, 8)
 MOE = """Qwen3-30B-A3B's mixture-of-experts layer as TorchTitan's MoE code runs it
 # (train_step.py's MoEBlock): {layers} of its 48 layers, hidden {hidden}, {heads} heads of
 # {head_dim} ({gqa}), {experts} experts of {ffn} (SwiGLU), top {top_k}, vocabulary {vocab} (untied
@@ -121,7 +123,7 @@ def yaml_for(run, file, date, call, device="NVIDIA H200"):
     if arch == "moe":
         # The preset's 128 experts and top 8 unless the run had others (one EP-16 GPU's 8 local
         # experts: call 48).
-        local = ("" if (run["experts"], run["top_k"]) == (128, 8) else
+        local = ("" if (run["experts"], run["top_k"]) == QWEN3_30B_EXPERTS_TOP_K else
                  f"experts: {run['experts']}, top_k: {run['top_k']}, ")
         dims_yaml = (f"  model: qwen3-30b-a3b           # its preset: 128 experts of 768, top 8, heads of 128\n"
                      f"  layers: {run['layers']}\n"
