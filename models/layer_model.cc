@@ -1081,6 +1081,11 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
       const double shard = double(w.parallelism.dp) * w.parallelism.cp;
       c.forward_s += fsdp_gather_s(gpu, params, root, shard, e);
       c.backward_s += fsdp_gradient_cast_s(gpu, params, root);
+      // Resharded after the forward (framework.root_reshard_after_forward), it is gathered, cast
+      // and copied again for the backward.
+      if (w.framework.root_reshard_after_forward) {
+        c.backward_s += fsdp_gather_s(gpu, params, root, shard, e);
+      }
     }
     if (s == last) {
       // The output head and loss, once for the model and once more for each MTP module, which

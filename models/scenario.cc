@@ -176,6 +176,7 @@ constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "grad_reduce_overlap", "weights_in_fp32",
                                                "master_weights",      "param_gather_overlap",
                                                "reshard_after_forward",
+                                               "root_reshard_after_forward",
                                                "tp_overlap_copy_engine_share",
                                                "gradients_in_backward",
                                                "fp32_gradients",      "zero1_grad_reduce",
@@ -1300,6 +1301,7 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_bool(fw, fp, "weights_in_fp32", &f.weights_in_fp32) ||
         !read_bool(fw, fp, "master_weights", &f.master_weights) ||
         !read_bool(fw, fp, "reshard_after_forward", &f.reshard_after_forward) ||
+        !read_bool(fw, fp, "root_reshard_after_forward", &f.root_reshard_after_forward) ||
         !read_bool(fw, fp, "gradients_in_backward", &f.gradients_in_backward) ||
         !read_bool(fw, fp, "fp32_gradients", &f.fp32_gradients) ||
         !read_enum(fw, fp, "zero1_grad_reduce", kZero1Reduce, &f.zero1_all_reduce) ||
@@ -1488,6 +1490,13 @@ bool Loader::check_combinations() {
     return fail_key("workload.framework.reshard_after_forward",
                     "applies to zero: 3 (the workload has zero: " + str(w.parallelism.zero) +
                         "; only ZeRO-3 / FSDP frees the gathered weights)");
+  }
+  if (given("workload.framework.root_reshard_after_forward") &&
+      (w.parallelism.zero != 3 || !w.framework.weights_in_fp32)) {
+    return fail_key("workload.framework.root_reshard_after_forward",
+                    "applies to PyTorch FSDP (zero: 3 with weights_in_fp32: fp32 shards, 16-bit "
+                    "gathers); this workload has zero: " + str(w.parallelism.zero) +
+                        (w.framework.weights_in_fp32 ? "" : " without weights_in_fp32"));
   }
   if (given("workload.framework.zero1_grad_reduce") && w.parallelism.zero != 1) {
     return fail_key("workload.framework.zero1_grad_reduce",

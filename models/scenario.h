@@ -377,6 +377,14 @@ struct FrameworkConfig {
   // NeMo AutoModel's MoE parallelizer sets): one all-gather a micro-batch instead of two, and
   // the stage's gathered layers held at the activations' peak.
   bool reshard_after_forward = true;
+  // PyTorch FSDP2's root module (fully_shard on the model: the embedding, the final norm and the
+  // output head) kept gathered from its forward to its backward (false: fully_shard(model)
+  // without reshard_after_forward, FSDP2's heuristic for the root, and any root before torch 2.8,
+  // which clamped it), or resharded after the forward and gathered again for the backward
+  // (true: fully_shard(model, reshard_after_forward=True) from torch 2.8, pytorch#155319, as
+  // TorchTitan without pipelining passes it). Applies to PyTorch FSDP (zero: 3 with
+  // weights_in_fp32).
+  bool root_reshard_after_forward = false;
   // Gradients allocated by the backward that first produces them and freed between steps
   // (PyTorch's .grad: AccumulateGrad allocates it, optimizer.zero_grad(set_to_none=True), the
   // default since PyTorch 2.0, frees it), so a pipeline stage that runs every forward pass of

@@ -204,8 +204,22 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
     // Without resharding after the forward every layer of the stage stays gathered until its
     // backward.
     const double held_layers = fw.reshard_after_forward ? 2 : std::max(2.0, layers);
-    out.gathered_weights_bytes +=
-        held_layers * layer * (quantized_params ? quantized_weight_bytes(w) : e);
+    const double layer_bytes = layer * (quantized_params ? quantized_weight_bytes(w) : e);
+    out.gathered_weights_bytes += held_layers * layer_bytes;
+    if (pytorch_fsdp(w) && fw.reshard_after_forward) out.gathered_window_idle_bytes = layer_bytes;
+  }
+  // PyTorch FSDP2's root module (fully_shard on the model: the embedding, the final norm and the
+  // output head) stays gathered from its forward to the end of its backward unless it is told
+  // to reshard (framework.root_reshard_after_forward): FSDP2's heuristic for the root, the
+  // backward needing it first (layer_model.cc times its casts). Its 16-bit parameters,
+  // unsharded, beside the blocks'. Device call 49 (scenarios/measurements/call49): four
+  // Qwen3-30B-A3B layers with 0.62 B embedding and head parameters peaked 20.1-21.0 GiB
+  // allocated, the model 18.3-18.4 without them (1.16 GiB).
+  if (pytorch_fsdp(w) && mixed && !fw.root_reshard_after_forward) {
+    const bool first = stage == 0;
+    const bool last = stage == par.pp - 1;
+    const double tables = (first ? 1 : 0) + (last && (!first || !m.tied_embeddings) ? 1 : 0);
+    out.gathered_weights_bytes += tables * pc.embedding / t * e;
   }
 
   // 2. Activations each layer keeps for its backward, bytes per token (transformer_model.h).

@@ -175,6 +175,11 @@ struct MemoryBreakdown {
   // which autocast's cache never sees, and checkpointing drops what the graphs save; only the
   // eager ops' casts (the output head's) are cached (call 18).
   double forward_end_casts_bytes = 0;
+  // Of gathered_weights_bytes: what PyTorch FSDP holds of its blocks' two-layer window only while
+  // the blocks run. It reshards each block after its forward, so while the loss runs forward and
+  // backward one block is gathered (TorchTitan keeps the last block's forward gather for its
+  // backward; plain fully_shard prefetches it then), not two.
+  double gathered_window_idle_bytes = 0;
   double outside_allocator_bytes = 0;  // the CUDA context and NCCL's buffers
   // One layer's activations of one micro-batch (the layer the backward rebuilds under
   // recompute), and the allocator's cache of transients: MemoryParams::allocator_layer_slack of
@@ -211,11 +216,13 @@ struct MemoryBreakdown {
     const double persistent = gathered_weights_bytes - cast_weights_bytes;
     const double held = persistent + (casts_freed_after_forward ? 0 : cast_weights_bytes);
     const double grads = gradients_replace_activations ? 0 : gradients_bytes;
+    const double at_loss = gathered_window_idle_bytes;  // the loss runs between the blocks
     switch (moment) {
       case Moment::kForwardEnd:
-        return grads + stored + persistent + forward_end_casts_bytes + loss_forward_bytes;
+        return grads + stored + persistent - at_loss + forward_end_casts_bytes +
+               loss_forward_bytes;
       case Moment::kLossBackward:
-        return grads + stored + held + loss_backward_bytes;
+        return grads + stored + held - at_loss + loss_backward_bytes;
       case Moment::kRecompute:
         return grads + stored + held + recompute_layer_bytes;
       case Moment::kGradients:

@@ -407,6 +407,42 @@ TEST_SUITE("models") {
     const double rate = gpu.hbm_Bps * p.elementwise_efficiency;
     CHECK(c1.forward_s - ca.forward_s == doctest::Approx(logits * 8 / rate));
     CHECK(c1.backward_s - ca.backward_s == doctest::Approx(logits * 12 / rate));
+    // The root stays gathered from its forward to its backward (FSDP2's heuristic for the
+    // root): its 16-bit embedding and head beside the blocks' gathered layers. Resharded after
+    // the forward (fully_shard(model, reshard_after_forward=True), torch 2.8+), it is gathered
+    // and cast again for the backward instead.
+    WorkloadConfig resharded = one.workload;
+    resharded.framework.root_reshard_after_forward = true;
+    const MemoryBreakdown kept_root = memory_per_gpu(one.workload);
+    const MemoryBreakdown freed_root = memory_per_gpu(resharded);
+    CHECK(kept_root.gathered_weights_bytes - freed_root.gathered_weights_bytes ==
+          doctest::Approx(2 * vocab * h * 2));
+    const StageCompute cr = stage_compute(gpu, resharded, p).at(0);
+    CHECK(cr.forward_s == doctest::Approx(c1.forward_s));
+    // Read the fp32 shard (4 bytes a parameter), write the 16-bit gather (2), then copy it
+    // out of the gathered buffer (read 2, write 2).
+    const double memcpy = eager_bandwidth_Bps(gpu, p.eager.memcpy, p);
+    CHECK(cr.backward_s - c1.backward_s ==
+          doctest::Approx(2 * vocab * h * ((4 + 2) / cast + 4 / memcpy)));
+    // While the loss runs, between the blocks, FSDP holds one block gathered (the next to run
+    // backward), not the window of two it holds while the blocks run.
+    CHECK(kept_root.gathered_window_idle_bytes == doctest::Approx(block * 2));
+    MemoryBreakdown window = kept_root;
+    window.gathered_window_idle_bytes = 0;
+    using Moment = MemoryBreakdown::Moment;
+    for (auto moment : {Moment::kForwardEnd, Moment::kLossBackward}) {
+      CHECK(window.live_bytes(moment) - kept_root.live_bytes(moment) == doctest::Approx(block * 2));
+    }
+    CHECK(window.live_bytes(Moment::kGradients) ==
+          doctest::Approx(kept_root.live_bytes(Moment::kGradients)));
+    WorkloadConfig unsharded = one.workload;
+    unsharded.framework.reshard_after_forward = false;  // every block kept: nothing idle
+    CHECK(memory_per_gpu(unsharded).gathered_window_idle_bytes == 0);
+    check_refused(edited(text, "weights_in_fp32: true",
+                         "weights_in_fp32: false, root_reshard_after_forward: true"),
+                  "root.yaml",
+                  "root.yaml:7:58: workload.framework.root_reshard_after_forward: applies to "
+                  "PyTorch FSDP");
   }
 
   TEST_CASE("step: low_precision_norm applies to PyTorch's kernels only") {

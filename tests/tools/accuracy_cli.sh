@@ -58,7 +58,8 @@ for engine in ("analytic", "des"):
         assert abs(src["mean_abs_error"] - sum(own) / len(own)) < 1e-12
         means.append(src["left_out_mean_abs_error"])
     assert abs(s["leave_one_source_out_mean_abs_error"] - sum(means) / len(means)) < 1e-12
-    # 5.6% (5.30 / 5.16% now, 5.13 / 4.98% before Megatron-Bridge's Qwen3-30B-A3B pair and
+    # 5.6% (5.24 / 5.11% now over 207 runs; 5.30 / 5.16% over 204 before call 48's MoE steps, 5.13 /
+    # 4.98% before Megatron-Bridge's Qwen3-30B-A3B pair and
     # DeepSeek-V3 card joined; 6.0% before PyTorch's FP8 casts, FSDP's root module and the fp32
     # loss were counted (device call 41), 6.2% while TorchTitan's TP rows matched their
     # collectives against a layer's GEMMs together; 5.5% before TorchTitan's TP and
@@ -73,11 +74,13 @@ for engine in ("analytic", "des"):
     assert h200["runs"] >= 16 and h200["mean_abs_error"] <= 0.07, h200
     # Our H100 steps (device call 32, predicted before they ran; call 41's float8 steps, call 43's
     # MoE steps, call 44's full-recompute pair predicted before it ran, call 42's eight-layer
-    # steps): 1.84% now; largest 8.3%, call 42's eight float8 layers with the caching allocator
-    # at the card's capacity (call 46: 16-36 retries, which move the step by -15 to +23%; 6%
-    # gated before they joined).
+    # steps, call 48's MoE layers with one EP-16 GPU's experts, predicted before they ran): 1.83%
+    # now (1.84% over 32 before call 48; 2.03% with call 48's compiled step paced at +11.8% by
+    # Megatron-Core's MoE host time before call 49 measured this block's); largest 8.3%, call
+    # 42's eight float8 layers with the caching allocator at the card's capacity (call 46: 16-36
+    # retries, which move the step by -15 to +23%; 6% gated before they joined).
     h100 = [x for x in s["sources"] if x["source"] == "clustersim-h100"][0]
-    assert h100["runs"] == 32 and h100["mean_abs_error"] <= 0.035, h100
+    assert h100["runs"] == 35 and h100["mean_abs_error"] <= 0.035, h100
     assert h100["max_abs_error"] <= 0.09, h100
     # The public runs alone (7.06% analytic, 6.86% simulator, gated at 7.5%; 6.84 / 6.62% and a
     # 7.3% gate before the Qwen3-30B-A3B pair and the DeepSeek-V3 card; 7.40 / 7.18% before call 41's
@@ -85,15 +88,17 @@ for engine in ("analytic", "des"):
     # before NeMo AutoModel's MoE rows): our own steps must not hide a regression there.
     public = [abs(r[engine]["error"]) for r in runs if not r["source"].startswith("clustersim-")]
     assert len(public) >= 130 and sum(public) / len(public) <= 0.075, sum(public) / len(public)
-    # Published memory (PyTorch's reserved peak) within 20% on our own H200 steps (at most 15.1%
-    # now) and 15% on our H100 steps (at most 13.1%: the compiled MoE steps of call 43, whose
-    # allocator caches 16-19 GiB beyond their allocated peak; +12.0% call 42's fused float8
-    # layers, whose allocator at the card's capacity frees its cache instead), and every run
-    # on the GPUs it ran on but one of Meta's Llama 3 405B runs.
+    # Published memory (PyTorch's reserved peak) within 10% on our own H200 steps (at most 8.1%
+    # now; gated at 20% before FSDP's root module was counted, 15.1% once) and 15% on our H100
+    # steps (at most 14.5%: call 42's fused float8 layers, whose allocator at the card's
+    # capacity frees its cache instead, +12.0% before the root was counted; -11.6% the compiled
+    # MoE steps of call 43, whose allocator caches 16-19 GiB beyond their allocated peak; call
+    # 48's eager MoE step -15.2 -> -10.8% with the root), and every run on the GPUs it ran on
+    # but one of Meta's Llama 3 405B runs.
     for r in runs:
         if r["source"] in ("clustersim-h200", "clustersim-h100"):
             err = r["allocator_memory_per_gpu_bytes"] / r["published_memory_per_gpu_bytes"] - 1
-            assert abs(err) < (0.20 if r["source"] == "clustersim-h200" else 0.15), (r["name"], err)
+            assert abs(err) < (0.10 if r["source"] == "clustersim-h200" else 0.15), (r["name"], err)
     unfit = sorted(r["name"] for r in runs if not r["fits"])
     # Meta's 8K-GPU layout: 32 micro-batches per pipeline under Megatron's interleaved
     # schedule hold 17.6 micro-batches beside the FP32 gradients (its not_modelled says why).

@@ -180,7 +180,8 @@ CALLS = {"train-steps-eager.json": (9, "2026-12-01"), "train-steps-compiled.json
          "train-steps-float8-h100.json": (41, "2026-12-06"),
          "train-steps-8l-h100.json": (42, "2026-12-06"),
          "train-steps-moe-h100.json": (43, "2026-12-06"),
-         "train-steps-full-h100.json": (44, "2026-12-06")}
+         "train-steps-full-h100.json": (44, "2026-12-06"),
+         "train-steps-moe8e-h100.json": (48, "2026-12-07")}
 
 
 def main():
