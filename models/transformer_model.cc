@@ -333,16 +333,26 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   // - on the 16-bit logits under autocast (loss_input autocast): log-softmax runs in 16 bits and
   //   autocast runs nll_loss in fp32 on a copy, which nll_loss keeps for its backward: forward
   //   the logits, the log-softmax and the copy (2e + 4); backward the log-softmax output, the
-  //   copy and its gradient (e + 8).
+  //   copy and its gradient (e + 8);
+  // - one fused kernel on the 16-bit logits in PyTorch (loss_input fused: flash-attn's
+  //   CrossEntropyLoss, Inductor's compiled F.cross_entropy(logits.float()) as TorchTitan
+  //   compiles its loss): it keeps the logits and one log-sum-exp a token for its backward, which
+  //   writes the logits' 16-bit gradient (flash-attn's xentropy backward into a new tensor;
+  //   Inductor fuses the softmax, the one-hot subtraction and the cast back): e forward, 2e
+  //   backward, and the allocator reserves the two.
   // torch.compile as TorchTitan (and our H200 steps) apply it compiles each transformer block:
-  // the head and the loss still run eager.
+  // the head and, unless loss_input is fused, the loss still run eager.
   if (stage == 0) out.logits_bytes += in_flight * stream;
   if (stage == par.pp - 1) {
     // Reserved: on autocast's path the logits' freed segment serves no later request, 2e + 8;
     // on the fp32 one the backward reuses the forward's, 12 (both measured, call 17: 12.03,
     // 12.00 bytes per logit; the peaks 8.03 / 10.03 and 10.00 / 12.00 as counted above).
     double backward = 4 + e, forward = 4 + e, reserved = 4 + e;
-    if (fw.kernels != KernelFusion::kFused && fw.loss_input != LossInput::kFused) {
+    if (fw.kernels != KernelFusion::kFused && fw.loss_input == LossInput::kFused) {
+      backward = 2 * e;
+      forward = e;
+      reserved = 2 * e;
+    } else if (fw.kernels != KernelFusion::kFused) {
       const bool autocast = fw.loss_input == LossInput::kAutocast;
       backward = autocast ? e + 8 : 12;
       forward = autocast ? 2 * e + 4 : e + 8;

@@ -261,7 +261,8 @@ TEST_SUITE("models") {
 
     // Memory under autocast: a norm computed on a 16-bit cast of the stream keeps that cast (2
     // bytes), not the fp32 stream (4), for each of a layer's two norms; a fused loss kernel
-    // holds the fused loss's 4 + 2 bytes a logit at its backward where the fp32 path holds 12.
+    // (flash-attn's CrossEntropyLoss) holds the logits and their 16-bit gradient, 2 + 2 bytes a
+    // logit at its backward, where the fp32 path holds 12.
     w.parallelism.zero = 0;
     w.parallelism.dp = 1;
     w.global_batch = 6;
@@ -273,7 +274,7 @@ TEST_SUITE("models") {
     w.framework.loss_input = LossInput::kFused;
     const double logits = tokens * 50368;
     CHECK(cast_norm_memory.loss_backward_bytes - memory_per_gpu(w).loss_backward_bytes ==
-          doctest::Approx((12 - 6) * logits));
+          doctest::Approx((12 - 4) * logits));
   }
 
   TEST_CASE("transformer: parameter counts of the presets") {
@@ -560,6 +561,15 @@ TEST_SUITE("models") {
     CHECK(fp32.loss_backward_bytes - autocast.loss_backward_bytes == doctest::Approx(2 * logits));
     CHECK(fp32.loss_forward_bytes - autocast.loss_forward_bytes == doctest::Approx(2 * logits));
     CHECK(fp32.loss_reserved_bytes == doctest::Approx(autocast.loss_reserved_bytes));
+    // One fused kernel (loss_input fused: flash-attn's, or Inductor's compiled loss as TorchTitan
+    // runs it) keeps only the 16-bit logits (and a log-sum-exp a token) for its backward, which
+    // writes their 16-bit gradient: 2 bytes a logit forward, 4 backward and reserved.
+    const MemoryBreakdown one_kernel = loss("    kernels: compiled\n    loss_input: fused\n");
+    CHECK(fp32.loss_forward_bytes - one_kernel.loss_forward_bytes == doctest::Approx(8 * logits));
+    CHECK(fp32.loss_backward_bytes - one_kernel.loss_backward_bytes ==
+          doctest::Approx(8 * logits));
+    CHECK(fp32.loss_reserved_bytes - one_kernel.loss_reserved_bytes ==
+          doctest::Approx(8 * logits));
     auto fused = load_scenario_text(head + "    loss_input: autocast\n  parallelism: {tp: 1}\n",
                                     "t.yaml");
     REQUIRE_FALSE(fused.ok());
