@@ -357,6 +357,12 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
       backward = autocast ? e + 8 : 12;
       forward = autocast ? 2 * e + 4 : e + 8;
       reserved = autocast ? 2 * e + 8 : 12;
+      // With TP, PyTorch's loss_parallel (TorchTitan's default over vocabulary-sharded logits)
+      // runs the log-softmax as DTensor's decomposition (torch/distributed/tensor/parallel/
+      // loss.py, _log_softmax): x - max, then exp of it for the sum, then the shifted logits
+      // minus the log-sum-exp, each a new fp32 tensor beside the fp32 logits: one more than
+      // aten's fused log-softmax holds at the forward's peak.
+      if (!autocast && t > 1) forward += 4;
     }
     const double logits = tokens * m.vocab / t;
     out.loss_backward_bytes = stream + logits * backward;
