@@ -339,7 +339,7 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   //   compiles its loss): it keeps the logits and one log-sum-exp a token for its backward, which
   //   writes the logits' 16-bit gradient (flash-attn's xentropy backward into a new tensor;
   //   Inductor fuses the softmax, the one-hot subtraction and the cast back): e forward, 2e
-  //   backward, and the allocator reserves the two.
+  //   backward, and the allocator reserves the two (device call 50: 2.00 and 4.00 measured).
   // torch.compile as TorchTitan (and our H200 steps) apply it compiles each transformer block:
   // the head and, unless loss_input is fused, the loss still run eager.
   if (stage == 0) out.logits_bytes += in_flight * stream;
@@ -360,9 +360,16 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
       // With TP, PyTorch's loss_parallel (TorchTitan's default over vocabulary-sharded logits)
       // runs the log-softmax as DTensor's decomposition (torch/distributed/tensor/parallel/
       // loss.py, _log_softmax): x - max, then exp of it for the sum, then the shifted logits
-      // minus the log-sum-exp, each a new fp32 tensor beside the fp32 logits: one more than
-      // aten's fused log-softmax holds at the forward's peak.
-      if (!autocast && t > 1) forward += 4;
+      // minus the log-sum-exp, each a new fp32 tensor beside the fp32 logits, and its nll and
+      // log-softmax backward handlers one more fp32 tensor than aten's: 4 bytes a logit more
+      // at either peak. Device call 50 (scenarios/measurements/call50, one H100, 16,384 x
+      // 128,256 logits): 14.00 and 16.00 bytes a logit, against 10.00 and 12.00 for aten's
+      // path (and the model's other counts to the byte: autocast 8 / 10, compiled 2 / 4).
+      if (!autocast && t > 1) {
+        forward += 4;
+        backward += 4;
+        reserved += 4;
+      }
     }
     const double logits = tokens * m.vocab / t;
     out.loss_backward_bytes = stream + logits * backward;
