@@ -1074,10 +1074,7 @@ std::vector<StageCompute> stage_compute(const GpuSpec& gpu, const WorkloadConfig
     // the reduce-scatter (read 2, write 4). Device call 41 (scenarios/measurements/call41): on
     // one H100 with Llama 3 8B's 1.05 B embedding and head parameters beside four of its layers'
     // 0.87 B, FSDP's casts, copies and chunk_cat took 25.4 ms a step (the model 22.7).
-    if (pytorch_fsdp(w) && mixed_precision(w.precision)) {
-      const double table = vocab_local * h;  // one embedding matrix: its share on this GPU
-      const double root = (s == 0 ? table : 0) +
-                          (s == last && (s != 0 || !w.model.tied_embeddings) ? table : 0);
+    if (const double root = fsdp_root_parameters(w, s); root > 0) {
       const double shard = double(w.parallelism.dp) * w.parallelism.cp;
       c.forward_s += fsdp_gather_s(gpu, params, root, shard, e);
       c.backward_s += fsdp_gradient_cast_s(gpu, params, root);

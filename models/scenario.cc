@@ -1491,8 +1491,7 @@ bool Loader::check_combinations() {
                     "applies to zero: 3 (the workload has zero: " + str(w.parallelism.zero) +
                         "; only ZeRO-3 / FSDP frees the gathered weights)");
   }
-  if (given("workload.framework.root_reshard_after_forward") &&
-      (w.parallelism.zero != 3 || !w.framework.weights_in_fp32)) {
+  if (given("workload.framework.root_reshard_after_forward") && !pytorch_fsdp(w)) {
     return fail_key("workload.framework.root_reshard_after_forward",
                     "applies to PyTorch FSDP (zero: 3 with weights_in_fp32: fp32 shards, 16-bit "
                     "gathers); this workload has zero: " + str(w.parallelism.zero) +

@@ -487,6 +487,11 @@ struct WorkloadConfig {
 inline bool fp32_residual_stream(const WorkloadConfig& w) {
   return w.framework.weights_in_fp32 && w.parallelism.zero < 3;
 }
+// PyTorch FSDP (fully_shard) over fp32 parameters: ZeRO-3 with framework.weights_in_fp32. Its
+// mixed precision gathers 16-bit layers and runs them on a 16-bit residual stream.
+inline bool pytorch_fsdp(const WorkloadConfig& w) {
+  return w.parallelism.zero >= 3 && w.framework.weights_in_fp32;
+}
 
 // Section `cost:` (docs/scenario-format.md, docs/cost.md). gpu_hour prices the rented run as
 // before; the other keys price owning the cluster against renting it (models/cost/tco_model.h).

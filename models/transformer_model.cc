@@ -215,11 +215,8 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
   // unsharded, beside the blocks'. Device call 49 (scenarios/measurements/call49): four
   // Qwen3-30B-A3B layers with 0.62 B embedding and head parameters peaked 20.1-21.0 GiB
   // allocated, the model 18.3-18.4 without them (1.16 GiB).
-  if (pytorch_fsdp(w) && mixed && !fw.root_reshard_after_forward) {
-    const bool first = stage == 0;
-    const bool last = stage == par.pp - 1;
-    const double tables = (first ? 1 : 0) + (last && (!first || !m.tied_embeddings) ? 1 : 0);
-    out.gathered_weights_bytes += tables * pc.embedding / t * e;
+  if (!fw.root_reshard_after_forward) {
+    out.gathered_weights_bytes += fsdp_root_parameters(w, stage) * e;
   }
 
   // 2. Activations each layer keeps for its backward, bytes per token (transformer_model.h).
@@ -409,8 +406,12 @@ bool sp_regathers_inputs(const WorkloadConfig& w) {
   return w.parallelism.sp && w.framework.sp_input_regather;
 }
 
-bool pytorch_fsdp(const WorkloadConfig& w) {
-  return w.parallelism.zero >= 3 && w.framework.weights_in_fp32;
+double fsdp_root_parameters(const WorkloadConfig& w, int stage) {
+  if (!pytorch_fsdp(w) || !mixed_precision(w.precision)) return 0;
+  const bool first = stage == 0;
+  const bool last = stage == w.parallelism.pp - 1;
+  const double tables = (first ? 1 : 0) + (last && (!first || !w.model.tied_embeddings) ? 1 : 0);
+  return tables * double(w.model.vocab) * w.model.hidden / w.parallelism.tp;
 }
 
 double quantized_tensor_bytes(const WorkloadConfig& w) {

@@ -29,9 +29,11 @@ bool gathers_quantized_weights(const WorkloadConfig& w);
 // SP with framework.sp_input_regather: each column-parallel linear keeps its input as the sequence
 // shard and all-gathers it again in the backward for its weight gradient.
 bool sp_regathers_inputs(const WorkloadConfig& w);
-// PyTorch FSDP (fully_shard) over fp32 parameters: ZeRO-3 with framework.weights_in_fp32. Its
-// mixed precision gathers 16-bit layers and runs them on a 16-bit residual stream.
-bool pytorch_fsdp(const WorkloadConfig& w);
+// PyTorch FSDP's root module (fully_shard on the model: the embedding, the final norm and the
+// output head) on a pipeline stage's GPU, parameters: vocab x hidden / tp for each embedding
+// matrix the stage holds (the embedding on the first, an untied head on the last); 0 unless
+// PyTorch FSDP in mixed precision, which gathers and casts it as it does the blocks.
+double fsdp_root_parameters(const WorkloadConfig& w, int stage);
 // Bytes per element of a tensor quantized for a GEMM (0 when the workload is not quantized):
 // fp8 1 (MXFP8 1 + 1/32: an E8M0 scale per 32), NVFP4 0.5625.
 double quantized_tensor_bytes(const WorkloadConfig& w);

@@ -15,6 +15,7 @@ torch.cuda.max_memory_allocated, all above the allocation before the logits.
 
 Usage: python3 loss_memory.py OUT.json [TOKENS=16384] [VOCAB=128256]
 """
+import contextlib
 import json
 import os
 import sys
@@ -23,7 +24,13 @@ import torch
 import torch.nn.functional as F
 
 
-def measure(name, loss_fn, logits_of, n, v, dev):
+def measure(name, loss_fn, logits_of, n, v, dev, context=contextlib.nullcontext):
+    """`context` wraps the loss's forward and backward (loss_parallel needs both inside)."""
+    with context():
+        return _measure(name, loss_fn, logits_of, n, v, dev)
+
+
+def _measure(name, loss_fn, logits_of, n, v, dev):
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     labels = torch.randint(0, v, (n,), device=dev)
@@ -74,15 +81,15 @@ def main():
     dev = torch.device("cuda:0")
     torch.cuda.set_device(dev)
     copy = lambda leaf: leaf * 1  # noqa: E731 (the head's output: a non-leaf copy)
+    fp32_loss = lambda x, y: F.cross_entropy(x.float(), y)  # noqa: E731 (logits.float())
     runs = []
-    runs.append(measure("fp32", lambda x, y: F.cross_entropy(x.float(), y), copy, n, v, dev))
+    runs.append(measure("fp32", fp32_loss, copy, n, v, dev))
 
     def autocast_loss(x, y):
         with torch.autocast("cuda", dtype=torch.bfloat16):
             return F.cross_entropy(x, y)
     runs.append(measure("autocast", autocast_loss, copy, n, v, dev))
-    compiled = torch.compile(lambda x, y: F.cross_entropy(x.float(), y))
-    runs.append(measure("compiled", compiled, copy, n, v, dev))
+    runs.append(measure("compiled", torch.compile(fp32_loss), copy, n, v, dev))
     # loss_parallel over a one-rank mesh: the logits a DTensor sharded on the vocabulary, so
     # that DTensor's log-softmax decomposition and nll handlers run as under TP.
     try:
@@ -96,27 +103,10 @@ def main():
             dist.init_process_group("nccl", rank=0, world_size=1)
         mesh = init_device_mesh("cuda", (1,))
 
-        def parallel_loss(x, y):
-            with loss_parallel():
-                return F.cross_entropy(x.float(), y)
-
         def sharded(leaf):
             return DTensor.from_local(leaf * 1, mesh, [Shard(1)], run_check=False)
 
-        def parallel_backward_loss(x, y):
-            # loss_parallel must also wrap the backward.
-            loss = parallel_loss(x, y)
-            return _Wrapped(loss)
-
-        class _Wrapped:
-            def __init__(self, loss):
-                self.loss = loss
-
-            def backward(self):
-                with loss_parallel():
-                    self.loss.backward()
-
-        runs.append(measure("loss_parallel", parallel_backward_loss, sharded, n, v, dev))
+        runs.append(measure("loss_parallel", fp32_loss, sharded, n, v, dev, context=loss_parallel))
     except Exception as e:  # noqa: BLE001 (reported, the other cases kept)
         print("loss_parallel: %r" % (e,), flush=True)
         runs.append({"name": "loss_parallel", "error": repr(e)})
