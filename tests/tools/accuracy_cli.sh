@@ -214,6 +214,42 @@ runs, fwd, bwd = int(m.group(1)), float(m.group(2)), float(m.group(3))
 assert runs >= 54 and fwd <= 6 and bwd <= 3.5, (runs, fwd, bwd)
 PY
 
+# The MLPerf corpus files' step times (tools/mlperf_step_times.py): a block's epoch_count in
+# tokens (GPT-3 175B) or in samples, the first block (warm-up) left out of each run; NeMo's logged
+# step times after the first evaluation, in a log whose lines carry the rank ("   0: ").
+mlperf_log() {  # FILE BATCH SEQ COUNT MS_PER_BLOCK...: a log of one block per duration
+  local file="$1" batch="$2" seq="$3" count="$4" t=1000 e=0
+  shift 4
+  printf ':::MLLOG {"time_ms": 0, "key": "global_batch_size", "value": %s, "metadata": {}}\n' "$batch" >"$file"
+  printf ':::MLLOG {"time_ms": 0, "key": "max_sequence_length", "value": %s, "metadata": {}}\n' "$seq" >>"$file"
+  for ms in "$@"; do
+    printf ':::MLLOG {"time_ms": %s, "key": "block_start", "value": null, "metadata": {"first_epoch_num": %s, "epoch_count": %s}}\n' "$t" "$e" "$count" >>"$file"
+    t=$((t + ms))
+    printf ':::MLLOG {"time_ms": %s, "key": "block_stop", "value": null, "metadata": {"first_epoch_num": %s, "epoch_count": %s}}\n' "$t" "$e" "$count" >>"$file"
+    e=$((e + count)); t=$((t + 5000))
+  done
+}
+# 11 steps of 2304 x 2048 tokens; 10 steps of 1152 samples.
+mlperf_log "$tmp/tokens.txt" 2304 2048 51904512 130000 110000 121000 99000
+mlperf_log "$tmp/samples.txt" 1152 8192 11520 9000 6000 5000 7000
+{
+  echo '   0: :::MLLOG {"time_ms": 0, "key": "global_batch_size", "value": 64, "metadata": {}}'
+  echo '   0: :::MLLOG {"time_ms": 1, "key": "tracked_stats", "value": {"train_step_time": 9.0}, "metadata": {"step": 1}}'
+  echo '   0: :::MLLOG {"time_ms": 2, "key": "eval_stop", "value": null, "metadata": {}}'
+  for v in 2.0 1.0 3.0 2.5 1.5; do
+    echo "   0: :::MLLOG {\"time_ms\": 3, \"key\": \"tracked_stats\", \"value\": {\"train_step_timing in s\": $v}, \"metadata\": {}}"
+  done
+} >"$tmp/logged.txt"
+python3 "$src/tools/mlperf_step_times.py" "$tmp/tokens.txt" "$tmp/samples.txt" "$tmp/logged.txt" \
+  >"$tmp/mlperf.txt" 2>&1 || fail "mlperf_step_times.py exited $?"
+grep -qF "4 blocks of 11 steps, the first 11.8182 s a step, the rest 10.0000 s (median; 9.0000-11.0000)" \
+  "$tmp/mlperf.txt" || fail "tokens log: $(cat "$tmp/mlperf.txt")"
+grep -qF "4 blocks of 10 steps, the first 0.9000 s a step, the rest 0.6000 s (median; 0.5000-0.7000)" \
+  "$tmp/mlperf.txt" || fail "samples log: $(cat "$tmp/mlperf.txt")"
+grep -qF "blocks: median of 2 runs 5.3000 s a step" "$tmp/mlperf.txt" || fail "$(cat "$tmp/mlperf.txt")"
+grep -qF "logged step time 2.0000 s (median of 5 after the first evaluation)" "$tmp/mlperf.txt" ||
+  fail "logged log: $(cat "$tmp/mlperf.txt")"
+
 # Bad input: exit 2, a message naming the file.
 expect_bad accuracy "not a directory" "$tmp/nowhere"
 mkdir -p "$tmp/c"
