@@ -251,7 +251,7 @@ inline constexpr double kAmpereMicrobenchmarkGemmEfficiency = 0.87;
 // accuracy corpus's Blackwell runs in bf16 or per-tensor fp8 (models/accuracy/corpus_fit.h; no
 // public B200 clock-under-load measurement was found). The other Blackwell SKUs follow from it by
 // blackwell_sustained_clock.
-inline constexpr double kBlackwellSustainedClock = 0.92;
+inline constexpr double kBlackwellSustainedClock = 0.87;
 // The clock under tensor load, over the SKU's own full clock, of a Blackwell SKU (sm_100 family:
 // B200, GB200, GB300) given the B200's: the SKUs share the SM (power per SM ~ clock^power_exponent,
 // the law power_clock() uses) and differ in their power cap per SM and the full clock their
