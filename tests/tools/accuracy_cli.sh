@@ -2,14 +2,14 @@
 # `clustersim accuracy`: the published-run corpus (scenarios/published/) scored by both engines.
 # Gates the corpus: at least 30 runs from 6 sources, every file loads and both engines predict
 # every run (the simulator every run but DeepSeek-V3's DualPipe one), and the errors stay within
-# the gates (mean |error| 5.9% and leave-one-source-out 8.0%: regression gates at the corpus's
-# figures plus a margin, 5.76% and 7.72% (analytic), 5.51% and 7.49% (simulator); of the targets
-# of docs/accuracy.md, 5% and 8%, the leave-one-source-out one is met, the means are 0.76 and
-# 0.51 points above (MLPerf Training's 60 runs, 7.5% mean: its first GPT-3 round 14%, its
+# the gates (mean |error| 6.0% and leave-one-source-out 8.0%: regression gates at the corpus's
+# figures plus a margin, 5.85% and 7.81% (analytic), 5.53% and 7.55% (simulator); of the targets
+# of docs/accuracy.md, 5% and 8%, the leave-one-source-out one is met, the means are 0.85 and
+# 0.53 points above (MLPerf Training's 61 runs, 7.8% mean: its first GPT-3 round 14%, its
 # v5.1 Llama 3.1 8B rows at one sequence a GPU over 64-512 GPUs up to 38% fast; NeMo
 # AutoModel's six MoE rows, 16.7% mean, all fast; Megatron-Bridge's Qwen3-30B-A3B pair, both
 # +24%; TorchTitan's async-TP and context-parallel rows), and the max 15% is not met: 27 runs
-# at or above it, the gpt-oss rows among them (the model 20-27% fast) and Megatron-Core's 32B
+# at or above it (23 in the simulator), the gpt-oss rows among them (the model 20-27% fast) and Megatron-Core's 32B
 # weak-scaling row (+47%), each
 # file's not_modelled says why; the closing notes give the table); a corpus-fitted constant
 # ships at the corpus's best value.
@@ -19,16 +19,16 @@
 source "$(dirname "$0")/cli_test_lib.bash"
 corpus="$src/scenarios/published"
 
-# The gates of this commit, both engines: mean |error| 5.9% (analytic 5.76%, simulator 5.51%;
-# the target 5%), leave-one-source-out 8.0% (analytic 7.72%, simulator 7.49%; the target 8%),
+# The gates of this commit, both engines: mean |error| 6.0% (analytic 5.85%, simulator 5.53%;
+# the target 5%), leave-one-source-out 8.0% (analytic 7.81%, simulator 7.55%; the target 8%),
 # and the H200 and H100 steps we measured ourselves.
 # The contention measurements (scenarios/published/contention/) are scored apart, the simulator
 # gated at its current largest error (23.3%, Meta's) plus a margin: 25% (it overstates ECMP
 # collisions, docs/collectives.md; a regression gate, not the 15% target).
-"$bin" accuracy "$corpus" --json --max-mean-error 0.059 --max-loso-error 0.080 \
+"$bin" accuracy "$corpus" --json --max-mean-error 0.060 --max-loso-error 0.080 \
   --max-collective-error 0.25 >"$tmp/acc.json" 2>"$tmp/err.txt"
 rc=$?
-[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.059 --max-loso-error 0.080 --max-collective-error 0.25 exited $rc ($(tail -3 "$tmp/err.txt"))"
+[ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.060 --max-loso-error 0.080 --max-collective-error 0.25 exited $rc ($(tail -3 "$tmp/err.txt"))"
 python3 - "$tmp/acc.json" "$src" <<'PY' || fail "accuracy --json content"
 import json, os, re, statistics, sys
 d = json.load(open(sys.argv[1]))
@@ -60,7 +60,7 @@ for engine in ("analytic", "des"):
         assert abs(src["mean_abs_error"] - sum(own) / len(own)) < 1e-12
         means.append(src["left_out_mean_abs_error"])
     assert abs(s["leave_one_source_out_mean_abs_error"] - sum(means) / len(means)) < 1e-12
-    # 5.9% (5.76 / 5.51% now over 267 runs: MLPerf Training's 60 LLM runs joined at 7.5 / 6.8%,
+    # 6.0% (5.85 / 5.53% now over 268 runs: MLPerf Training's 61 LLM runs joined at 7.8 / 6.8%,
     # and the Blackwell clock refitted on them, 0.92 -> 0.87; 5.6% before them, gating 5.24 / 5.11%
     # over 207; 5.30 / 5.16% over 204 before call 48's MoE steps, 5.13 /
     # 4.98% before Megatron-Bridge's Qwen3-30B-A3B pair and
@@ -72,7 +72,7 @@ for engine in ("analytic", "des"):
     # target (7.78 / 7.61% now, a mean over 28 sources, one of them the Qwen3-30B-A3B pair at
     # 24%; 7.37 / 7.13% before it, gated at 7.5%; 7.26 / 7.03% before call 42's and
     # 44's steps joined).
-    assert s["overall"]["mean_abs_error"] <= 0.059, s["overall"]
+    assert s["overall"]["mean_abs_error"] <= 0.060, s["overall"]
     assert s["leave_one_source_out_mean_abs_error"] <= 0.080, s
     h200 = [x for x in s["sources"] if x["source"] == "clustersim-h200"][0]
     assert h200["runs"] >= 16 and h200["mean_abs_error"] <= 0.07, h200
@@ -86,7 +86,7 @@ for engine in ("analytic", "des"):
     h100 = [x for x in s["sources"] if x["source"] == "clustersim-h100"][0]
     assert h100["runs"] == 35 and h100["mean_abs_error"] <= 0.035, h100
     assert h100["max_abs_error"] <= 0.09, h100
-    # The public runs alone (7.21% analytic, 6.87% simulator over 195, gated at 7.5%; 7.06 / 6.86%
+    # The public runs alone (7.32% analytic, 6.89% simulator over 196, gated at 7.5%; 7.06 / 6.86%
     # over 135 before MLPerf's rows; 6.84 / 6.62% and a
     # 7.3% gate before the Qwen3-30B-A3B pair and the DeepSeek-V3 card; 7.40 / 7.18% before call 41's
     # terms, gated at 7.7% then; 7.7% / 7.5% when TorchTitan's TP and CP rows joined; 7% gated
