@@ -26,8 +26,9 @@ struct StepParams {
   // (a what-if knob; 0 by default). Whether the framework overlaps TP with the GEMMs is the
   // scenario's workload.framework.tp_comm_overlap.
   double tp_overlap_fraction = 0;
-  // Gradient buckets: the last one cannot overlap with backward. Megatron-core DDP's default
-  // bucket is 40M parameters (distributed_data_parallel_config.py, bucket_size).
+  // Gradient buckets: the last one cannot overlap with backward. Megatron-Core DDP's default
+  // bucket is max(40M, 1M x the DP ranks with CP) parameters (distributed_data_parallel_config.py,
+  // bucket_size): this is its floor; step_model.cc adds the per-rank part.
   double dp_bucket_params = 40e6;
   // A collective running beside compute slows it: its kernels hold SMs (NCCL one thread block
   // per channel, 16 or more on NVLink and multi-NIC nodes; TE's userbuffers 16-24), its traffic

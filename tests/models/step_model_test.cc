@@ -186,6 +186,23 @@ TEST_SUITE("models") {
     CHECK(r.breakdown.dp.exposed_s == doctest::Approx(ar.total_s() * bucket));
   }
 
+  TEST_CASE("step: the last gradient bucket grows with the data-parallel group, as Megatron-Core's") {
+    // Megatron-Core's default bucket: max(40M, 1M x the DP ranks with CP) parameters. 16 nodes
+    // of plain DP, 128 ranks: 128M parameters a bucket, the all-reduce still inside the backward.
+    Scenario s = single_node_dp();
+    s.cluster.nodes = 16;
+    s.cluster.node.nics_per_node = 8;
+    s.cluster.node.nic = *find_nic("ib-ndr");
+    s.workload.parallelism.dp = 128;
+    s.workload.global_batch = 128 * s.workload.micro_batch;
+    const StepResult r = predict(s);
+    REQUIRE(r.comms.size() == 1);
+    const TimedComm& ar = r.comms[0];
+    REQUIRE(ar.total_s() < r.backward_s);
+    CHECK(r.breakdown.dp.exposed_s ==
+          doctest::Approx(ar.total_s() * 128e6 / r.memory.parameters));
+  }
+
   TEST_CASE("step: once-per-step DP collectives overlap chunk by chunk under interleaving") {
     // One chunk: what outlasts the pass, at least the last bucket.
     CHECK(dp_overlap_exposed_s(10, 4, 1, 8, 0.1) == doctest::Approx(6));
