@@ -422,12 +422,9 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   // last backward is done, pp backward passes before the next chunk's, and its parameters are
   // gathered ahead of its first forward, pp forward passes after the previous chunk's.
   const double params_held = r.memory.parameters + r.memory.expert_parameters;
-  // Megatron-Core's default bucket grows with the group: max(40M, 1M x its ranks with CP)
-  // parameters ("larger DP sizes need larger buckets": distributed_data_parallel_config.py;
-  // distributed_data_parallel.py and training.py set max(40000000, 1000000 * dp_cp size)).
-  constexpr double kBucketParamsPerRank = 1e6;
+  // Megatron-Core's default bucket grows with the group (StepParams::dp_bucket_params_per_rank).
   const double bucket_params =
-      std::max(params.dp_bucket_params, kBucketParamsPerRank * double(par.dp) * par.cp);
+      std::max(params.dp_bucket_params, params.dp_bucket_params_per_rank * double(par.dp) * par.cp);
   const double bucket_fraction = std::min(1.0, bucket_params / std::max(1.0, params_held));
   const int group = std::min(par.pp, static_cast<int>(m));
   for (auto op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter}) {

@@ -27,9 +27,12 @@ struct StepParams {
   // scenario's workload.framework.tp_comm_overlap.
   double tp_overlap_fraction = 0;
   // Gradient buckets: the last one cannot overlap with backward. Megatron-Core DDP's default
-  // bucket is max(40M, 1M x the DP ranks with CP) parameters (distributed_data_parallel_config.py,
-  // bucket_size): this is its floor; step_model.cc adds the per-rank part.
+  // bucket is max(dp_bucket_params, dp_bucket_params_per_rank x the DP ranks with CP)
+  // parameters, max(40M, 1M x ranks): "larger DP sizes need larger buckets"
+  // (distributed_data_parallel_config.py bucket_size; distributed_data_parallel.py and
+  // training.py set max(40000000, 1000000 * size)).
   double dp_bucket_params = 40e6;
+  double dp_bucket_params_per_rank = 1e6;
   // A collective running beside compute slows it: its kernels hold SMs (NCCL one thread block
   // per channel, 16 or more on NVLink and multi-NIC nodes; TE's userbuffers 16-24), its traffic
   // shares HBM and L2 with the compute's, and its NVLink/NIC power comes out of the GPU's power

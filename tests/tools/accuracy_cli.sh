@@ -9,8 +9,8 @@
 # v5.1 Llama 3.1 8B rows at one sequence a GPU over 64-512 GPUs up to 38% fast; NeMo
 # AutoModel's six MoE rows, 16.7% mean, all fast; Megatron-Bridge's Qwen3-30B-A3B pair, both
 # +24%; TorchTitan's async-TP and context-parallel rows), and the max 15% is not met: 27 runs
-# at or above it (23 in the simulator), the gpt-oss rows among them (the model 20-27% fast) and Megatron-Core's 32B
-# weak-scaling row (+47%), each
+# at or above it (23 in the simulator), the gpt-oss rows among them (the model 20-27% fast)
+# and Megatron-Core's 32B weak-scaling row (+47%), each
 # file's not_modelled says why; the closing notes give the table); a corpus-fitted constant
 # ships at the corpus's best value.
 # Also: the per-source and leave-one-source-out figures in the JSON agree with the rows, --source,
@@ -254,6 +254,12 @@ grep -qF "4 blocks of 10 steps, the first 0.9000 s a step, the rest 0.6000 s (me
 grep -qF "blocks: median of 2 runs 5.3000 s a step" "$tmp/mlperf.txt" || fail "$(cat "$tmp/mlperf.txt")"
 grep -qF "logged step time 2.0000 s (median of 5 after the first evaluation)" "$tmp/mlperf.txt" ||
   fail "logged log: $(cat "$tmp/mlperf.txt")"
+# A line that is not MLLOG JSON: exit 2, naming the file and line.
+{ head -2 "$tmp/tokens.txt"; echo ':::MLLOG {"time_ms": 5, "key": '; } >"$tmp/broken.txt"
+python3 "$src/tools/mlperf_step_times.py" "$tmp/broken.txt" >/dev/null 2>"$tmp/broken.err"
+rc=$?
+[ "$rc" -eq 2 ] || fail "mlperf_step_times.py on a broken line exited $rc, want 2"
+grep -qF "broken.txt:3: not an MLLOG event" "$tmp/broken.err" || fail "$(cat "$tmp/broken.err")"
 
 # Bad input: exit 2, a message naming the file.
 expect_bad accuracy "not a directory" "$tmp/nowhere"
