@@ -147,7 +147,7 @@ class Model {
       case Op::kSendRecv:
         return {};
     }
-    const double channels = std::max(1, p_.ring_channels);
+    const double channels = ring_channels();
     return {channels * ring_channel_copy_Bps() * bus_bandwidth_factor(op, n()) / copied,
             Neck::kChannels};
   }
@@ -180,6 +180,12 @@ class Model {
 
  private:
   int n() const { return t_.ranks; }
+  // A channel count cut to the communicator's thread blocks (CollectiveParams::max_channels).
+  int capped(int channels) const {
+    const int c = std::max(1, channels);
+    return p_.max_channels > 0 ? std::min(c, p_.max_channels) : c;
+  }
+  int ring_channels() const { return capped(p_.ring_channels); }
   int g() const { return t_.ranks_per_node; }
   int nodes() const { return t_.nodes; }
   bool multi_node() const { return t_.nodes > 1; }
@@ -221,9 +227,9 @@ class Model {
   }
   // The channels NCCL gives a send of `bytes` to one peer (enqueue.cc addP2pToPlan).
   int p2p_channels(double bytes) const {
-    const int max_per_peer = std::max(1, p_.p2p_channels_per_peer);
+    const int max_per_peer = capped(p_.p2p_channels_per_peer);
     int min_per_peer = max_per_peer;
-    while (min_per_peer > 1 && static_cast<long>(min_per_peer) * n() > p_.p2p_channels) {
+    while (min_per_peer > 1 && static_cast<long>(min_per_peer) * n() > capped(p_.p2p_channels)) {
       min_per_peer /= 2;
     }
     if (bytes <= 0) return 1;
@@ -300,7 +306,10 @@ class Model {
   // (g-1)/g of it (busbw <= B x g/(g-1)).
   Bus ring_bus() const {
     if (!multi_node()) return {scale_up_Bps(), Neck::kScaleUp};
-    const Bus net{t_.node_network_Bps, Neck::kNetwork};
+    Bus net{t_.node_network_Bps, Neck::kNetwork};
+    if (p_.max_channels > 0 && t_.nic_Bps > 0) {
+      net.Bps = std::min(net.Bps, p_.max_channels * t_.nic_Bps);  // a NIC per channel at most
+    }
     if (g() == 1) return net;
     const Bus scale_up{scale_up_Bps() * g() / (g() - 1.0), Neck::kScaleUp};
     return scale_up.Bps < net.Bps ? scale_up : net;
@@ -331,7 +340,8 @@ class Model {
     if (auto s = need_network(); !s) return Error{s.message()};
     const Bus link = ring_protocol(ring_bus(), p);
     Bus bus = link;
-    if (!multi_node()) {
+    // Across nodes NCCL's own channel count (two or more a NIC) never binds; a cut one can.
+    if (!multi_node() || p_.max_channels > 0) {
       if (const Bus copy = ring_channel_bus(op); copy.Bps < bus.Bps) bus = copy;
     }
     // Latency (tuning.cc): base + (steps - inter steps) x intra + inter steps x inter. A chain
@@ -361,7 +371,7 @@ class Model {
   // One slice (half a chunk) per channel at the channel's share of `bus_Bps`: the chunk is
   // NCCL's, or the loop's share of the data where that is smaller.
   double ring_fill_seconds(double bytes, double bus_Bps) const {
-    const double channels = std::max(1, p_.ring_channels);
+    const double channels = ring_channels();
     const double chunk = std::min(p_.ring_chunk_bytes, bytes / (n() * channels));
     return chunk / 2 / (bus_Bps / channels);
   }
@@ -391,7 +401,7 @@ class Model {
   double nvls_seconds(double per_gpu_bytes) const {
     return per_gpu_bytes / (scale_up_Bps() * p_.nvls_efficiency);
   }
-  int nvls_channels() const { return t_.gpu_arch == "sm_100" ? 32 : 16; }
+  int nvls_channels() const { return capped(t_.gpu_arch == "sm_100" ? 32 : 16); }
   // NCCL's perChMaxNVLSTreeBws for this architecture and node count; 0 where it has none.
   double nvls_tree_channel_Bps() const {
     const bool two = nodes() <= 2;
@@ -850,7 +860,7 @@ double p2p_peer_channel_cap_Bps(const CollectiveTopology& topology, const Collec
 
 double ring_channel_bus_Bps(const CollectiveTopology& topology, const CollectiveParams& params,
                             CollectiveOp op) {
-  if (topology.ranks < 2 || topology.nodes > 1) return 0;
+  if (topology.ranks < 2 || (topology.nodes > 1 && params.max_channels <= 0)) return 0;
   return Model(topology, params).ring_channel_bus(op).Bps;
 }
 

@@ -290,6 +290,13 @@ struct CollectiveParams {
   int p2p_channels = 32;
   int p2p_channels_per_peer = 32;
   double p2p_chunk_bytes = 512.0 * 1024;
+  // A communicator's thread blocks as ncclConfig_t maxCTAs sets them (0: NCCL's own counts).
+  // NCCL runs at most that many channels (init.cc caps nChannels and the p2p channels with it,
+  // nvls.cc the NVLS channels): each ring, NVLS and point-to-point channel count above is cut
+  // to it, and a ring across nodes leaves each node through at most that many NICs (one
+  // channel's ring crosses the network through one NIC) with its channels' copy work bounding
+  // it as on one node. Megatron-Core sets it per process group (FrameworkConfig::nccl_max_ctas).
+  int max_channels = 0;
   // Calibration fits; the first match (op, algorithm, protocol, ranks, nodes, size) wins.
   std::vector<CollectiveFit> fits;
   // Calibration corrections, for estimates no fit matched; the first of the op and scope wins.
@@ -356,8 +363,8 @@ double p2p_peer_channel_cap_Bps(const CollectiveTopology& topology, const Collec
                                 double per_peer_bytes);
 
 // The bus bandwidth a one-node ring of `op` gets from its channels' copy work
-// (CollectiveParams::ring_channel_copy_Bps), whatever the links allow; 0 across nodes, for one
-// rank and for the point-to-point ops. The simulator caps each ring edge at it, as the analytic
+// (CollectiveParams::ring_channel_copy_Bps), whatever the links allow; 0 across nodes (unless
+// CollectiveParams::max_channels cuts the channels), for one rank and for the point-to-point ops. The simulator caps each ring edge at it, as the analytic
 // ring term does.
 double ring_channel_bus_Bps(const CollectiveTopology& topology, const CollectiveParams& params,
                             CollectiveOp op);

@@ -181,7 +181,8 @@ constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "gradients_in_backward",
                                                "fp32_gradients",      "zero1_grad_reduce",
                                                "moe_layer_host_time", "moe_expert_bias",
-                                               "cp_attention"};
+                                               "cp_attention",        "nccl_max_ctas"};
+constexpr std::string_view kNcclCtasKeys[] = {"tp", "cp", "dp", "pp", "ep"};
 constexpr std::string_view kParallelismKeys[] = {"tp",   "pp",        "dp",          "cp",
                                                  "sp",   "zero",      "recompute",   "pp_schedule",
                                                  "virtual_stages", "ep", "etp", "first_stage_layers",
@@ -375,6 +376,7 @@ std::vector<std::string_view> keys_under(std::string_view path) {
       {"reliability", kReliabilityKeys},
       {"interference", kInterferenceKeys},
       {"interference.neighbour", kNeighbourKeys},
+      {"workload.framework.nccl_max_ctas", kNcclCtasKeys},
       {"interference.background", kBackgroundKeys}};
   for (const auto& [p, keys] : kMaps) {
     if (p == path) return {keys.begin(), keys.end()};
@@ -1310,6 +1312,15 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_enum(fw, fp, "moe_expert_bias", kExpertBias, &f.expert_bias_per_expert) ||
         !read_enum(fw, fp, "cp_attention", kCpAttention, &f.cp_allgather)) {
       return false;
+    }
+    if (const YAML::Node ctas = fw["nccl_max_ctas"]; ctas.IsDefined()) {
+      const std::string cp = child(fp, "nccl_max_ctas");
+      auto& c = f.nccl_max_ctas;
+      if (!open_map(ctas, cp, kNcclCtasKeys) || !read_int(ctas, cp, "tp", 1, &c.tp) ||
+          !read_int(ctas, cp, "cp", 1, &c.cp) || !read_int(ctas, cp, "dp", 1, &c.dp) ||
+          !read_int(ctas, cp, "pp", 1, &c.pp) || !read_int(ctas, cp, "ep", 1, &c.ep)) {
+        return false;
+      }
     }
     if (fw["tp_overlap_copy_engine_share"].IsDefined() && !f.tp_comm_overlap) {
       return fail(fw["tp_overlap_copy_engine_share"], child(fp, "tp_overlap_copy_engine_share"),

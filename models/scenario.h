@@ -303,6 +303,17 @@ struct FrameworkConfig {
   LossInput loss_input = LossInput::kFp32;
   // Fused kernels: the cross-entropy's implementation (LossKernel).
   LossKernel loss_kernel = LossKernel::kFused;
+  // NCCL's thread blocks per process group (workload.framework.nccl_max_ctas): Megatron-Core's
+  // nccl_communicator_config_path gives each group's communicator its own ncclConfig_t maxCTAs
+  // (NVIDIA's MLPerf Training NeMo configurations, conf/nccl/custom_communicator_cta.yaml:
+  // tp 8, cp 1, dp and dp_cp 8, pp 2). 0: NCCL's own channel counts. A group's collectives run
+  // at most that many channels (CollectiveParams::max_channels) and slow the compute beside
+  // them by the blocks they hold (StepParams::overlap_reference_blocks). Under tp_comm_overlap
+  // TP's collectives run in Transformer Engine's userbuffers, outside NCCL: tp does not apply.
+  struct NcclCtas {
+    int tp = 0, cp = 0, dp = 0, pp = 0, ep = 0;
+  };
+  NcclCtas nccl_max_ctas;
   // The optimizer's kernels. false: one fused kernel per step (Megatron's and Apex's fused
   // Adam, torch.optim.AdamW(fused=True)); true: PyTorch's foreach implementation, one pass over
   // the parameters per arithmetic op (TorchTitan's default, optimizer.fused = false).

@@ -160,11 +160,51 @@ double overlap_interference_s(double hidden_comm_s, const StepParams& params,
   return std::max(0.0, hidden_comm_s - host_wait_s) * params.overlap_compute_slowdown;
 }
 
+int nccl_max_ctas(const FrameworkConfig& fw, ParallelDim dim) {
+  const auto& c = fw.nccl_max_ctas;
+  switch (dim) {
+    case ParallelDim::kTp:
+      return fw.tp_comm_overlap ? 0 : c.tp;
+    case ParallelDim::kCp:
+      return c.cp;
+    case ParallelDim::kDp:
+      return c.dp;
+    case ParallelDim::kPp:
+      return c.pp;
+    case ParallelDim::kEp:
+      return c.ep;
+  }
+  return 0;
+}
+
+CollectiveParams group_collective_params(const CollectiveParams& params, const FrameworkConfig& fw,
+                                         ParallelDim dim) {
+  CollectiveParams p = params;
+  if (const int ctas = nccl_max_ctas(fw, dim); ctas > 0) {
+    p.max_channels = p.max_channels > 0 ? std::min(p.max_channels, ctas) : ctas;
+  }
+  return p;
+}
+
+double overlap_block_share(const FrameworkConfig& fw, ParallelDim dim, const StepParams& params,
+                           double traffic_share) {
+  const int ctas = nccl_max_ctas(fw, dim);
+  if (ctas <= 0 || params.overlap_reference_blocks <= 0) return 1;
+  const double blocks = std::min(1.0, ctas / params.overlap_reference_blocks);
+  return params.overlap_sm_share * blocks + (1 - params.overlap_sm_share) * traffic_share;
+}
+
 double sm_equivalent_hidden_s(const StepBreakdown& b, const FrameworkConfig& fw,
                               const StepParams& params) {
   const double sm = params.overlap_compute_slowdown;
   const double relief = sm > 0 ? 1 - params.overlap_copy_engine_slowdown / sm : 0;
-  return b.hidden_comm_s() - b.tp.hidden_s() * fw.tp_overlap_copy_engine_share * relief;
+  double hidden = -b.tp.hidden_s() * fw.tp_overlap_copy_engine_share * relief;
+  for (auto [dim, d] : {std::pair{ParallelDim::kTp, &b.tp}, std::pair{ParallelDim::kPp, &b.pp},
+                        std::pair{ParallelDim::kDp, &b.dp}, std::pair{ParallelDim::kCp, &b.cp},
+                        std::pair{ParallelDim::kEp, &b.ep}}) {
+    hidden += d->hidden_s() * overlap_block_share(fw, dim, params, d->traffic_share());
+  }
+  return hidden;
 }
 
 StepParams default_step_params(const ClusterConfig& cluster) {
@@ -255,11 +295,19 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
         *topo,
         {call.op, call.size_bytes, CollectiveAlgorithm::kAuto, CollectiveProtocol::kAuto,
          alltoall_dispatch(call, *topo)},
-        params.collective);
+        group_collective_params(params.collective, w.framework, call.dim));
     if (!est)
       return Error{std::string(to_string(call.dim)) + " " + call.what + ": " + est.message()};
     const double per_step = call.count * (call.phase == CommPhase::kStep ? 1 : m);
     r.comms.push_back({call, *est, per_step});
+    if (nccl_max_ctas(w.framework, call.dim) > 0) {
+      // The same call at NCCL's own channels: the rate its bytes would run at.
+      auto full = estimate_collective(*topo,
+                                      {call.op, call.size_bytes, CollectiveAlgorithm::kAuto,
+                                       CollectiveProtocol::kAuto, alltoall_dispatch(call, *topo)},
+                                      params.collective);
+      if (full) dim_of(r.breakdown, call.dim).full_channels_s += full->time_s * per_step;
+    }
   }
   StepBreakdown& b = r.breakdown;
   for (const auto& c : r.comms) {
@@ -354,8 +402,13 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   // charges the busiest stage's; every stage's counts in finding the busiest).
   auto interference = [&](const StageCompute& st, const StageComm& xi) {
     const StageComm ran = runs(st);
-    return overlap_interference_s(ran.tp + ran.cp + ran.ep - xi.tp - xi.cp - xi.ep, params,
-                                  st.host_wait_s);
+    auto share = [&](ParallelDim d) {
+      return overlap_block_share(w.framework, d, params, dim_of(b, d).traffic_share());
+    };
+    return overlap_interference_s((ran.tp - xi.tp) * share(D::kTp) +
+                                      (ran.cp - xi.cp) * share(D::kCp) +
+                                      (ran.ep - xi.ep) * share(D::kEp),
+                                  params, st.host_wait_s);
   };
   // The busiest stage sets the pace of the steady state; the others add their fill and drain.
   // Fill and drain are the passes that run alone (the warm-up forwards and cool-down

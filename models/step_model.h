@@ -44,6 +44,15 @@ struct StepParams {
   // so the communication lasted 1.102 x 1.189 - 1 = 0.310 of the compute and cost
   // 0.189 / 0.310 = 0.61 of its duration. (The SMs alone, 16 of 132, would explain 0.14.)
   double overlap_compute_slowdown = 0.61;
+  // Of it, what the SMs the collective's blocks hold explain: 16 blocks of 132 SMs take 12.1%
+  // of the compute's SMs, a 0.14 slowdown (0.121 / 0.879), 0.23 of the 0.61; the rest is its
+  // traffic through HBM and L2 and its power. A process group whose communicator runs fewer
+  // blocks than overlap_reference_blocks (FrameworkConfig::nccl_max_ctas) holds that share of
+  // the SMs, and its bytes, moved more slowly, cost the compute what they cost at full rate:
+  // per second of its hidden time, overlap_compute_slowdown x (overlap_sm_share x blocks / 16
+  // + (1 - overlap_sm_share) x its time at NCCL's own channels / its time).
+  double overlap_reference_blocks = 16;
+  double overlap_sm_share = 0.14 / 0.61;
   // The same for a transfer a copy engine moves, which holds no SM: device call 19 on one H200
   // (scenarios/measurements/call19/overlap_probe_h200.txt), a cuBLAS bf16 GEMM 8192^3 ran 0.057
   // slower while a copy engine moved 308 GB/s beside it the whole time (0.27 beside 16 copying
@@ -152,6 +161,13 @@ struct DimComm {
   double exposed_s = 0;  // what the step waits for
   double hidden_s() const { return total_s - exposed_s; }
   double bytes_per_step = 0;  // the size column x calls per step, summed
+  // total_s at NCCL's own channel counts, where FrameworkConfig::nccl_max_ctas cuts them (0:
+  // not cut): the same bytes at the rate of a full set of channels.
+  double full_channels_s = 0;
+  // full_channels_s / total_s: the rate its traffic runs at against a full set of channels.
+  double traffic_share() const {
+    return full_channels_s > 0 && total_s > 0 ? std::min(1.0, full_channels_s / total_s) : 1;
+  }
 };
 
 struct StepBreakdown {
@@ -175,9 +191,22 @@ struct StepBreakdown {
 
 // The step's hidden communication as SM-driven collectives cost compute: the copy-engine share
 // of its hidden TP traffic (FrameworkConfig::tp_overlap_copy_engine_share) counts at
-// overlap_copy_engine_slowdown / overlap_compute_slowdown of its time.
+// overlap_copy_engine_slowdown / overlap_compute_slowdown of its time, a group whose NCCL
+// communicator runs fewer blocks than StepParams::overlap_reference_blocks at that share.
 double sm_equivalent_hidden_s(const StepBreakdown& b, const FrameworkConfig& fw,
                               const StepParams& params);
+
+// The thread blocks NCCL runs for `dim`'s process group (FrameworkConfig::nccl_max_ctas), 0 for
+// NCCL's own counts; TP's collectives under tp_comm_overlap are not NCCL's: 0.
+int nccl_max_ctas(const FrameworkConfig& fw, ParallelDim dim);
+// The collective constants for `dim`'s communicator: `params` with its channel cap.
+CollectiveParams group_collective_params(const CollectiveParams& params, const FrameworkConfig& fw,
+                                         ParallelDim dim);
+// What a second of `dim`'s hidden traffic costs compute against a full set of NCCL blocks
+// (StepParams::overlap_sm_share): 1 for NCCL's own counts; `traffic_share` is
+// DimComm::traffic_share.
+double overlap_block_share(const FrameworkConfig& fw, ParallelDim dim, const StepParams& params,
+                           double traffic_share);
 
 struct StepResult {
   int gpus = 0;

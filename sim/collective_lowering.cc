@@ -90,8 +90,8 @@ class Lowering {
         if (shape_.op == CollectiveOp::kAllToAll || shape_.op == CollectiveOp::kSendRecv) {
           return models::Error{"ring cannot run " + std::string(to_string(shape_.op))};
         }
-        // On one node each edge also runs no faster than its channels copy (the analytic
-        // ring's channel bound, in wire bytes).
+        // Each edge also runs no faster than its channels copy (the analytic ring's channel
+        // bound, in wire bytes): on one node, and across nodes where a block cap cuts them.
         ring(comm, nodes, 0, ring_bytes(comm.size()),
              models::ring_channel_bus_Bps(topo_, params_, shape_.op) * wire_);
         return models::Status::Ok();
@@ -124,7 +124,9 @@ class Lowering {
     std::vector<int> nics;
     for (int gpu : members) nics.push_back(fabric_.graph().nic_of_gpu(gpu));
     std::sort(nics.begin(), nics.end());
-    return static_cast<int>(std::unique(nics.begin(), nics.end()) - nics.begin());
+    const int count = static_cast<int>(std::unique(nics.begin(), nics.end()) - nics.begin());
+    // A channel leaves the node through one NIC: no more NICs than channels.
+    return params_.max_channels > 0 ? std::min(count, params_.max_channels) : count;
   }
   // Where the channels of a multi-node ring (per_entry 1) or tree (per_entry 2: one channel per
   // tree sharing a head) enter each node: one local-rank offset per entry point, channels_per_nic
@@ -134,8 +136,9 @@ class Lowering {
   std::vector<int> entry_offsets(const std::vector<std::vector<int>>& nodes, int per_entry) const {
     const int g = static_cast<int>(nodes.front().size());
     const int k = std::max(1, nics_used(nodes.front()));
-    const int want =
-        std::max(1, (std::max(1, options_.channels_per_nic) * k + per_entry - 1) / per_entry);
+    int channels = std::max(1, options_.channels_per_nic) * k;
+    if (params_.max_channels > 0) channels = std::min(channels, params_.max_channels);
+    const int want = std::max(1, (channels + per_entry - 1) / per_entry);
     std::vector<int> out;
     if (want >= g) {
       const int n = g * ((want + g - 1) / g);
@@ -152,10 +155,11 @@ class Lowering {
   }
 
   // Ring over the communicator (also a chain for broadcast/reduce, without the edge into the
-  // root). `bytes_per_edge` is the whole collective's volume on each edge; `one_node_cap` (> 0)
-  // bounds each edge's rate when the ring stays on one node.
+  // root). `bytes_per_edge` is the whole collective's volume on each edge; `copy_cap` (> 0), the
+  // ring's channels' copy bound, bounds each edge's rate on one node and each channel's share
+  // of it across nodes.
   void ring(const Communicator& comm, const std::vector<std::vector<int>>& nodes, size_t ph,
-            double bytes_per_edge, double one_node_cap = 0) {
+            double bytes_per_edge, double copy_cap = 0) {
     const int root = comm.front();
     const bool chain = chain_op();
     if (nodes.size() == 1) {
@@ -163,13 +167,14 @@ class Lowering {
       for (size_t i = 0; i < m.size(); ++i) {
         const int dst = m[(i + 1) % m.size()];
         if (chain && dst == root) continue;
-        flow(ph, m[i], dst, bytes_per_edge, i, one_node_cap);
+        flow(ph, m[i], dst, bytes_per_edge, i, copy_cap);
       }
       return;
     }
     const auto offsets = entry_offsets(nodes, 1);
     const int C = static_cast<int>(offsets.size());
     const double bytes = bytes_per_edge / C;
+    const double channel_cap = copy_cap > 0 ? copy_cap / C : 0;  // each channel's share
     const int N = static_cast<int>(nodes.size());
     // Channel c enters node j at local rank offset(c) - j: each exit (the GPU before the entry)
     // sends to the same local rank of the next node, on its rail.
@@ -187,13 +192,13 @@ class Lowering {
           const int dst = m[(e + t + 1) % g];
           ++edge;
           if (!keep_intra(j) || (chain && dst == root)) continue;
-          flow(ph, m[(e + t) % g], dst, bytes, edge);
+          flow(ph, m[(e + t) % g], dst, bytes, edge, channel_cap);
         }
         const auto& next = nodes[(j + 1) % N];
         const int dst = next[entry(c, (j + 1) % N)];
         ++edge;
         if (chain && dst == root) continue;
-        flow(ph, m[(e + g - 1) % g], dst, bytes, edge);
+        flow(ph, m[(e + g - 1) % g], dst, bytes, edge, channel_cap);
       }
     }
   }

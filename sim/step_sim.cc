@@ -358,7 +358,10 @@ const std::vector<SimFlow>& StepBuilder::footprint(CommKind& kind, int stage) {
                                 call.size_bytes,
                                 models::alltoall_dispatch(call, *topo)};
     auto lowered = lower_collective(shape, {lay_.group_of(rep_rank, call.group_size, call.group_stride)},
-                                    *topo, fabric_, params_.collective, opt_.sim.lowering);
+                                    *topo, fabric_,
+                                    models::group_collective_params(
+                                        params_.collective, sc_.workload.framework, call.dim),
+                                    opt_.sim.lowering);
     CS_ASSERT(lowered.ok(), "the pattern of this collective lowered already");
     for (auto& phase : lowered->phases)
       for (auto& f : phase) flows.push_back(std::move(f));
@@ -383,7 +386,10 @@ models::Status StepBuilder::prepare_collective(CommKind& kind, DesStepResult* ou
                                           models::alltoall_dispatch(call, *topo)};
   // Siblings: every group of this shape on stage 0 runs it at the same time.
   const auto siblings = lay_.stage_groups(0, call.group_size, call.group_stride);
-  auto sim = simulate_collective(fabric_, request, siblings, *topo, opt_.sim, background_);
+  SimParams group_opt = opt_.sim;  // the group's communicator: its channel cap
+  group_opt.collective =
+      models::group_collective_params(opt_.sim.collective, sc_.workload.framework, call.dim);
+  auto sim = simulate_collective(fabric_, request, siblings, *topo, group_opt, background_);
   if (!sim) return models::Error{dim_name(call.dim) + " " + call.what + ": " + sim.message()};
   kind.pattern_s = sim->bandwidth_s;
   pattern_flows_ += sim->flows;
@@ -947,12 +953,17 @@ void StepBuilder::account(DesStepResult* out, const RunStats& run) {
       }
     }
     auto& total = comm_total[static_cast<size_t>(stage)];
-    for (auto [dim, slot] :
-         {std::pair{ParallelDim::kTp, &b.tp}, std::pair{ParallelDim::kPp, &b.pp},
-          std::pair{ParallelDim::kDp, &b.dp}, std::pair{ParallelDim::kCp, &b.cp},
-          std::pair{ParallelDim::kEp, &b.ep}}) {
+    const models::StepBreakdown& ab = an_.breakdown;
+    for (auto [dim, slot, analytic] :
+         {std::tuple{ParallelDim::kTp, &b.tp, &ab.tp}, std::tuple{ParallelDim::kPp, &b.pp, &ab.pp},
+          std::tuple{ParallelDim::kDp, &b.dp, &ab.dp}, std::tuple{ParallelDim::kCp, &b.cp, &ab.cp},
+          std::tuple{ParallelDim::kEp, &b.ep, &ab.ep}}) {
       slot->total_s = std::max(total[dim], exposed[dim]);
       slot->exposed_s = exposed[dim];
+      // The rate of a cut channel set against a full one, as the formula has it.
+      if (analytic->full_channels_s > 0) {
+        slot->full_channels_s = slot->total_s * analytic->traffic_share();
+      }
     }
     b.host_wait_s = static_cast<size_t>(stage) < an_.stages.size()
                         ? an_.micro_batches * an_.stages[static_cast<size_t>(stage)].host_wait_s

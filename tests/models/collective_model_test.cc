@@ -494,6 +494,55 @@ TEST_SUITE("models") {
     CHECK(a2a8.bandwidth_s == doctest::Approx(7.0 / 8 * 32 * kMiB / (450e9 * 20.6 / 25)));
   }
 
+  // ncclConfig_t maxCTAs: a communicator runs at most that many channels of every kind.
+  TEST_CASE("collective: a communicator's block cap cuts its channels") {
+    auto t = hand_topology(1, 2);
+    t.scale_up_Bps = 450e9;
+    CollectiveParams capped;
+    capped.max_channels = 1;
+    const double ch = 20.6e9;
+    // Point to point: one channel for any size (a context-parallel exchange under cp: 1).
+    CHECK(p2p_peer_channel_cap_Bps(t, capped, 4 * kMiB) == doctest::Approx(1 * ch));
+    CHECK(p2p_peer_channel_cap_Bps(t, capped, 512 * kMiB) == doctest::Approx(1 * ch));
+    auto send = estimate(t, CollectiveOp::kSendRecv, 64 * kMiB, CollectiveAlgorithm::kP2p,
+                         CollectiveProtocol::kSimple, capped);
+    CHECK(send.bandwidth_s == doctest::Approx(64 * kMiB / ch));
+    // One node's ring: 8 channels copy 8 x 60.7 x 0.5 / 2.5 = 97.12 GB/s for all_gather on 2.
+    capped.max_channels = 8;
+    CHECK(ring_channel_bus_Bps(t, capped, CollectiveOp::kAllGather) == doctest::Approx(97.12e9));
+    // Across nodes: a NIC per channel at most, and the channels' copy work binds as on one node.
+    // 2 nodes x 8 GPUs, NIC 40 GB/s, node 80 GB/s (two NICs): 1 channel leaves through one NIC,
+    // 40 GB/s; its copy work for all_gather on 16 ranks, 60.7 x (15/16) / (3 - 1/16) = 19.37 GB/s.
+    auto t2 = hand_topology(2, 8);
+    CollectiveParams one;
+    one.max_channels = 1;
+    CHECK(ring_channel_bus_Bps(t2, one, CollectiveOp::kAllGather) ==
+          doctest::Approx(60.7e9 * (15.0 / 16) / (3 - 1.0 / 16)));
+    auto ag = estimate(t2, CollectiveOp::kAllGather, kS, CollectiveAlgorithm::kRing,
+                       CollectiveProtocol::kSimple, one);
+    CHECK(ag.bottleneck == CollectiveBottleneck::kChannels);
+    // 4 channels: four NICs' 160 GB/s leave the node's 80 GB/s binding the links, and the copy
+    // bound, 77.5 GB/s, just under it; without a cap the node's network binds.
+    CollectiveParams four;
+    four.max_channels = 4;
+    auto ag4 = estimate(t2, CollectiveOp::kAllGather, kS, CollectiveAlgorithm::kRing,
+                        CollectiveProtocol::kSimple, four);
+    auto ag_free = estimate(t2, CollectiveOp::kAllGather, kS, CollectiveAlgorithm::kRing,
+                            CollectiveProtocol::kSimple, CollectiveParams{});
+    CHECK(ag4.bottleneck == CollectiveBottleneck::kChannels);
+    CHECK(ag4.bandwidth_s == doctest::Approx(kS * (15.0 / 16) / (4 * 60.7e9 * (15.0 / 16) /
+                                                                (3 - 1.0 / 16))));
+    CHECK(ag_free.bottleneck == CollectiveBottleneck::kNetwork);
+    CHECK(ag_free.bandwidth_s == doctest::Approx(kS * (15.0 / 16) / 80e9));
+    // A 2-channel cap on the same nodes: two NICs' 80 GB/s, but the copy work (38.7) binds.
+    CollectiveParams two;
+    two.max_channels = 2;
+    CHECK(estimate(t2, CollectiveOp::kAllGather, kS, CollectiveAlgorithm::kRing,
+                   CollectiveProtocol::kSimple, two)
+              .bandwidth_s ==
+          doctest::Approx(kS * (15.0 / 16) / (2 * 60.7e9 * (15.0 / 16) / (3 - 1.0 / 16))));
+  }
+
   // The receiver copies a step out of its FIFO only once the sender has written and posted all
   // of it (sendrecv.h: one slice a step), so a send ends one step after its bytes' time. 2 x
   // sm_90, 512 KiB p2p chunk, 20.6 GB/s a channel: 64 MiB runs 16 channels of 4 MiB parts, one

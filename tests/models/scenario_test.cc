@@ -592,6 +592,25 @@ TEST_SUITE("models") {
     CHECK_FALSE(r->workload.framework.sp_input_regather);
   }
 
+  TEST_CASE("framework.nccl_max_ctas: blocks per process group, each at least 1") {
+    const std::string fw = "  global_batch: 64\n  framework: {nccl_max_ctas: {cp: 1, dp: 8, pp: 2}}";
+    auto r = load(with("  global_batch: 64", fw));
+    REQUIRE_MESSAGE(r.ok(), r.message());
+    const auto& c = r->workload.framework.nccl_max_ctas;
+    CHECK(c.cp == 1);
+    CHECK(c.dp == 8);
+    CHECK(c.pp == 2);
+    CHECK(c.tp == 0);  // not given: NCCL's own
+    CHECK(c.ep == 0);
+    const std::string zero = error_of(
+        with("  global_batch: 64", "  global_batch: 64\n  framework: {nccl_max_ctas: {dp: 0}}"));
+    CHECK_PREFIX(zero, "t.yaml:14:");
+    CHECK(zero.find("workload.framework.nccl_max_ctas.dp: must be at least 1") != std::string::npos);
+    const std::string typo = error_of(
+        with("  global_batch: 64", "  global_batch: 64\n  framework: {nccl_max_ctas: {dp_cp: 8}}"));
+    CHECK(typo.find("workload.framework.nccl_max_ctas.dp_cp: unknown key") != std::string::npos);
+  }
+
   TEST_CASE("framework.tp_overlap_input_gradients applies to tp_comm_overlap only") {
     const std::string off = "  global_batch: 64\n  framework: {tp_overlap_input_gradients: false}";
     const std::string m = error_of(with("  global_batch: 64", off));

@@ -783,6 +783,48 @@ TEST_SUITE("models") {
     CHECK(r.breakdown.cp.exposed_s < r.breakdown.cp.total_s);
   }
 
+  TEST_CASE("step: nccl_max_ctas cuts a group's channels and the compute its traffic costs") {
+    // Llama 3 70B at 128K on 64 H100, tp 4 x cp 2 inside a node: the K/V exchange at NCCL's
+    // 16+ channels a peer, then on one block (MLPerf's NeMo configurations: cp 1, dp 8).
+    Scenario s = load("llama3-70b-64xh100-ndr-rail.yaml");
+    s.workload.seq_len = 131072;
+    s.workload.global_batch = 64;
+    s.workload.parallelism.tp /= 2;
+    s.workload.parallelism.cp = 2;
+    const StepResult free = predict(s);
+    s.workload.framework.nccl_max_ctas = {.cp = 1, .dp = 8};
+    const StepResult cut = predict(s);
+    const StepParams params = default_step_params(s.cluster);
+    // One channel copies NCCL's 20.6 GB/s a block on Hopper: the exchange runs slower.
+    CHECK(cut.breakdown.cp.total_s > 2 * free.breakdown.cp.total_s);
+    CHECK(cut.breakdown.cp.full_channels_s == doctest::Approx(free.breakdown.cp.total_s));
+    CHECK(cut.breakdown.cp.traffic_share() < 0.5);
+    CHECK(free.breakdown.cp.full_channels_s == 0);
+    CHECK(free.breakdown.cp.traffic_share() == 1);
+    // A second of its hidden time costs 0.61 x (0.23 x 1/16 + 0.77 x its traffic share).
+    const double share = cut.breakdown.cp.traffic_share();
+    CHECK(overlap_block_share(s.workload.framework, ParallelDim::kCp, params, share) ==
+          doctest::Approx(0.14 / 0.61 / 16 + (1 - 0.14 / 0.61) * share));
+    CHECK(overlap_block_share(s.workload.framework, ParallelDim::kTp, params, 1) == 1);
+    // Its bytes cost the compute what they cost at full rate, its block little: the charge for
+    // the hidden exchange does not grow with its time.
+    auto charge = [&](const StepResult& r) {
+      return r.breakdown.cp.hidden_s() *
+             overlap_block_share(s.workload.framework, ParallelDim::kCp, params,
+                                 r.breakdown.cp.traffic_share());
+    };
+    CHECK(charge(cut) < 1.2 * free.breakdown.cp.hidden_s());
+    // TP under tp_comm_overlap runs in userbuffers, outside NCCL: a tp cap does not apply.
+    FrameworkConfig fw;
+    fw.nccl_max_ctas.tp = 8;
+    CHECK(nccl_max_ctas(fw, ParallelDim::kTp) == 8);
+    fw.tp_comm_overlap = true;
+    CHECK(nccl_max_ctas(fw, ParallelDim::kTp) == 0);
+    CHECK(group_collective_params(params.collective, fw, ParallelDim::kTp).max_channels == 0);
+    CHECK(group_collective_params(params.collective, s.workload.framework, ParallelDim::kDp)
+              .max_channels == 8);
+  }
+
   TEST_CASE("step: ring attention merges each step's output and accumulates its gradients") {
     // Llama 3 8B with 8,192 local tokens: cp 2 over seq 16,384 against seq 8,192 without CP.
     // The flash kernels are cp calls of the local causal attention; beyond them, PyTorch's
