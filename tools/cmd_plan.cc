@@ -5,6 +5,7 @@
 // docs/scenario-format.md lists.
 // With an `interference:` section the simulator runs the step twice, with the neighbour and
 // background traffic and without, and reports the slowdown ("interference" in JSON).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "models/accuracy/published_run.h"
 #include "models/cost_model.h"
@@ -427,8 +429,26 @@ void print_assumptions(const models::WorkloadConfig& w, const models::StepResult
                               "beside the weight-gradient GEMMs"
                             : "between the GEMMs",
       fw.grad_reduce_overlap ? "overlaps the backward" : "after the backward",
-      format_count(p.dp_bucket_params).c_str(),
+      format_count(std::max(p.dp_bucket_params, p.dp_bucket_params_per_rank *
+                                                    double(w.parallelism.dp) * w.parallelism.cp))
+          .c_str(),
       format_significant(models::gradient_bytes(w), 2).c_str());
+  std::string caps;
+  for (auto [name, dim] : {std::pair{"tp", models::ParallelDim::kTp},
+                           std::pair{"cp", models::ParallelDim::kCp},
+                           std::pair{"dp", models::ParallelDim::kDp},
+                           std::pair{"pp", models::ParallelDim::kPp},
+                           std::pair{"ep", models::ParallelDim::kEp}}) {
+    if (const int ctas = models::nccl_max_ctas(fw, dim); ctas > 0) {
+      caps += (caps.empty() ? "" : ", ") + std::string(name) + " " + std::to_string(ctas);
+    }
+  }
+  if (!caps.empty()) {
+    std::printf(
+        "  - NCCL blocks per group (framework.nccl_max_ctas): %s; a capped group's hidden time "
+        "costs compute its blocks' share of the SMs and its bytes' cost at full rate\n",
+        caps.c_str());
+  }
   std::printf(
       "  - memory: %s; CUDA context %s, NCCL %s per communicator, allocator cache %s x one "
       "layer's activations\n",
