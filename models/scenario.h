@@ -314,6 +314,12 @@ struct FrameworkConfig {
     int tp = 0, cp = 0, dp = 0, pp = 0, ep = 0;
   };
   NcclCtas nccl_max_ctas;
+  // Parameters a gradient bucket holds (workload.framework.grad_bucket_params): Megatron-Core
+  // DDP's bucket_size, as a configuration sets it (NVIDIA's MLPerf Llama 3.1 8B: BUCKET_SIZE
+  // 768000000). 0: Megatron-Core's default, max(40M, 1M x the DP ranks with CP)
+  // (StepParams::dp_bucket_params). The last bucket's reduction, and the first's parameter
+  // gather, wait for their pass to end.
+  double grad_bucket_params = 0;
   // The optimizer's kernels. false: one fused kernel per step (Megatron's and Apex's fused
   // Adam, torch.optim.AdamW(fused=True)); true: PyTorch's foreach implementation, one pass over
   // the parameters per arithmetic op (TorchTitan's default, optimizer.fused = false).

@@ -160,6 +160,13 @@ double overlap_interference_s(double hidden_comm_s, const StepParams& params,
   return std::max(0.0, hidden_comm_s - host_wait_s) * params.overlap_compute_slowdown;
 }
 
+double grad_bucket_params(const WorkloadConfig& w, const StepParams& params) {
+  if (w.framework.grad_bucket_params > 0) return w.framework.grad_bucket_params;
+  // Megatron-Core's default grows with the group (StepParams::dp_bucket_params_per_rank).
+  return std::max(params.dp_bucket_params, params.dp_bucket_params_per_rank *
+                                               double(w.parallelism.dp) * w.parallelism.cp);
+}
+
 int nccl_max_ctas(const FrameworkConfig& fw, ParallelDim dim) {
   const auto& c = fw.nccl_max_ctas;
   switch (dim) {
@@ -475,9 +482,7 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   // last backward is done, pp backward passes before the next chunk's, and its parameters are
   // gathered ahead of its first forward, pp forward passes after the previous chunk's.
   const double params_held = r.memory.parameters + r.memory.expert_parameters;
-  // Megatron-Core's default bucket grows with the group (StepParams::dp_bucket_params_per_rank).
-  const double bucket_params =
-      std::max(params.dp_bucket_params, params.dp_bucket_params_per_rank * double(par.dp) * par.cp);
+  const double bucket_params = grad_bucket_params(w, params);
   const double bucket_fraction = std::min(1.0, bucket_params / std::max(1.0, params_held));
   const int group = std::min(par.pp, static_cast<int>(m));
   for (auto op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter}) {

@@ -196,6 +196,10 @@ struct StepBreakdown {
 double sm_equivalent_hidden_s(const StepBreakdown& b, const FrameworkConfig& fw,
                               const StepParams& params);
 
+// The parameters of a gradient bucket: FrameworkConfig::grad_bucket_params where the scenario
+// gives it, else Megatron-Core's default (StepParams::dp_bucket_params, _per_rank).
+double grad_bucket_params(const WorkloadConfig& w, const StepParams& params);
+
 // The thread blocks NCCL runs for `dim`'s process group (FrameworkConfig::nccl_max_ctas), 0 for
 // NCCL's own counts; TP's collectives under tp_comm_overlap are not NCCL's: 0.
 int nccl_max_ctas(const FrameworkConfig& fw, ParallelDim dim);

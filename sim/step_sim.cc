@@ -308,6 +308,8 @@ class StepBuilder {
   double moe_ref_ = 0;     // MoE layers the list counts the expert all-to-alls for
   int chunks_ = 1;         // virtual stages
   int groups_ = 1;         // layer groups per chunk
+  // A gradient bucket over the parameters the rank holds (models::grad_bucket_params), at most 1.
+  double bucket_share_ = 0;
   // Per stage (the stages differ: embedding, output head, Llama 3's layout): layers per group,
   // a group's compute per pass, its weight GEMMs (what TP overlap hides behind) and its
   // attention (what ring attention hides behind).
@@ -556,6 +558,7 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
     gathers[static_cast<size_t>(i)] = t;
   };
   if (z3_gather) gather(0);
+  double bucketed = 0;  // the gradient share of the groups not yet sent
   for (int i = 0; i < groups_; ++i) {
     const int g = fwd ? i : groups_ - 1 - i;
     const std::string layer_tag = tag + " g" + std::to_string(g);
@@ -671,9 +674,17 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
       }
     }
     if (!grad_rs.empty()) {
+      // Once a step (ZeRO 0/1): the groups' gradients go out a bucket at a time
+      // (models::grad_bucket_params), the first layers' remainder after the last group.
+      if (zero <= 1) {
+        bucketed += group_share;
+        if (bucketed < bucket_share_ - 1e-12 && i + 1 < groups_) continue;
+      }
+      const auto rs = zero <= 1 ? step_grad_reduction(bucketed) : grad_rs;
+      bucketed = 0;
       const std::string what =
           std::string(models::to_string(grad_rs.front().first->timed->call.op)) + " grads";
-      const int t = transfer(stage, grad_rs, dp_info(what));
+      const int t = transfer(stage, rs, dp_info(what));
       dep(last_stream_[stage], t);
       on_dp_stream(stage, t);
     }
@@ -698,6 +709,9 @@ models::Status StepBuilder::build(DesStepResult* out) {
   moe_ref_ = models::moe_layers_per_stage(sc_.workload);
   tp_times_ = models::tp_call_times(an_.comms);
   const std::vector<int> stage_moe = models::moe_layers_of_stages(sc_.workload);
+  bucket_share_ = std::min(1.0, models::grad_bucket_params(sc_.workload, params_) /
+                                    std::max(1.0, an_.memory.parameters +
+                                                      an_.memory.expert_parameters));
   // 1. Layer groups: at most max_tasks ops (about 2 per layer group and pass, plus PP and DP).
   const double per_stage_units = 2.0 * m * compute_chunks;
   const double layers_per_chunk = layers_ / compute_chunks;

@@ -429,9 +429,7 @@ void print_assumptions(const models::WorkloadConfig& w, const models::StepResult
                               "beside the weight-gradient GEMMs"
                             : "between the GEMMs",
       fw.grad_reduce_overlap ? "overlaps the backward" : "after the backward",
-      format_count(std::max(p.dp_bucket_params, p.dp_bucket_params_per_rank *
-                                                    double(w.parallelism.dp) * w.parallelism.cp))
-          .c_str(),
+      format_count(models::grad_bucket_params(w, p)).c_str(),
       format_significant(models::gradient_bytes(w), 2).c_str());
   std::string caps;
   for (auto [name, dim] : {std::pair{"tp", models::ParallelDim::kTp},

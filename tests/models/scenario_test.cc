@@ -611,6 +611,16 @@ TEST_SUITE("models") {
     CHECK(typo.find("workload.framework.nccl_max_ctas.dp_cp: unknown key") != std::string::npos);
   }
 
+  TEST_CASE("framework.grad_bucket_params: a positive count of parameters") {
+    auto r = load(with("  global_batch: 64",
+                       "  global_batch: 64\n  framework: {grad_bucket_params: 768M}"));
+    REQUIRE_MESSAGE(r.ok(), r.message());
+    CHECK(r->workload.framework.grad_bucket_params == 768e6);
+    const std::string zero = error_of(
+        with("  global_batch: 64", "  global_batch: 64\n  framework: {grad_bucket_params: 0}"));
+    CHECK(zero.find("workload.framework.grad_bucket_params") != std::string::npos);
+  }
+
   TEST_CASE("framework.tp_overlap_input_gradients applies to tp_comm_overlap only") {
     const std::string off = "  global_batch: 64\n  framework: {tp_overlap_input_gradients: false}";
     const std::string m = error_of(with("  global_batch: 64", off));

@@ -201,6 +201,12 @@ TEST_SUITE("models") {
     REQUIRE(ar.total_s() < r.backward_s);
     CHECK(r.breakdown.dp.exposed_s ==
           doctest::Approx(ar.total_s() * 128e6 / r.memory.parameters));
+    CHECK(grad_bucket_params(s.workload, default_step_params(s.cluster)) == 128e6);
+    // A configuration's own bucket (NVIDIA's MLPerf 8B: BUCKET_SIZE 768000000) replaces it.
+    s.workload.framework.grad_bucket_params = 768e6;
+    const StepResult big = predict(s);
+    CHECK(big.breakdown.dp.exposed_s ==
+          doctest::Approx(big.comms[0].total_s() * 768e6 / big.memory.parameters));
   }
 
   TEST_CASE("step: once-per-step DP collectives overlap chunk by chunk under interleaving") {

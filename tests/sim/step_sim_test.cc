@@ -424,6 +424,29 @@ TEST_SUITE("sim") {
     CHECK(bs.dp.exposed_s > 0.25 * bs.dp.total_s);
   }
 
+  TEST_CASE("the gradients go out a bucket at a time: a bucket of every parameter waits for the backward") {
+    // The same four replicas: Megatron-Core's default bucket (40M parameters) leaves the last
+    // layer group's share exposed; a bucket the size of the model (framework.grad_bucket_params)
+    // sends every gradient after the backward, exposing the whole reduction, as the formula's
+    // last bucket does.
+    Knobs k = four_replicas();
+    k.micro_batch = 8;
+    k.global_batch = 128;
+    models::Scenario s = scenario(k);
+    const auto small = simulate(s);
+    s.workload.framework.grad_bucket_params = 1e12;
+    const auto whole = simulate(s);
+    const auto& bs = small.step.breakdown;
+    const auto& bw = whole.step.breakdown;
+    CAPTURE(bs.dp.exposed_s);
+    CAPTURE(bw.dp.exposed_s);
+    CHECK(bs.dp.exposed_s < 0.25 * bs.dp.total_s);
+    CHECK(bw.dp.exposed_s == doctest::Approx(bw.dp.total_s).epsilon(0.05));
+    CHECK(whole.analytic.breakdown.dp.exposed_s ==
+          doctest::Approx(whole.analytic.breakdown.dp.total_s).epsilon(0.01));
+    CHECK(whole.step.step_time_s == doctest::Approx(whole.analytic.step_time_s).epsilon(0.03));
+  }
+
   TEST_CASE("interleaved ZeRO-1: the DP collectives overlap chunk by chunk, as the formula") {
     // Llama 2 7B on 8 nodes: 4 stages of 2 chunks, 2 replicas, ZeRO-1. Each chunk's gradients
     // are reduced after its last backward and its parameters gathered before its first forward,
