@@ -447,6 +447,7 @@ class Model {
       return unsupported(Algo::kNvls, op, "the scale-up switch has no NVLink SHARP reduction");
     }
     if (g() < 2) return unsupported(Algo::kNvls, op, "needs at least 2 GPUs per node");
+    if (!p_.nvls_enabled) return unsupported(Algo::kNvls, op, "NVLS is off (NCCL_NVLS_ENABLE=0)");
     return Status::Ok();
   }
 

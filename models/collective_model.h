@@ -297,6 +297,10 @@ struct CollectiveParams {
   // channel's ring crosses the network through one NIC) with its channels' copy work bounding
   // it as on one node. Megatron-Core sets it per process group (FrameworkConfig::nccl_max_ctas).
   int max_channels = 0;
+  // NCCL's NVLS algorithms (NVLS, NVLS-Tree) on an NVLink SHARP switch; false: NCCL_NVLS_ENABLE=0,
+  // as NVIDIA's MLPerf Training configurations set it ("needed to save memory"), and NCCL picks
+  // among the others (FrameworkConfig::nccl_nvls).
+  bool nvls_enabled = true;
   // Calibration fits; the first match (op, algorithm, protocol, ranks, nodes, size) wins.
   std::vector<CollectiveFit> fits;
   // Calibration corrections, for estimates no fit matched; the first of the op and scope wins.

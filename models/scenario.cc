@@ -182,7 +182,7 @@ constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "fp32_gradients",      "zero1_grad_reduce",
                                                "moe_layer_host_time", "moe_expert_bias",
                                                "cp_attention",        "nccl_max_ctas",
-                                               "grad_bucket_params"};
+                                               "grad_bucket_params",  "nccl_nvls"};
 constexpr std::string_view kNcclCtasKeys[] = {"tp", "cp", "dp", "pp", "ep"};
 constexpr std::string_view kParallelismKeys[] = {"tp",   "pp",        "dp",          "cp",
                                                  "sp",   "zero",      "recompute",   "pp_schedule",
@@ -1313,7 +1313,8 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_enum(fw, fp, "moe_expert_bias", kExpertBias, &f.expert_bias_per_expert) ||
         !read_enum(fw, fp, "cp_attention", kCpAttention, &f.cp_allgather) ||
         !read_quantity(fw, fp, "grad_bucket_params", FieldKind::kCount, false,
-                       &f.grad_bucket_params)) {
+                       &f.grad_bucket_params) ||
+        !read_bool(fw, fp, "nccl_nvls", &f.nccl_nvls)) {
       return false;
     }
     if (const YAML::Node ctas = fw["nccl_max_ctas"]; ctas.IsDefined()) {

@@ -314,6 +314,10 @@ struct FrameworkConfig {
     int tp = 0, cp = 0, dp = 0, pp = 0, ep = 0;
   };
   NcclCtas nccl_max_ctas;
+  // NCCL's NVLS algorithms where the scale-up switch reduces (workload.framework.nccl_nvls);
+  // false: NCCL_NVLS_ENABLE=0 (NVIDIA's MLPerf Training NeMo configurations), NCCL's ring and
+  // tree instead (CollectiveParams::nvls_enabled).
+  bool nccl_nvls = true;
   // Parameters a gradient bucket holds (workload.framework.grad_bucket_params): Megatron-Core
   // DDP's bucket_size, as a configuration sets it (NVIDIA's MLPerf Llama 3.1 8B: BUCKET_SIZE
   // 768000000). 0: Megatron-Core's default, max(40M, 1M x the DP ranks with CP)

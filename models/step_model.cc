@@ -187,6 +187,7 @@ int nccl_max_ctas(const FrameworkConfig& fw, ParallelDim dim) {
 CollectiveParams group_collective_params(const CollectiveParams& params, const FrameworkConfig& fw,
                                          ParallelDim dim) {
   CollectiveParams p = params;
+  p.nvls_enabled = p.nvls_enabled && fw.nccl_nvls;
   if (const int ctas = nccl_max_ctas(fw, dim); ctas > 0) {
     p.max_channels = p.max_channels > 0 ? std::min(p.max_channels, ctas) : ctas;
   }
@@ -309,10 +310,12 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
     r.comms.push_back({call, *est, per_step});
     if (nccl_max_ctas(w.framework, call.dim) > 0) {
       // The same call at NCCL's own channels: the rate its bytes would run at.
+      CollectiveParams own = group_collective_params(params.collective, w.framework, call.dim);
+      own.max_channels = params.collective.max_channels;
       auto full = estimate_collective(*topo,
                                       {call.op, call.size_bytes, CollectiveAlgorithm::kAuto,
                                        CollectiveProtocol::kAuto, alltoall_dispatch(call, *topo)},
-                                      params.collective);
+                                      own);
       if (full) dim_of(r.breakdown, call.dim).full_channels_s += full->time_s * per_step;
     }
   }

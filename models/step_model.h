@@ -203,7 +203,8 @@ double grad_bucket_params(const WorkloadConfig& w, const StepParams& params);
 // The thread blocks NCCL runs for `dim`'s process group (FrameworkConfig::nccl_max_ctas), 0 for
 // NCCL's own counts; TP's collectives under tp_comm_overlap are not NCCL's: 0.
 int nccl_max_ctas(const FrameworkConfig& fw, ParallelDim dim);
-// The collective constants for `dim`'s communicator: `params` with its channel cap.
+// The collective constants for `dim`'s communicator: `params` with its channel cap and, where
+// the framework turns NVLS off (FrameworkConfig::nccl_nvls), without NVLS.
 CollectiveParams group_collective_params(const CollectiveParams& params, const FrameworkConfig& fw,
                                          ParallelDim dim);
 // What a second of `dim`'s hidden traffic costs compute against a full set of NCCL blocks

@@ -543,6 +543,21 @@ TEST_SUITE("models") {
           doctest::Approx(kS * (15.0 / 16) / (2 * 60.7e9 * (15.0 / 16) / (3 - 1.0 / 16))));
   }
 
+  TEST_CASE("collective: NCCL_NVLS_ENABLE=0 leaves NVLS out of auto's candidates") {
+    const auto t = topology_of(hgx_h100(1), 8);
+    CollectiveParams off;
+    off.nvls_enabled = false;
+    CHECK(estimate(t, CollectiveOp::kAllReduce, 8 * kGiB).algorithm == CollectiveAlgorithm::kNvls);
+    CHECK(estimate(t, CollectiveOp::kAllReduce, 8 * kGiB, CollectiveAlgorithm::kAuto,
+                   CollectiveProtocol::kAuto, off)
+              .algorithm == CollectiveAlgorithm::kRing);
+    auto forced = estimate_collective(t, {CollectiveOp::kAllReduce, 8 * kGiB,
+                                          CollectiveAlgorithm::kNvls, CollectiveProtocol::kAuto},
+                                      off);
+    REQUIRE_FALSE(forced.ok());
+    CHECK(forced.message().find("NCCL_NVLS_ENABLE=0") != std::string::npos);
+  }
+
   // The receiver copies a step out of its FIFO only once the sender has written and posted all
   // of it (sendrecv.h: one slice a step), so a send ends one step after its bytes' time. 2 x
   // sm_90, 512 KiB p2p chunk, 20.6 GB/s a channel: 64 MiB runs 16 channels of 4 MiB parts, one

@@ -611,6 +611,15 @@ TEST_SUITE("models") {
     CHECK(typo.find("workload.framework.nccl_max_ctas.dp_cp: unknown key") != std::string::npos);
   }
 
+  TEST_CASE("framework.nccl_nvls: NCCL_NVLS_ENABLE as a framework sets it") {
+    auto r = load(with("  global_batch: 64", "  global_batch: 64\n  framework: {nccl_nvls: false}"));
+    REQUIRE_MESSAGE(r.ok(), r.message());
+    CHECK_FALSE(r->workload.framework.nccl_nvls);
+    auto d = load(kBase);
+    REQUIRE_MESSAGE(d.ok(), d.message());
+    CHECK(d->workload.framework.nccl_nvls);
+  }
+
   TEST_CASE("framework.grad_bucket_params: a positive count of parameters") {
     auto r = load(with("  global_batch: 64",
                        "  global_batch: 64\n  framework: {grad_bucket_params: 768M}"));
