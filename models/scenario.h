@@ -312,6 +312,7 @@ struct FrameworkConfig {
   // TP's collectives run in Transformer Engine's userbuffers, outside NCCL: tp does not apply.
   struct NcclCtas {
     int tp = 0, cp = 0, dp = 0, pp = 0, ep = 0;
+    bool operator==(const NcclCtas&) const = default;
   };
   NcclCtas nccl_max_ctas;
   // NCCL's NVLS algorithms where the scale-up switch reduces (workload.framework.nccl_nvls);
