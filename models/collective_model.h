@@ -368,7 +368,8 @@ double p2p_peer_channel_cap_Bps(const CollectiveTopology& topology, const Collec
 
 // The bus bandwidth a one-node ring of `op` gets from its channels' copy work
 // (CollectiveParams::ring_channel_copy_Bps), whatever the links allow; 0 across nodes (unless
-// CollectiveParams::max_channels cuts the channels), for one rank and for the point-to-point ops. The simulator caps each ring edge at it, as the analytic
+// CollectiveParams::max_channels cuts the channels), for one rank and for the point-to-point
+// ops. The simulator caps each ring edge at it, as the analytic
 // ring term does.
 double ring_channel_bus_Bps(const CollectiveTopology& topology, const CollectiveParams& params,
                             CollectiveOp op);

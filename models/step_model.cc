@@ -8,23 +8,23 @@
 #include "models/units.h"
 
 namespace clustersim::models {
-namespace {
-
-DimComm& dim_of(StepBreakdown& b, ParallelDim d) {
+DimComm& StepBreakdown::of(ParallelDim d) {
   switch (d) {
     case ParallelDim::kTp:
-      return b.tp;
+      return tp;
     case ParallelDim::kPp:
-      return b.pp;
+      return pp;
     case ParallelDim::kDp:
-      return b.dp;
+      return dp;
     case ParallelDim::kCp:
-      return b.cp;
+      return cp;
     case ParallelDim::kEp:
-      return b.ep;
+      return ep;
   }
-  return b.tp;
+  return tp;
 }
+
+namespace {
 
 // Sum over the step's collectives of one dimension and phase (seconds per micro-batch for
 // forward/backward, per step for kStep).
@@ -167,6 +167,12 @@ double grad_bucket_params(const WorkloadConfig& w, const StepParams& params) {
                                                double(w.parallelism.dp) * w.parallelism.cp);
 }
 
+double grad_bucket_fraction(const WorkloadConfig& w, const StepParams& params,
+                            const MemoryBreakdown& memory) {
+  const double held = memory.parameters + memory.expert_parameters;
+  return std::min(1.0, grad_bucket_params(w, params) / std::max(1.0, held));
+}
+
 int nccl_max_ctas(const FrameworkConfig& fw, ParallelDim dim) {
   const auto& c = fw.nccl_max_ctas;
   switch (dim) {
@@ -207,10 +213,9 @@ double sm_equivalent_hidden_s(const StepBreakdown& b, const FrameworkConfig& fw,
   const double sm = params.overlap_compute_slowdown;
   const double relief = sm > 0 ? 1 - params.overlap_copy_engine_slowdown / sm : 0;
   double hidden = -b.tp.hidden_s() * fw.tp_overlap_copy_engine_share * relief;
-  for (auto [dim, d] : {std::pair{ParallelDim::kTp, &b.tp}, std::pair{ParallelDim::kPp, &b.pp},
-                        std::pair{ParallelDim::kDp, &b.dp}, std::pair{ParallelDim::kCp, &b.cp},
-                        std::pair{ParallelDim::kEp, &b.ep}}) {
-    hidden += d->hidden_s() * overlap_block_share(fw, dim, params, d->traffic_share());
+  for (ParallelDim dim : kParallelDims) {
+    const DimComm& d = b.of(dim);
+    hidden += d.hidden_s() * overlap_block_share(fw, dim, params, d.traffic_share());
   }
   return hidden;
 }
@@ -299,29 +304,25 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   for (const CommCall& call : communication_per_step(w)) {
     auto topo = parallel_group_topology(cluster, call.group_size, call.group_stride);
     if (!topo) return Error{std::string(to_string(call.dim)) + " group: " + topo.message()};
-    auto est = estimate_collective(
-        *topo,
-        {call.op, call.size_bytes, CollectiveAlgorithm::kAuto, CollectiveProtocol::kAuto,
-         alltoall_dispatch(call, *topo)},
-        group_collective_params(params.collective, w.framework, call.dim));
+    const CollectiveRequest request{call.op, call.size_bytes, CollectiveAlgorithm::kAuto,
+                                    CollectiveProtocol::kAuto, alltoall_dispatch(call, *topo)};
+    const CollectiveParams group = group_collective_params(params.collective, w.framework, call.dim);
+    auto est = estimate_collective(*topo, request, group);
     if (!est)
       return Error{std::string(to_string(call.dim)) + " " + call.what + ": " + est.message()};
     const double per_step = call.count * (call.phase == CommPhase::kStep ? 1 : m);
     r.comms.push_back({call, *est, per_step});
     if (nccl_max_ctas(w.framework, call.dim) > 0) {
       // The same call at NCCL's own channels: the rate its bytes would run at.
-      CollectiveParams own = group_collective_params(params.collective, w.framework, call.dim);
+      CollectiveParams own = group;
       own.max_channels = params.collective.max_channels;
-      auto full = estimate_collective(*topo,
-                                      {call.op, call.size_bytes, CollectiveAlgorithm::kAuto,
-                                       CollectiveProtocol::kAuto, alltoall_dispatch(call, *topo)},
-                                      own);
-      if (full) dim_of(r.breakdown, call.dim).full_channels_s += full->time_s * per_step;
+      auto full = estimate_collective(*topo, request, own);
+      if (full) r.breakdown.of(call.dim).full_channels_s += full->time_s * per_step;
     }
   }
   StepBreakdown& b = r.breakdown;
   for (const auto& c : r.comms) {
-    DimComm& d = dim_of(b, c.call.dim);
+    DimComm& d = b.of(c.call.dim);
     d.total_s += c.total_s();
     d.bytes_per_step += c.call.size_bytes * c.calls_per_step;
   }
@@ -413,7 +414,7 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   auto interference = [&](const StageCompute& st, const StageComm& xi) {
     const StageComm ran = runs(st);
     auto share = [&](ParallelDim d) {
-      return overlap_block_share(w.framework, d, params, dim_of(b, d).traffic_share());
+      return overlap_block_share(w.framework, d, params, b.of(d).traffic_share());
     };
     return overlap_interference_s((ran.tp - xi.tp) * share(D::kTp) +
                                       (ran.cp - xi.cp) * share(D::kCp) +
@@ -484,9 +485,7 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   // the interleaved schedule (dp_overlap_exposed_s): a chunk's gradients are reduced once its
   // last backward is done, pp backward passes before the next chunk's, and its parameters are
   // gathered ahead of its first forward, pp forward passes after the previous chunk's.
-  const double params_held = r.memory.parameters + r.memory.expert_parameters;
-  const double bucket_params = grad_bucket_params(w, params);
-  const double bucket_fraction = std::min(1.0, bucket_params / std::max(1.0, params_held));
+  const double bucket_fraction = grad_bucket_fraction(w, params, r.memory);
   const int group = std::min(par.pp, static_cast<int>(m));
   for (auto op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter}) {
     const double total = per_step_seconds(r.comms, D::kDp, op);

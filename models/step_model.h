@@ -187,6 +187,9 @@ struct StepBreakdown {
   double exposed_comm_s() const {
     return tp.exposed_s + pp.exposed_s + dp.exposed_s + cp.exposed_s + ep.exposed_s;
   }
+  // The communication of one dimension.
+  DimComm& of(ParallelDim d);
+  const DimComm& of(ParallelDim d) const { return const_cast<StepBreakdown*>(this)->of(d); }
 };
 
 // The step's hidden communication as SM-driven collectives cost compute: the copy-engine share
@@ -199,6 +202,10 @@ double sm_equivalent_hidden_s(const StepBreakdown& b, const FrameworkConfig& fw,
 // The parameters of a gradient bucket: FrameworkConfig::grad_bucket_params where the scenario
 // gives it, else Megatron-Core's default (StepParams::dp_bucket_params, _per_rank).
 double grad_bucket_params(const WorkloadConfig& w, const StepParams& params);
+// A bucket's share of the gradients the rank holds (`memory`: its dense and expert parameters),
+// at most 1: what the last bucket leaves for after the backward, in both engines.
+double grad_bucket_fraction(const WorkloadConfig& w, const StepParams& params,
+                            const MemoryBreakdown& memory);
 
 // The thread blocks NCCL runs for `dim`'s process group (FrameworkConfig::nccl_max_ctas), 0 for
 // NCCL's own counts; TP's collectives under tp_comm_overlap are not NCCL's: 0.

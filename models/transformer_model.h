@@ -294,6 +294,9 @@ MemoryBreakdown memory_per_gpu(const WorkloadConfig& workload, const MemoryParam
 // Which parallel dimension a collective belongs to.
 // kEp: the expert-parallel all-to-all of mixture-of-experts layers.
 enum class ParallelDim { kTp, kPp, kDp, kCp, kEp };
+inline constexpr ParallelDim kParallelDims[] = {ParallelDim::kTp, ParallelDim::kPp,
+                                                ParallelDim::kDp, ParallelDim::kCp,
+                                                ParallelDim::kEp};
 std::string_view to_string(ParallelDim d);
 
 // When a collective runs: inside the forward or backward pass of each micro-batch (backward

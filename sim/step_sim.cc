@@ -308,7 +308,7 @@ class StepBuilder {
   double moe_ref_ = 0;     // MoE layers the list counts the expert all-to-alls for
   int chunks_ = 1;         // virtual stages
   int groups_ = 1;         // layer groups per chunk
-  // A gradient bucket over the parameters the rank holds (models::grad_bucket_params), at most 1.
+  // A gradient bucket's share of the rank's gradients (models::grad_bucket_fraction).
   double bucket_share_ = 0;
   // Per stage (the stages differ: embedding, output head, Llama 3's layout): layers per group,
   // a group's compute per pass, its weight GEMMs (what TP overlap hides behind) and its
@@ -678,7 +678,8 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
       // (models::grad_bucket_params), the first layers' remainder after the last group.
       if (zero <= 1) {
         bucketed += group_share;
-        if (bucketed < bucket_share_ - 1e-12 && i + 1 < groups_) continue;
+        constexpr double kSumSlack = 1e-12;  // the group shares' rounding, summed
+        if (bucketed < bucket_share_ - kSumSlack && i + 1 < groups_) continue;
       }
       const auto rs = zero <= 1 ? step_grad_reduction(bucketed) : grad_rs;
       bucketed = 0;
@@ -709,9 +710,7 @@ models::Status StepBuilder::build(DesStepResult* out) {
   moe_ref_ = models::moe_layers_per_stage(sc_.workload);
   tp_times_ = models::tp_call_times(an_.comms);
   const std::vector<int> stage_moe = models::moe_layers_of_stages(sc_.workload);
-  bucket_share_ = std::min(1.0, models::grad_bucket_params(sc_.workload, params_) /
-                                    std::max(1.0, an_.memory.parameters +
-                                                      an_.memory.expert_parameters));
+  bucket_share_ = models::grad_bucket_fraction(sc_.workload, params_, an_.memory);
   // 1. Layer groups: at most max_tasks ops (about 2 per layer group and pass, plus PP and DP).
   const double per_stage_units = 2.0 * m * compute_chunks;
   const double layers_per_chunk = layers_ / compute_chunks;
@@ -967,17 +966,13 @@ void StepBuilder::account(DesStepResult* out, const RunStats& run) {
       }
     }
     auto& total = comm_total[static_cast<size_t>(stage)];
-    const models::StepBreakdown& ab = an_.breakdown;
-    for (auto [dim, slot, analytic] :
-         {std::tuple{ParallelDim::kTp, &b.tp, &ab.tp}, std::tuple{ParallelDim::kPp, &b.pp, &ab.pp},
-          std::tuple{ParallelDim::kDp, &b.dp, &ab.dp}, std::tuple{ParallelDim::kCp, &b.cp, &ab.cp},
-          std::tuple{ParallelDim::kEp, &b.ep, &ab.ep}}) {
-      slot->total_s = std::max(total[dim], exposed[dim]);
-      slot->exposed_s = exposed[dim];
+    for (ParallelDim dim : models::kParallelDims) {
+      models::DimComm& slot = b.of(dim);
+      slot.total_s = std::max(total[dim], exposed[dim]);
+      slot.exposed_s = exposed[dim];
       // The rate of a cut channel set against a full one, as the formula has it.
-      if (analytic->full_channels_s > 0) {
-        slot->full_channels_s = slot->total_s * analytic->traffic_share();
-      }
+      const models::DimComm& analytic = an_.breakdown.of(dim);
+      if (analytic.full_channels_s > 0) slot.full_channels_s = slot.total_s * analytic.traffic_share();
     }
     b.host_wait_s = static_cast<size_t>(stage) < an_.stages.size()
                         ? an_.micro_batches * an_.stages[static_cast<size_t>(stage)].host_wait_s

@@ -5,7 +5,6 @@
 // docs/scenario-format.md lists.
 // With an `interference:` section the simulator runs the step twice, with the neighbour and
 // background traffic and without, and reports the slowdown ("interference" in JSON).
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -13,7 +12,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <utility>
 
 #include "models/accuracy/published_run.h"
 #include "models/cost_model.h"
@@ -432,13 +430,10 @@ void print_assumptions(const models::WorkloadConfig& w, const models::StepResult
       format_count(models::grad_bucket_params(w, p)).c_str(),
       format_significant(models::gradient_bytes(w), 2).c_str());
   std::string caps;
-  for (auto [name, dim] : {std::pair{"tp", models::ParallelDim::kTp},
-                           std::pair{"cp", models::ParallelDim::kCp},
-                           std::pair{"dp", models::ParallelDim::kDp},
-                           std::pair{"pp", models::ParallelDim::kPp},
-                           std::pair{"ep", models::ParallelDim::kEp}}) {
+  for (models::ParallelDim dim : models::kParallelDims) {
     if (const int ctas = models::nccl_max_ctas(fw, dim); ctas > 0) {
-      caps += (caps.empty() ? "" : ", ") + std::string(name) + " " + std::to_string(ctas);
+      caps += (caps.empty() ? "" : ", ") + std::string(models::to_string(dim)) + " " +
+              std::to_string(ctas);
     }
   }
   if (!caps.empty()) {
