@@ -82,6 +82,7 @@ ComputeParams default_compute_params(const GpuSpec& gpu) {
     // of exponentials (attention_ceiling_flops_per_exp).
     set_hopper_attention(&p);
     p.attention_ceiling_flops_per_exp = kHopperFlopsPerExponential;
+    if (gpu.arch == "sm_103") p.fp4_gemm_ratio = kBlackwellUltraFp4GemmRatio;
   }
   // The SKU's datasheet cap is the reference (its peak is quoted at it); a scenario that lowers
   // the GPU's tdp lowers the clock its tensor cores sustain.

@@ -48,6 +48,20 @@ const std::vector<CorpusConstant>& corpus_constants() {
          p->compute.sustained_clock =
              blackwell_sustained_clock(datasheet_of(gpu), v, a) * tdp_clock_factor(gpu, a);
        }},
+      {.name = "Blackwell Ultra NVFP4 in-tile GEMM ratio",
+       .why = "no NVFP4 GEMM rate measured on Blackwell Ultra (B300, GB300) was found; the "
+              "B200's (cuBLAS 0.946 of its 9 PFLOP/s at 8192^3, in-tile 1.0) taken at the "
+              "Ultra's 1.5x NVFP4 peak makes every Blackwell Ultra NVFP4 run 12-19% fast",
+       .shipped = kBlackwellUltraFp4GemmRatio,
+       .lo = 0.50,
+       .hi = 1.00,
+       .step = 0.005,
+       .applies =
+           [](const Scenario& s) {
+             return s.cluster.node.gpu.arch == "sm_103" &&
+                    s.workload.precision == Precision::kFp4;
+           },
+       .set = [](const Scenario&, StepParams* p, double v) { p->compute.fp4_gemm_ratio = v; }},
   };
   return kConstants;
 }
