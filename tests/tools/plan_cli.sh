@@ -16,6 +16,21 @@ else
   fail "plan exited $? ($(cat "$tmp/err.txt"))"
 fi
 
+# The quantized GEMMs' rate and where it comes from, in the assumptions: Blackwell Ultra's NVFP4
+# fitted on the accuracy corpus, the B200's NVFP4 and the H200's fp8 measured; a bf16 plan says
+# nothing of it.
+pub="$src/scenarios/published"
+for case in "nvidia-gb-nvl72-fp4/mbridge-26.04.01-gb300-llama3-70b-64gpu-fp4.yaml|NVFP4 GEMMs at 68% of bf16's in-tile rate, each against its own peak (fitted on the accuracy corpus" \
+            "nvidia-gb-nvl72-fp4/mbridge-26.04.01-gb200-llama3-70b-64gpu-fp4.yaml|NVFP4 GEMMs at 100% of bf16's in-tile rate, each against its own peak (cuBLAS measured on a B200)" \
+            "nvidia-gb-nvl72-fp8/mbridge-26.04.01-gb300-llama3-70b-64gpu-mxfp8.yaml|MXFP8 GEMMs at 91% of bf16's in-tile rate, each against its own peak (per-tensor FP8's" \
+            "nvidia-h100-fp8/mbridge-25.11-llama3-70b-64gpu-fp8.yaml|fp8 GEMMs at 91% of bf16's in-tile rate, each against its own peak (cuBLAS measured on an H200)"; do
+  file=${case%%|*} want=${case#*|}
+  "$bin" plan "$pub/$file" --engine analytic >"$tmp/q.txt" 2>"$tmp/err.txt" || fail "plan $file exited $?"
+  grep -qF -- "$want" "$tmp/q.txt" || fail "plan $file lacks '$want'"
+done
+grep -qF "GEMMs at" "$tmp/plan.txt" && grep -qE "(NVFP4|MXFP8|fp8) GEMMs at" "$tmp/plan.txt" &&
+  fail "a bf16 plan names a quantized GEMM rate"
+
 # JSON: valid, the keys of docs/scenario-format.md with the right types, numbers that hang
 # together.
 if "$bin" plan --json >"$tmp/plan.json"; then
