@@ -231,6 +231,9 @@ std::string format_time(double seconds) {
                                                   {1e-3, "ms"},
                                                   {1e-6, "us"},
                                                   {1e-9, "ns"}}};
+  // Under a picosecond is the residue of subtracting two times (no modelled time is that
+  // short): "0 ns", not "0.0000003331 ns".
+  if (std::fabs(seconds) < 1e-12) return "0 ns";
   return with_prefix(seconds, kLadder);
 }
 

@@ -79,6 +79,10 @@ TEST_SUITE("models") {
     CHECK(format_bandwidth_bits(50e9) == "400 Gb/s");
     CHECK(format_size(2 * kGiB) == "2 GiB");
     CHECK(format_time(1.5e-6) == "1.5 us");
+    // A time left over from subtracting two equal ones prints as nothing, either sign.
+    CHECK(format_time(3.331e-19) == "0 ns");
+    CHECK(format_time(-1e-20) == "0 ns");
+    CHECK(format_time(0) == "0 ns");
     CHECK(format_usd(1580000) == "$1,580,000");
     CHECK(format_usd(0.27) == "$0.27");
     CHECK(format_count(2e12) == "2T");
