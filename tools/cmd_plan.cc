@@ -327,8 +327,11 @@ void print_cost(const models::Scenario& s, const models::RunCost& c) {
                 format_usd(c.gpu_hour_usd).c_str(), format_usd(c.usd_per_step).c_str(),
                 format_usd(c.usd_per_million_tokens).c_str());
   } else {
-    std::printf("  no price (cost.gpu_hour): %s GPU-hours per step\n",
-                format_significant(c.gpu_hours_per_step, 4).c_str());
+    // A step of a few GPUs lasts seconds: "0.2137 GPU-seconds", not "0.00005937 GPU-hours".
+    const bool hours = c.gpu_hours_per_step >= 0.01;
+    std::printf("  no price (cost.gpu_hour): %s GPU-%s per step\n",
+                format_significant(c.gpu_hours_per_step * (hours ? 1 : 3600), 4).c_str(),
+                hours ? "hours" : "seconds");
   }
   if (!c.has_run) {
     std::printf("  no run length (workload.train_tokens): no whole-run figures\n\n");

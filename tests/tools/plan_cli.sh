@@ -31,6 +31,17 @@ done
 grep -qF "GEMMs at" "$tmp/plan.txt" && grep -qE "(NVFP4|MXFP8|fp8) GEMMs at" "$tmp/plan.txt" &&
   fail "a bf16 plan names a quantized GEMM rate"
 
+# Unpriced cost in the unit that reads: a one-GPU step in GPU-seconds, a 64-GPU one of 4.5 s in
+# GPU-hours.
+"$bin" plan "$pub/clustersim-h100/clustersim-h100-134m-s2k-b8.yaml" --engine analytic >"$tmp/q.txt" ||
+  fail "plan of a one-GPU step exited $?"
+grep -qE "no price \(cost.gpu_hour\): 0\.0[0-9]+ GPU-seconds per step" "$tmp/q.txt" ||
+  fail "a one-GPU step's cost is not in GPU-seconds: $(grep 'no price' "$tmp/q.txt")"
+"$bin" plan "$pub/nvidia-gb-nvl72-fp4/mbridge-26.04.01-gb300-llama3-70b-64gpu-fp4.yaml" \
+  --engine analytic >"$tmp/q.txt" || fail "plan of a 64-GPU step exited $?"
+grep -qE "no price \(cost.gpu_hour\): 0\.0[0-9]+ GPU-hours per step" "$tmp/q.txt" ||
+  fail "a 64-GPU step's cost is not in GPU-hours: $(grep 'no price' "$tmp/q.txt")"
+
 # JSON: valid, the keys of docs/scenario-format.md with the right types, numbers that hang
 # together.
 if "$bin" plan --json >"$tmp/plan.json"; then
