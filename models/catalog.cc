@@ -1212,8 +1212,10 @@ double GpuSpec::peak_flops(Precision p) const {
 }
 
 std::string arch_family(const std::string& arch) {
-  return arch == "sm_103" ? std::string("sm_100") : arch;
+  return blackwell_ultra(arch) ? std::string("sm_100") : arch;
 }
+
+bool blackwell_ultra(const std::string& arch) { return arch == "sm_103"; }
 
 double GpuSpec::pcie_Bps() const {
   // Per lane per direction: transfer rate x encoding efficiency / 8 bits (PCI-SIG base specs).

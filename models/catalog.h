@@ -73,6 +73,9 @@ struct GpuSpec {
 // Ultra (sm_103: GB300, B300) takes Blackwell's (sm_100) NCCL tuning tables (NCCL keys them by
 // the major compute capability), NVLink figures and GEMM constants; every other arch is its own.
 std::string arch_family(const std::string& arch);
+// Blackwell Ultra (sm_103: GB300, B300): Blackwell's SM with twice its exponentials and 1.5x its
+// NVFP4 per clock, the two places where it does not take sm_100's constants.
+bool blackwell_ultra(const std::string& arch);
 
 enum class LinkTechnology { kNvlink, kPcie, kInfiniband, kRoce, kEthernetTcp };
 std::string_view to_string(LinkTechnology t);

@@ -82,7 +82,7 @@ ComputeParams default_compute_params(const GpuSpec& gpu) {
     // of exponentials (attention_ceiling_flops_per_exp).
     set_hopper_attention(&p);
     p.attention_ceiling_flops_per_exp = kHopperFlopsPerExponential;
-    if (gpu.arch == "sm_103") p.fp4_gemm_ratio = kBlackwellUltraFp4GemmRatio;
+    if (blackwell_ultra(gpu.arch)) p.fp4_gemm_ratio = kBlackwellUltraFp4GemmRatio;
   }
   // The SKU's datasheet cap is the reference (its peak is quoted at it); a scenario that lowers
   // the GPU's tdp lowers the clock its tensor cores sustain.
@@ -160,6 +160,17 @@ ComputeParams fp8_gemm_params(const GpuSpec& gpu, const ComputeParams& params, b
   p.gemm_k_overhead = blockwise ? params.blockwise_fp8_k_overhead
                                 : gemm_k_overhead(gpu, Precision::kFp8, params);
   return p;
+}
+
+std::string_view quantized_gemm_ratio_source(const GpuSpec& gpu, Precision p, bool mxfp8) {
+  if (p == Precision::kFp4) {
+    return blackwell_ultra(gpu.arch)
+               ? "fitted on the accuracy corpus: no Blackwell Ultra NVFP4 GEMM measurement is "
+                 "published"
+               : "cuBLAS measured on a B200";
+  }
+  return mxfp8 ? "per-tensor FP8's, cuBLAS measured on an H200; MXFP8's own is not measured"
+               : "cuBLAS measured on an H200";
 }
 
 ComputeParams fp4_gemm_params(const GpuSpec& gpu, const ComputeParams& params) {
@@ -291,7 +302,7 @@ double tensor_flops_per_clock(const GpuSpec& gpu) {
 }
 
 double tensor_flops_per_exponential(const GpuSpec& gpu) {
-  return tensor_flops_per_clock(gpu) / (gpu.arch == "sm_103" ? 32.0 : 16.0);
+  return tensor_flops_per_clock(gpu) / (blackwell_ultra(gpu.arch) ? 32.0 : 16.0);
 }
 
 // The attention matmuls' FLOPs per score: 4 x head_dim forward (QK^T and AV), 10 x head_dim

@@ -5,6 +5,8 @@
 // calibration overlay replaces (validate measures GEMM and attention rates on the real GPU).
 #pragma once
 
+#include <string_view>
+
 #include "models/catalog.h"
 
 namespace clustersim::models {
@@ -308,6 +310,10 @@ double gemm_k_overhead(const GpuSpec& gpu, Precision p, const ComputeParams& par
 // cost gemm_k_overhead(gpu, fp8); blockwise scaling takes blockwise_fp8_k_overhead instead.
 ComputeParams fp8_gemm_params(const GpuSpec& gpu, const ComputeParams& params,
                               bool blockwise = false);
+// Where default_compute_params(gpu) takes the in-tile ratio of `p`'s GEMMs from
+// (fp8_gemm_ratio, fp4_gemm_ratio), for reports: a measurement or the accuracy corpus. `mxfp8`:
+// block-scaled FP8, which takes per-tensor FP8's ratio unmeasured. REQUIRES: quantized(p).
+std::string_view quantized_gemm_ratio_source(const GpuSpec& gpu, Precision p, bool mxfp8);
 // `params` for NVFP4 GEMMs on `gpu`: the in-tile efficiency times fp4_gemm_ratio, the tile's
 // fixed cost gemm_k_overhead(gpu, fp4).
 ComputeParams fp4_gemm_params(const GpuSpec& gpu, const ComputeParams& params);

@@ -306,7 +306,8 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
     if (!topo) return Error{std::string(to_string(call.dim)) + " group: " + topo.message()};
     const CollectiveRequest request{call.op, call.size_bytes, CollectiveAlgorithm::kAuto,
                                     CollectiveProtocol::kAuto, alltoall_dispatch(call, *topo)};
-    const CollectiveParams group = group_collective_params(params.collective, w.framework, call.dim);
+    const CollectiveParams group =
+        group_collective_params(params.collective, w.framework, call.dim);
     auto est = estimate_collective(*topo, request, group);
     if (!est)
       return Error{std::string(to_string(call.dim)) + " " + call.what + ": " + est.message()};

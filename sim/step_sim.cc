@@ -972,7 +972,9 @@ void StepBuilder::account(DesStepResult* out, const RunStats& run) {
       slot.exposed_s = exposed[dim];
       // The rate of a cut channel set against a full one, as the formula has it.
       const models::DimComm& analytic = an_.breakdown.of(dim);
-      if (analytic.full_channels_s > 0) slot.full_channels_s = slot.total_s * analytic.traffic_share();
+      if (analytic.full_channels_s > 0) {
+        slot.full_channels_s = slot.total_s * analytic.traffic_share();
+      }
     }
     b.host_wait_s = static_cast<size_t>(stage) < an_.stages.size()
                         ? an_.micro_batches * an_.stages[static_cast<size_t>(stage)].host_wait_s

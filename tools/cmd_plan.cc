@@ -396,23 +396,18 @@ void print_assumptions(const models::GpuSpec& gpu, const models::WorkloadConfig&
           : "",
       format_percent(r.attention_clock).c_str());
   if (models::quantized(w.precision)) {
-    // Where the quantized GEMMs' rate comes from: a measurement, the accuracy corpus (Blackwell
-    // Ultra's NVFP4: compute_model.h kBlackwellUltraFp4GemmRatio) or the calibration overlay.
+    // The quantized GEMMs' in-tile ratio and where it comes from (a calibration overlay's where
+    // it differs from the default).
     const bool fp4 = w.precision == models::Precision::kFp4;
     const bool mx = !fp4 && fw.fp8_recipe == models::Fp8Recipe::kMxfp8;
     const double ratio = fp4 ? p.compute.fp4_gemm_ratio : p.compute.fp8_gemm_ratio;
     const models::ComputeParams defaults = models::default_compute_params(gpu);
-    const double default_ratio = fp4 ? defaults.fp4_gemm_ratio : defaults.fp8_gemm_ratio;
-    const char* source = ratio != default_ratio ? "the calibration's"
-                         : fp4 && gpu.arch == "sm_103"
-                             ? "fitted on the accuracy corpus: no Blackwell Ultra NVFP4 GEMM "
-                               "measurement is published"
-                         : fp4 ? "cuBLAS measured on a B200"
-                         : mx  ? "per-tensor FP8's, cuBLAS measured on an H200; MXFP8's own is "
-                                 "not measured"
-                               : "cuBLAS measured on an H200";
+    const bool calibrated = ratio != (fp4 ? defaults.fp4_gemm_ratio : defaults.fp8_gemm_ratio);
     std::printf("  - %s GEMMs at %s of bf16's in-tile rate, each against its own peak (%s)\n",
-                fp4 ? "NVFP4" : (mx ? "MXFP8" : "fp8"), format_percent(ratio).c_str(), source);
+                fp4 ? "NVFP4" : (mx ? "MXFP8" : "fp8"), format_percent(ratio).c_str(),
+                calibrated ? "the calibration's"
+                           : std::string(models::quantized_gemm_ratio_source(gpu, w.precision, mx))
+                                 .c_str());
   }
   if (fw.attention == models::AttentionKernel::kFlash &&
       fw.kernels != models::KernelFusion::kFused && p.compute.flash2_fwd_ratio < 1) {

@@ -58,7 +58,7 @@ const std::vector<CorpusConstant>& corpus_constants() {
        .step = 0.005,
        .applies =
            [](const Scenario& s) {
-             return s.cluster.node.gpu.arch == "sm_103" &&
+             return blackwell_ultra(s.cluster.node.gpu.arch) &&
                     s.workload.precision == Precision::kFp4;
            },
        .set = [](const Scenario&, StepParams* p, double v) { p->compute.fp4_gemm_ratio = v; }},

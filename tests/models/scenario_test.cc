@@ -612,7 +612,8 @@ TEST_SUITE("models") {
   }
 
   TEST_CASE("framework.nccl_nvls: NCCL_NVLS_ENABLE as a framework sets it") {
-    auto r = load(with("  global_batch: 64", "  global_batch: 64\n  framework: {nccl_nvls: false}"));
+    auto r =
+        load(with("  global_batch: 64", "  global_batch: 64\n  framework: {nccl_nvls: false}"));
     REQUIRE_MESSAGE(r.ok(), r.message());
     CHECK_FALSE(r->workload.framework.nccl_nvls);
     auto d = load(kBase);
