@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "models/layer_model.h"
 #include "models/units.h"
@@ -167,10 +168,97 @@ double grad_bucket_params(const WorkloadConfig& w, const StepParams& params) {
                                                double(w.parallelism.dp) * w.parallelism.cp);
 }
 
-double grad_bucket_fraction(const WorkloadConfig& w, const StepParams& params,
-                            const MemoryBreakdown& memory) {
-  const double held = memory.parameters + memory.expert_parameters;
-  return std::min(1.0, grad_bucket_params(w, params) / std::max(1.0, held));
+namespace {
+// One rank's weight tensors of a model chunk of `layers` layers (`moe` of them mixture-of-experts
+// layers, last), in the order the model creates them: per layer the attention's norm and input
+// projections (Transformer Engine's LayerNormLinear), its output projection, the MLP's norm,
+// its up and down projections; a MoE layer's router and shared experts (dense) or its local
+// experts' up and down projections (experts: TE's GroupedLinear, a tensor per expert).
+void append_layer_tensors(const WorkloadConfig& w, const ParameterCount& pc, double layers,
+                          double moe, bool experts, std::vector<double>* out) {
+  const ModelSpec& m = w.model;
+  const auto& par = w.parallelism;
+  const double h = m.hidden, norm = pc.norms_per_layer / 2;
+  const double attn_out = m.heads * m.v_head_dim() * h / par.tp;
+  const double attn_in = pc.attention_per_layer / par.tp - attn_out;
+  const double down = double(m.ffn_hidden) * h / par.tp;
+  const double up = pc.ffn_per_layer / par.tp - down;
+  const int local_experts = std::max(1, pc.experts / std::max(1, par.ep));
+  const double expert = pc.expert / std::max(1, par.etp);
+  const double expert_down = double(m.moe.expert_ffn_hidden) * h / std::max(1, par.etp);
+  for (int l = 0; l < static_cast<int>(std::lround(layers)); ++l) {
+    const bool is_moe = l >= std::lround(layers - moe);
+    if (experts) {
+      if (!is_moe) continue;
+      for (int e = 0; e < local_experts; ++e) out->push_back(expert - expert_down);
+      for (int e = 0; e < local_experts; ++e) out->push_back(expert_down);
+      continue;
+    }
+    for (double t : {norm, attn_in, attn_out, norm}) out->push_back(t);
+    if (is_moe) {
+      out->push_back(pc.router_per_layer);
+      if (pc.shared_per_layer > 0) out->push_back(pc.shared_per_layer / par.tp);
+    } else {
+      out->push_back(up);
+      out->push_back(down);
+    }
+  }
+}
+}  // namespace
+
+GradBuckets grad_buckets(const WorkloadConfig& w, const StepParams& params, int stage,
+                         bool experts) {
+  const ParameterCount pc = count_parameters(w.model);
+  const auto& par = w.parallelism;
+  const std::vector<int> chunk_layers = layers_of_chunks(w, stage);
+  const std::vector<int> moe_of_stages = moe_layers_of_stages(w);
+  const double stage_layers = layers_of_stages(w)[static_cast<size_t>(stage)];
+  const double stage_moe = moe_of_stages[static_cast<size_t>(stage)];
+  const bool bucketed = w.framework.grad_reduce_overlap && stage == 0;
+  const double bucket = grad_bucket_params(w, params);
+  GradBuckets out;
+  out.count = 0;
+  for (size_t c = 0; c < chunk_layers.size(); ++c) {
+    // The chunk's share of the stage's MoE layers (they follow its dense ones: DeepSeek-V3's
+    // first three layers are on stage 0's first chunk).
+    const double layers = chunk_layers[c];
+    const double dense_left = std::max(0.0, (stage_layers - stage_moe) -
+                                                std::accumulate(chunk_layers.begin(),
+                                                                chunk_layers.begin() + c, 0.0));
+    const double moe = std::max(0.0, layers - dense_left);
+    std::vector<double> tensors;
+    if (!experts && stage == 0 && c == 0) tensors.push_back(pc.embedding / par.tp);
+    append_layer_tensors(w, pc, layers, moe, experts, &tensors);
+    if (!experts && stage == par.pp - 1 && c + 1 == chunk_layers.size()) {
+      tensors.push_back(pc.final_norm);
+      const double head = pc.output_head > 0 ? pc.output_head : (par.pp > 1 ? pc.embedding : 0);
+      if (head > 0) tensors.push_back(head / par.tp);
+    }
+    double open = 0;
+    const double limit = bucketed && c == 0 ? bucket : std::numeric_limits<double>::infinity();
+    for (auto t = tensors.rbegin(); t != tensors.rend(); ++t) {
+      open += *t;
+      out.total += *t;
+      if (open >= limit) {
+        ++out.count;
+        if (c == 0) out.last = open;
+        open = 0;
+      }
+    }
+    if (open > 0) {
+      ++out.count;
+      if (c == 0) out.last = open;
+    }
+  }
+  out.count = std::max(1, out.count);
+  return out;
+}
+
+double grad_bucket_fraction(const WorkloadConfig& w, const StepParams& params) {
+  const GradBuckets dense = grad_buckets(w, params, 0, false);
+  const GradBuckets experts = grad_buckets(w, params, 0, true);
+  const double total = dense.total + experts.total;
+  return total > 0 ? std::min(1.0, (dense.last + experts.last) / total) : 1.0;
 }
 
 int nccl_max_ctas(const FrameworkConfig& fw, ParallelDim dim) {
@@ -301,7 +389,13 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   r.stages = stage_compute(gpu, w, at_clock(paced, r.clock));
 
   // 2. Every collective, timed on its group.
-  for (const CommCall& call : communication_per_step(w)) {
+  for (CommCall call : communication_per_step(w)) {
+    // The once-a-step DP collectives go out a bucket at a time, each its own NCCL call.
+    if (call.dim == ParallelDim::kDp && call.phase == CommPhase::kStep) {
+      const int buckets = grad_buckets(w, params, call.dp_stage, call.experts).count;
+      call.count *= buckets;
+      call.size_bytes /= buckets;
+    }
     auto topo = parallel_group_topology(cluster, call.group_size, call.group_stride);
     if (!topo) return Error{std::string(to_string(call.dim)) + " group: " + topo.message()};
     const CollectiveRequest request{call.op, call.size_bytes, CollectiveAlgorithm::kAuto,
@@ -486,7 +580,7 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   // the interleaved schedule (dp_overlap_exposed_s): a chunk's gradients are reduced once its
   // last backward is done, pp backward passes before the next chunk's, and its parameters are
   // gathered ahead of its first forward, pp forward passes after the previous chunk's.
-  const double bucket_fraction = grad_bucket_fraction(w, params, r.memory);
+  const double bucket_fraction = grad_bucket_fraction(w, params);
   const int group = std::min(par.pp, static_cast<int>(m));
   for (auto op : {CollectiveOp::kAllReduce, CollectiveOp::kReduceScatter}) {
     const double total = per_step_seconds(r.comms, D::kDp, op);

@@ -202,10 +202,27 @@ double sm_equivalent_hidden_s(const StepBreakdown& b, const FrameworkConfig& fw,
 // The parameters of a gradient bucket: FrameworkConfig::grad_bucket_params where the scenario
 // gives it, else Megatron-Core's default (StepParams::dp_bucket_params, _per_rank).
 double grad_bucket_params(const WorkloadConfig& w, const StepParams& params);
-// A bucket's share of the gradients the rank holds (`memory`: its dense and expert parameters),
-// at most 1: what the last bucket leaves for after the backward, in both engines.
-double grad_bucket_fraction(const WorkloadConfig& w, const StepParams& params,
-                            const MemoryBreakdown& memory);
+// Megatron-Core DDP's gradient buckets over one rank's weights of pipeline stage `stage`, its
+// dense weights or (experts) its routed experts', each bucket one NCCL reduce-scatter (and with
+// ZeRO-1 one all-gather) of its own (param_and_grad_buffer.py): the tensors in the reverse order
+// of their creation, the order their gradients become ready, a bucket closed once it holds
+// grad_bucket_params or more, so a bucket never splits a tensor and below a tensor's size each
+// tensor is one (Cisco's MLPerf Llama 3.1 8B: bucket_size 64). One bucket per model chunk where
+// Megatron-Core turns bucketing off (distributed_data_parallel.py): stages after the first, the
+// chunks after the first of the interleaved schedule (training.py disable_bucketing), and
+// without grad_reduce_overlap.
+struct GradBuckets {
+  int count = 1;      // buckets, NCCL calls per reduction
+  double last = 0;    // the parameters of the bucket reduced last (the embedding's on stage 0)
+  double total = 0;   // the parameters bucketed
+};
+GradBuckets grad_buckets(const WorkloadConfig& w, const StepParams& params, int stage,
+                         bool experts);
+// The last bucket's share of the gradients, at most 1: what the reduction leaves for after the
+// backward, in both engines. Pipeline stage 0's (it finishes the step's backward last; the
+// later stages' single buckets go out during the pipeline's drain), over its dense and expert
+// weights.
+double grad_bucket_fraction(const WorkloadConfig& w, const StepParams& params);
 
 // The thread blocks NCCL runs for `dim`'s process group (FrameworkConfig::nccl_max_ctas), 0 for
 // NCCL's own counts; TP's collectives under tp_comm_overlap are not NCCL's: 0.

@@ -739,9 +739,10 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
   // DP over the dp x cp ranks that hold the same weights; a MoE model's experts over their
   // expert data-parallel group (tp x cp x dp / (ep x etp) ranks, ep x etp apart).
   const ParameterCount pc = count_parameters(m);
-  auto data_parallel = [&](double params, int size, int stride, const char* grads,
-                           const char* gather, const char* z3_fwd, const char* z3_bwd,
-                           const char* z3_rs) {
+  auto data_parallel = [&](double params, int size, int stride, int stage, bool experts,
+                           const char* grads, const char* gather, const char* z3_fwd,
+                           const char* z3_bwd, const char* z3_rs) {
+    const size_t first = calls.size();
     const double grad_bytes = params * gradient_bytes(w);
     // ZeRO/FSDP gathers the working weights: quantized with fp8_param_gather / fp4_param_gather.
     const double weight_bytes =
@@ -770,22 +771,31 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
             size, stride, z3_rs);
         break;
     }
+    for (size_t i = first; i < calls.size(); ++i) {
+      calls[i].dp_stage = stage;
+      calls[i].experts = experts;
+    }
   };
   // The dense weights and the experts of the GPU holding the most (the first or last stage
   // with the embedding or the head, or a middle one under Llama 3's layout, an uneven split or
-  // DualPipe's paired stages).
-  double stage_params = 0;
-  for (int st = 0; st < par.pp; ++st) {
-    stage_params = std::max(stage_params, held_parameters(w, pc, st).dense);
-  }
-  data_parallel(stage_params, par.dp * par.cp, par.tp,
+  // DualPipe's paired stages): the stage and how much it holds.
+  auto busiest = [&](bool experts) {
+    std::pair<int, double> most{0, 0.0};
+    for (int st = 0; st < par.pp; ++st) {
+      const HeldParameters held = held_parameters(w, pc, st);
+      const double of_kind = experts ? held.experts : held.dense;
+      if (of_kind > most.second) most = {st, of_kind};
+    }
+    return most;
+  };
+  const auto [dense_stage, stage_params] = busiest(false);
+  data_parallel(stage_params, par.dp * par.cp, par.tp, dense_stage, false,
                 par.zero == 0 || zero1_all_reduce(w) ? "gradient all-reduce" : "gradient reduce-scatter",
                 "updated-parameter all-gather", "ZeRO-3 parameter gather (forward)",
                 "ZeRO-3 parameter gather (backward)", "ZeRO-3 gradient reduce-scatter");
   if (m.moe.enabled()) {
-    double experts = 0;
-    for (int st = 0; st < par.pp; ++st) experts = std::max(experts, held_parameters(w, pc, st).experts);
-    data_parallel(experts, expert_data_parallel(w), par.expert_model_parallel(),
+    const auto [expert_stage, experts] = busiest(true);
+    data_parallel(experts, expert_data_parallel(w), par.expert_model_parallel(), expert_stage, true,
                   par.zero == 0 || zero1_all_reduce(w) ? "expert gradient all-reduce"
                                                        : "expert gradient reduce-scatter",
                   "updated-expert all-gather", "ZeRO-3 expert gather (forward)",

@@ -329,6 +329,10 @@ struct CommCall {
   // SP: the column-parallel linears' inputs all-gathered again in the backward for their
   // weight gradients (FrameworkConfig::sp_input_regather).
   bool regather = false;
+  // DP: the pipeline stage whose weights the call carries (the one holding the most), and
+  // whether they are its routed experts' (a MoE model's second DP group).
+  int dp_stage = 0;
+  bool experts = false;
 };
 
 // An all-to-all's CollectiveRequest::dispatch on its group (`group`: parallel_group_topology of

@@ -254,13 +254,15 @@ class StepBuilder {
     return nullptr;
   }
   // Every kind of the dimension, phase and op (a MoE model's dense weights and experts reduce in
-  // two groups), each `share` of a call.
+  // two groups), each `share` of its calls (a once-a-step reduction's buckets).
   std::vector<std::pair<CommKind*, double>> all_kinds(ParallelDim dim, CommPhase phase,
                                                       CollectiveOp op, double share) {
     std::vector<std::pair<CommKind*, double>> out;
     for (auto& k : kinds_) {
       const auto& call = k.timed->call;
-      if (call.dim == dim && call.phase == phase && call.op == op) out.push_back({&k, share});
+      if (call.dim == dim && call.phase == phase && call.op == op) {
+        out.push_back({&k, share * call.count});
+      }
     }
     return out;
   }  // `share` of the once-per-step gradient reduction (ZeRO 0 all-reduces, 1 reduce-scatters
@@ -710,7 +712,7 @@ models::Status StepBuilder::build(DesStepResult* out) {
   moe_ref_ = models::moe_layers_per_stage(sc_.workload);
   tp_times_ = models::tp_call_times(an_.comms);
   const std::vector<int> stage_moe = models::moe_layers_of_stages(sc_.workload);
-  bucket_share_ = models::grad_bucket_fraction(sc_.workload, params_, an_.memory);
+  bucket_share_ = models::grad_bucket_fraction(sc_.workload, params_);
   // 1. Layer groups: at most max_tasks ops (about 2 per layer group and pass, plus PP and DP).
   const double per_stage_units = 2.0 * m * compute_chunks;
   const double layers_per_chunk = layers_ / compute_chunks;

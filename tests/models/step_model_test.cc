@@ -179,11 +179,31 @@ TEST_SUITE("models") {
     REQUIRE(r.comms.size() == 1);
     const TimedComm& ar = r.comms[0];
     CHECK(ar.call.op == CollectiveOp::kAllReduce);
-    CHECK(ar.calls_per_step == 1);
+    // Megatron-Core's buckets of 40M parameters (max(40M, 1M x 8 ranks)), tensors taken from the
+    // output head back: the head (525.3M) alone; the final norm and layer 31's down projection
+    // (58.7M); its up projection (117.4M); its MLP norm, output and QKV projections (16.8M +
+    // 25.2M); its attention norm with layer 30's down projection; ... layer 0's attention norm
+    // with the embedding (525.3M), the bucket reduced last: 1 + 32 x 3 + 1 = 98 calls.
+    CHECK(ar.calls_per_step == 98);
+    CHECK(ar.call.size_bytes == doctest::Approx(8030261248.0 * 4 / 98));
     // 8.03B parameters in fp32 over NVLink: ~ 2 x 7/8 x 32 GB / 370 GB/s = 0.15 s < backward.
     CHECK(ar.total_s() < r.backward_s);
-    const double bucket = 40e6 / r.memory.parameters;
-    CHECK(r.breakdown.dp.exposed_s == doctest::Approx(ar.total_s() * bucket));
+    const double last = 128256.0 * 4096 + 4096;
+    CHECK(r.memory.parameters == doctest::Approx(8030261248.0));
+    CHECK(r.breakdown.dp.exposed_s == doctest::Approx(ar.total_s() * last / r.memory.parameters));
+    const GradBuckets b = grad_buckets(s.workload, default_step_params(s.cluster), 0, false);
+    CHECK(b.count == 98);
+    CHECK(b.last == doctest::Approx(last));
+    CHECK(b.total == doctest::Approx(8030261248.0));
+    // Without overlap Megatron-Core reduces the gradients in one bucket (bucket_size None).
+    Scenario whole = s;
+    whole.workload.framework.grad_reduce_overlap = false;
+    CHECK(predict(whole).comms[0].calls_per_step == 1);
+    // Below a tensor's size every tensor is its own bucket (Cisco's MLPerf 8B: bucket_size 64):
+    // the embedding, 32 x 6, the final norm and the head.
+    Scenario tiny = s;
+    tiny.workload.framework.grad_bucket_params = 64;
+    CHECK(grad_buckets(tiny.workload, default_step_params(s.cluster), 0, false).count == 195);
   }
 
   TEST_CASE("step: the last gradient bucket grows with the data-parallel group, as Megatron-Core's") {
@@ -199,14 +219,39 @@ TEST_SUITE("models") {
     REQUIRE(r.comms.size() == 1);
     const TimedComm& ar = r.comms[0];
     REQUIRE(ar.total_s() < r.backward_s);
+    // 34 buckets of 128M or more; the last, layer 0's attention and its norms (42.0M) with the
+    // embedding (525.3M).
+    CHECK(ar.calls_per_step == 34);
     CHECK(r.breakdown.dp.exposed_s ==
-          doctest::Approx(ar.total_s() * 128e6 / r.memory.parameters));
+          doctest::Approx(ar.total_s() * 567287808.0 / r.memory.parameters));
     CHECK(grad_bucket_params(s.workload, default_step_params(s.cluster)) == 128e6);
-    // A configuration's own bucket (NVIDIA's MLPerf 8B: BUCKET_SIZE 768000000) replaces it.
+    // A configuration's own bucket (NVIDIA's MLPerf 8B: BUCKET_SIZE 768000000) replaces it:
+    // 9 buckets, the last 1.22B parameters.
     s.workload.framework.grad_bucket_params = 768e6;
     const StepResult big = predict(s);
+    CHECK(big.comms[0].calls_per_step == 9);
     CHECK(big.breakdown.dp.exposed_s ==
-          doctest::Approx(big.comms[0].total_s() * 768e6 / big.memory.parameters));
+          doctest::Approx(big.comms[0].total_s() * 1221623808.0 / big.memory.parameters));
+  }
+
+  TEST_CASE("step: Megatron-Core buckets only the first stage's first model chunk") {
+    // Two stages of two chunks (8 layers each): stage 0's first chunk (the embedding and layers
+    // 0-7) in buckets of 40M, every other chunk one bucket (distributed_data_parallel.py: pp rank
+    // > 0; training.py: disable_bucketing for chunks after the first).
+    Scenario s = single_node_dp();
+    s.workload.parallelism.pp = 2;
+    s.workload.parallelism.dp = 4;
+    s.workload.parallelism.pp_schedule = PipelineSchedule::kInterleaved;
+    s.workload.parallelism.virtual_stages = 2;
+    s.workload.global_batch = 4 * 8 * s.workload.micro_batch;
+    const StepParams p = default_step_params(s.cluster);
+    // Stage 0, chunk 0: 8 layers of 3 buckets and the embedding's with layer 0's attention norm.
+    const GradBuckets first = grad_buckets(s.workload, p, 0, false);
+    CHECK(first.count == 8 * 3 + 1 + 1);
+    CHECK(first.last == doctest::Approx(128256.0 * 4096 + 4096));
+    const GradBuckets later = grad_buckets(s.workload, p, 1, false);
+    CHECK(later.count == 2);
+    CHECK(later.total == doctest::Approx(16 * 218112000.0 + 4096 + 128256.0 * 4096));
   }
 
   TEST_CASE("step: once-per-step DP collectives overlap chunk by chunk under interleaving") {
