@@ -575,8 +575,10 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
       m * (std::max(0.0, dp_fwd_mb - st.forward_s) + std::max(0.0, dp_bwd_mb - st.backward_s));
   // Once-per-step gradient reduction overlaps the last micro-batch's backward, except its last
   // bucket (grad_reduce_overlap); without overlap it follows the whole backward. ZeRO-1/2's
-  // parameter all-gather overlaps the next step's first forward (param_gather_overlap; without
-  // it the step waits for the whole gather). Both go chunk by chunk under
+  // parameter all-gather overlaps the next step's first forward but its first bucket, the same
+  // embedding's bucket, which the forward waits for (Megatron-Core's forward pre-hook dispatches
+  // and waits on it, prefetching the next; param_gather_overlap; without it the step waits for
+  // the whole gather). Both go chunk by chunk under
   // the interleaved schedule (dp_overlap_exposed_s): a chunk's gradients are reduced once its
   // last backward is done, pp backward passes before the next chunk's, and its parameters are
   // gathered ahead of its first forward, pp forward passes after the previous chunk's.
@@ -591,7 +593,7 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   }
   const double gather = per_step_seconds(r.comms, D::kDp, CollectiveOp::kAllGather);
   dp_exposed += w.framework.param_gather_overlap
-                    ? dp_overlap_exposed_s(gather, st.forward_s, chunks, group, 0)
+                    ? dp_overlap_exposed_s(gather, st.forward_s, chunks, group, bucket_fraction)
                     : gather;
   b.dp.exposed_s = std::min(dp_exposed, b.dp.total_s);
 

@@ -474,17 +474,28 @@ models::Status StepBuilder::prepare_kinds(DesStepResult* out) {
 // ZeRO-1/2: the parameter all-gather after the optimizer, modelled at the start of the step it
 // feeds (steady state), chunk by chunk and layer group by layer group on the DP stream.
 void StepBuilder::emit_dp_start_gathers(int stage) {
-  const auto ags = all_kinds(ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllGather,
-                             1.0 / (chunks_ * groups_));
-  if (ags.empty()) return;
+  const double group_share = 1.0 / (chunks_ * groups_);
+  if (all_kinds(ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllGather, 1).empty()) return;
+  // A bucket at a time, in the forward's order: the first (the embedding's, models::
+  // grad_bucket_fraction) gathered whole before the first forward starts; the layer groups it
+  // spans wait for it.
+  double gathered = 0;
+  std::vector<std::pair<int, int>> waiting;
   for (int c = 0; c < chunks_; ++c)
     for (int g = 0; g < groups_; ++g) {
+      gathered += group_share;
+      waiting.push_back({c, g});
+      constexpr double kSumSlack = 1e-12;  // the group shares' rounding, summed
+      const bool last = c + 1 == chunks_ && g + 1 == groups_;
+      if (gathered < bucket_share_ - kSumSlack && !last) continue;
       const int t = transfer(
-          stage, ags,
+          stage, all_kinds(ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllGather, gathered),
           comm_info("DP all_gather params c" + std::to_string(c) + " g" + std::to_string(g), "dp",
                     kLaneDp, ParallelDim::kDp));
       on_dp_stream(stage, t);
-      start_gather_[{stage, c, g}] = t;
+      for (const auto& [wc, wg] : waiting) start_gather_[{stage, wc, wg}] = t;
+      waiting.clear();
+      gathered = 0;
     }
   // Not overlapped (param_gather_overlap false): every first forward waits for the whole gather,
   // whose parts end in order on the DP stream.

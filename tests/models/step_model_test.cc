@@ -234,6 +234,30 @@ TEST_SUITE("models") {
           doctest::Approx(big.comms[0].total_s() * 1221623808.0 / big.memory.parameters));
   }
 
+  TEST_CASE("step: ZeRO-1's parameter gather waits for its first bucket, the embedding's") {
+    // The reduce-scatter's last bucket and the all-gather's first are the same one (layer 0's
+    // attention norm with the embedding): one leaves after the backward, the other comes before
+    // the next forward, each exposed, the rest hidden behind the passes.
+    Scenario s = single_node_dp();
+    s.workload.parallelism.zero = 1;
+    const StepResult r = predict(s);
+    const TimedComm* rs = nullptr;
+    const TimedComm* ag = nullptr;
+    for (const TimedComm& c : r.comms) {
+      if (c.call.op == CollectiveOp::kReduceScatter) rs = &c;
+      if (c.call.op == CollectiveOp::kAllGather) ag = &c;
+    }
+    REQUIRE(rs != nullptr);
+    REQUIRE(ag != nullptr);
+    CHECK(rs->calls_per_step == 98);
+    CHECK(ag->calls_per_step == 98);
+    REQUIRE(rs->total_s() < r.backward_s);
+    REQUIRE(ag->total_s() < r.forward_s);
+    const double first = (128256.0 * 4096 + 4096) / r.memory.parameters;
+    CHECK(r.breakdown.dp.exposed_s ==
+          doctest::Approx((rs->total_s() + ag->total_s()) * first));
+  }
+
   TEST_CASE("step: Megatron-Core buckets only the first stage's first model chunk") {
     // Two stages of two chunks (8 layers each): stage 0's first chunk (the embedding and layers
     // 0-7) in buckets of 40M, every other chunk one bucket (distributed_data_parallel.py: pp rank
