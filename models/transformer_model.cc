@@ -760,16 +760,21 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
         add(ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllGather, weight_bytes, 1, size,
             stride, gather);
         break;
-      default:
-        add(ParallelDim::kDp, CommPhase::kForward, CollectiveOp::kAllGather, weight_bytes, 1, size,
-            stride, z3_fwd);
+      default: {
+        // One NCCL call per FSDP unit and pass: each transformer block, and the root module
+        // (embedding, final norm, head) on the stages holding it (TorchTitan, NeMo AutoModel,
+        // llm-foundry wrap each block; `fully_shard(model)` takes the rest).
+        const double units = std::max(1.0, std::round(layers)) + 1;
+        add(ParallelDim::kDp, CommPhase::kForward, CollectiveOp::kAllGather, weight_bytes / units,
+            units, size, stride, z3_fwd);
         if (w.framework.reshard_after_forward) {
-          add(ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kAllGather, weight_bytes, 1,
-              size, stride, z3_bwd);
+          add(ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kAllGather,
+              weight_bytes / units, units, size, stride, z3_bwd);
         }
-        add(ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kReduceScatter, grad_bytes, 1,
-            size, stride, z3_rs);
+        add(ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kReduceScatter,
+            grad_bytes / units, units, size, stride, z3_rs);
         break;
+      }
     }
     for (size_t i = first; i < calls.size(); ++i) {
       calls[i].dp_stage = stage;

@@ -897,16 +897,19 @@ TEST_SUITE("models") {
     auto dtensor = w;
     dtensor.framework.sp_input_regather = false;
     CHECK(second_gathers(communication_per_step(dtensor)).empty());
-    // ZeRO-3 over dp 4, stride tp 8: parameter gathers both ways, fp32 gradient reduce-scatter.
+    // ZeRO-3 over dp 4, stride tp 8: parameter gathers both ways, fp32 gradient reduce-scatter,
+    // one call per FSDP unit a micro-batch (the stage's 80 blocks and the root module).
     auto gather = find_call(calls, ParallelDim::kDp, CommPhase::kForward, CollectiveOp::kAllGather);
     REQUIRE(gather != nullptr);
-    CHECK(gather->size_bytes == doctest::Approx(8623235072.0 * 2));
+    CHECK(gather->count == 81);
+    CHECK(gather->size_bytes * gather->count == doctest::Approx(8623235072.0 * 2));
     CHECK(gather->group_size == 4);
     CHECK(gather->group_stride == 8);
     auto rs =
         find_call(calls, ParallelDim::kDp, CommPhase::kBackward, CollectiveOp::kReduceScatter);
     REQUIRE(rs != nullptr);
-    CHECK(rs->size_bytes == doctest::Approx(8623235072.0 * 4));
+    CHECK(rs->count == 81);
+    CHECK(rs->size_bytes * rs->count == doctest::Approx(8623235072.0 * 4));
     // No PP or CP traffic.
     for (const auto& c : calls) {
       CHECK(c.dim != ParallelDim::kPp);
