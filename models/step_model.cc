@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
+#include <map>
+#include <utility>
 
 #include "models/layer_model.h"
 #include "models/units.h"
@@ -211,27 +212,24 @@ GradBuckets grad_buckets(const WorkloadConfig& w, const StepParams& params, int 
   const ParameterCount pc = count_parameters(w.model);
   const auto& par = w.parallelism;
   const std::vector<int> chunk_layers = layers_of_chunks(w, stage);
-  const std::vector<int> moe_of_stages = moe_layers_of_stages(w);
-  const double stage_layers = layers_of_stages(w)[static_cast<size_t>(stage)];
-  const double stage_moe = moe_of_stages[static_cast<size_t>(stage)];
   const bool bucketed = w.framework.grad_reduce_overlap && stage == 0;
   const double bucket = grad_bucket_params(w, params);
+  // The stage's dense layers not yet in a chunk: its MoE layers follow them (DeepSeek-V3's first
+  // three layers are on stage 0's first chunk).
+  double dense_left = layers_of_stages(w)[static_cast<size_t>(stage)] -
+                      moe_layers_of_stage(w, stage);
   GradBuckets out;
   out.count = 0;
   for (size_t c = 0; c < chunk_layers.size(); ++c) {
-    // The chunk's share of the stage's MoE layers (they follow its dense ones: DeepSeek-V3's
-    // first three layers are on stage 0's first chunk).
     const double layers = chunk_layers[c];
-    const double dense_left = std::max(0.0, (stage_layers - stage_moe) -
-                                                std::accumulate(chunk_layers.begin(),
-                                                                chunk_layers.begin() + c, 0.0));
     const double moe = std::max(0.0, layers - dense_left);
+    dense_left = std::max(0.0, dense_left - layers);
     std::vector<double> tensors;
     if (!experts && stage == 0 && c == 0) tensors.push_back(pc.embedding / par.tp);
     append_layer_tensors(w, pc, layers, moe, experts, &tensors);
     if (!experts && stage == par.pp - 1 && c + 1 == chunk_layers.size()) {
       tensors.push_back(pc.final_norm);
-      const double head = pc.output_head > 0 ? pc.output_head : (par.pp > 1 ? pc.embedding : 0);
+      const double head = pc.head_on_last_stage(par.pp);
       if (head > 0) tensors.push_back(head / par.tp);
     }
     double open = 0;
@@ -389,12 +387,18 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   r.stages = stage_compute(gpu, w, at_clock(paced, r.clock));
 
   // 2. Every collective, timed on its group.
+  // The once-a-step DP collectives go out a bucket at a time, each its own NCCL call; the
+  // reduction and the gather of one stage's weights share their buckets.
+  std::map<std::pair<int, bool>, int> buckets_of;
   for (CommCall call : communication_per_step(w)) {
-    // The once-a-step DP collectives go out a bucket at a time, each its own NCCL call.
     if (call.dim == ParallelDim::kDp && call.phase == CommPhase::kStep) {
-      const int buckets = grad_buckets(w, params, call.dp_stage, call.experts).count;
-      call.count *= buckets;
-      call.size_bytes /= buckets;
+      const auto key = std::make_pair(call.dp_stage, call.experts);
+      auto it = buckets_of.find(key);
+      if (it == buckets_of.end()) {
+        it = buckets_of.emplace(key, grad_buckets(w, params, key.first, key.second).count).first;
+      }
+      call.count *= it->second;
+      call.size_bytes /= it->second;
     }
     auto topo = parallel_group_topology(cluster, call.group_size, call.group_stride);
     if (!topo) return Error{std::string(to_string(call.dim)) + " group: " + topo.message()};

@@ -26,8 +26,7 @@ double stage_parameters(const WorkloadConfig& w, const ParameterCount& pc, int s
              moe * (pc.shared_per_layer / par.tp + pc.router_per_layer);
   if (stage == 0) p += pc.embedding / par.tp;
   if (stage == last) {
-    const double head = pc.output_head > 0 ? pc.output_head : (last > 0 ? pc.embedding : 0);
-    p += head / par.tp + pc.final_norm;
+    p += pc.head_on_last_stage(par.pp) / par.tp + pc.final_norm;
   }
   return p;
 }
@@ -762,8 +761,8 @@ std::vector<CommCall> communication_per_step(const WorkloadConfig& w) {
         break;
       default: {
         // One NCCL call per FSDP unit and pass: each transformer block, and the root module
-        // (embedding, final norm, head) on the stages holding it (TorchTitan, NeMo AutoModel,
-        // llm-foundry wrap each block; `fully_shard(model)` takes the rest).
+        // that `fully_shard(model)` makes of the rest (embedding, final norm, head), counted on
+        // every stage (TorchTitan, NeMo AutoModel, llm-foundry wrap each block).
         const double units = std::max(1.0, std::round(layers)) + 1;
         add(ParallelDim::kDp, CommPhase::kForward, CollectiveOp::kAllGather, weight_bytes / units,
             units, size, stride, z3_fwd);

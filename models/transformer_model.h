@@ -74,6 +74,11 @@ struct ParameterCount {
   double moe_mlp_per_layer() const {
     return experts * expert + shared_per_layer + router_per_layer;
   }
+  // The output head's weights on the last of `pp` stages: its own, or with tied embeddings a
+  // copy of the embedding there when the pipeline puts the two on different stages.
+  double head_on_last_stage(int pp) const {
+    return output_head > 0 ? output_head : (pp > 1 ? embedding : 0);
+  }
   double moe_active_mlp_per_layer() const {
     return top_k * expert + shared_per_layer + router_per_layer;
   }

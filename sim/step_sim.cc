@@ -310,8 +310,10 @@ class StepBuilder {
   double moe_ref_ = 0;     // MoE layers the list counts the expert all-to-alls for
   int chunks_ = 1;         // virtual stages
   int groups_ = 1;         // layer groups per chunk
-  // A gradient bucket's share of the rank's gradients (models::grad_bucket_fraction).
+  // A gradient bucket's share of the rank's gradients (models::grad_bucket_fraction), and the
+  // rounding of the layer groups' shares summed towards it.
   double bucket_share_ = 0;
+  static constexpr double kBucketSumSlack = 1e-12;
   // Per stage (the stages differ: embedding, output head, Llama 3's layout): layers per group,
   // a group's compute per pass, its weight GEMMs (what TP overlap hides behind) and its
   // attention (what ring attention hides behind).
@@ -475,7 +477,7 @@ models::Status StepBuilder::prepare_kinds(DesStepResult* out) {
 // feeds (steady state), chunk by chunk and layer group by layer group on the DP stream.
 void StepBuilder::emit_dp_start_gathers(int stage) {
   const double group_share = 1.0 / (chunks_ * groups_);
-  if (all_kinds(ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllGather, 1).empty()) return;
+  if (!find_kind(ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllGather)) return;
   // A bucket at a time, in the forward's order: the first (the embedding's, models::
   // grad_bucket_fraction) gathered whole before the first forward starts; the layer groups it
   // spans wait for it.
@@ -485,9 +487,8 @@ void StepBuilder::emit_dp_start_gathers(int stage) {
     for (int g = 0; g < groups_; ++g) {
       gathered += group_share;
       waiting.push_back({c, g});
-      constexpr double kSumSlack = 1e-12;  // the group shares' rounding, summed
       const bool last = c + 1 == chunks_ && g + 1 == groups_;
-      if (gathered < bucket_share_ - kSumSlack && !last) continue;
+      if (gathered < bucket_share_ - kBucketSumSlack && !last) continue;
       const int t = transfer(
           stage, all_kinds(ParallelDim::kDp, CommPhase::kStep, CollectiveOp::kAllGather, gathered),
           comm_info("DP all_gather params c" + std::to_string(c) + " g" + std::to_string(g), "dp",
@@ -691,8 +692,7 @@ void StepBuilder::emit_op(int stage, const PipelineOp& op, int input, bool last_
       // (models::grad_bucket_params), the first layers' remainder after the last group.
       if (zero <= 1) {
         bucketed += group_share;
-        constexpr double kSumSlack = 1e-12;  // the group shares' rounding, summed
-        if (bucketed < bucket_share_ - kSumSlack && i + 1 < groups_) continue;
+        if (bucketed < bucket_share_ - kBucketSumSlack && i + 1 < groups_) continue;
       }
       const auto rs = zero <= 1 ? step_grad_reduction(bucketed) : grad_rs;
       bucketed = 0;
