@@ -175,6 +175,7 @@ constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "fp8_attention",       "fp4_param_gather",
                                                "grad_reduce_overlap", "weights_in_fp32",
                                                "master_weights",      "param_gather_overlap",
+                                               "param_remainders",
                                                "reshard_after_forward",
                                                "root_reshard_after_forward",
                                                "tp_overlap_copy_engine_share",
@@ -1303,6 +1304,7 @@ bool Loader::load_workload(const YAML::Node& node) {
                        &f.tp_overlap_copy_engine_share) ||
         !read_bool(fw, fp, "weights_in_fp32", &f.weights_in_fp32) ||
         !read_bool(fw, fp, "master_weights", &f.master_weights) ||
+        !read_bool(fw, fp, "param_remainders", &f.param_remainders) ||
         !read_bool(fw, fp, "reshard_after_forward", &f.reshard_after_forward) ||
         !read_bool(fw, fp, "root_reshard_after_forward", &f.root_reshard_after_forward) ||
         !read_bool(fw, fp, "gradients_in_backward", &f.gradients_in_backward) ||
@@ -1352,6 +1354,14 @@ bool Loader::load_workload(const YAML::Node& node) {
         (w.precision == Precision::kFp32 || w.precision == Precision::kTf32)) {
       return fail(fw["master_weights"], child(fp, "master_weights"),
                   "applies to 16-bit or quantized training (fp32 training has no master copy)");
+    }
+    if (f.param_remainders &&
+        (f.weights_in_fp32 || !f.master_weights || w.precision == Precision::kFp32 ||
+         w.precision == Precision::kTf32 || w.precision == Precision::kFp16)) {
+      return fail(fw["param_remainders"], child(fp, "param_remainders"),
+                  "applies to bf16 parameters with an fp32 master copy (an fp32 value is a bf16 "
+                  "one and 16 more bits; not with fp16, fp32 training, weights_in_fp32 or "
+                  "master_weights: false)");
     }
     if (fw["loss_input"].IsDefined() && f.kernels == KernelFusion::kFused) {
       return fail(fw["loss_input"], child(fp, "loss_input"),

@@ -393,6 +393,11 @@ struct FrameworkConfig {
   // torch.optim.Adam over bf16 parameters, as NeMo AutoModel's MoE recipes build their models
   // in bf16 under FSDP2: 2 bytes + 4 of Adam state). Ignored with weights_in_fp32.
   bool master_weights = true;
+  // The fp32 master copy kept as the bf16 parameter plus the 16 bits of fp32 it drops (Apex's
+  // DistributedFusedAdam store_param_remainders, which NeMo 1.x sets for bf16 O2 training;
+  // Megatron-Core's precision-aware optimizer with Transformer Engine's FusedAdam): 10 bytes of
+  // optimizer state a parameter instead of 12. Needs bf16 parameters with master_weights.
+  bool param_remainders = false;
   // ZeRO-3 / FSDP: each layer's gathered weights freed after its forward and gathered again for
   // its backward (true: FSDP2's fully_shard default, TorchTitan's blocks, Megatron-FSDP), or
   // kept from the forward to the backward (false: fully_shard(reshard_after_forward=False), as

@@ -76,6 +76,7 @@ double optimizer_seconds(const GpuSpec& gpu, const WorkloadConfig& w, const Memo
       (!mixed_precision(w.precision)       ? params.optimizer_bytes_per_param_fp32
        : no_master                         ? params.optimizer_bytes_per_param_no_master
        : w.precision == Precision::kFp16 ? params.optimizer_bytes_per_param_fp16
+       : w.framework.param_remainders    ? params.optimizer_bytes_per_param_remainders
                                          : params.optimizer_bytes_per_param) +
       (w.framework.foreach_optimizer
            // The foreach passes' bytes are fp32 state's; 16-bit moments move 2 of each 4.

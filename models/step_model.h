@@ -80,6 +80,11 @@ struct StepParams {
   // each (14), and the gradient norm's read (2): 16 bytes. The foreach passes move half their
   // fp32 bytes (26).
   double optimizer_bytes_per_param_no_master = 16;
+  // The master kept as a 16-bit remainder beside the bf16 parameter (framework.param_remainders):
+  // the gradient norm's read (4), Adam reading the parameter and its remainder, the gradient, m
+  // and v (2 + 2 + 4 + 8) and writing the parameter, remainder, m and v (2 + 2 + 8), with no
+  // separate copy to the 16-bit weights: 32 bytes.
+  double optimizer_bytes_per_param_remainders = 32;
 };
 
 // The defaults for this cluster's GPU (compute efficiency by architecture).

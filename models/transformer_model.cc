@@ -156,9 +156,12 @@ MemoryBreakdown stage_memory(const WorkloadConfig& w, const ParameterCount& pc,
                               : quantized_params ? quantized_weight_bytes(w)
                                                  : e;
   const double grad_bytes = gradient_bytes(w);
-  // Adam m, v (+ the fp32 master); without a master copy the moments take the parameters'
-  // dtype (torch.optim.Adam's zeros_like).
-  const double state_bytes = fp32_params ? 8 : updates_16bit_parameters(w) ? 2 * e : 12;
+  // Adam m, v (+ the fp32 master, or its 16-bit remainder beside the bf16 parameter); without a
+  // master copy the moments take the parameters' dtype (torch.optim.Adam's zeros_like).
+  const double state_bytes = fp32_params                  ? 8
+                             : updates_16bit_parameters(w) ? 2 * e
+                             : fw.param_remainders         ? 10
+                                                           : 12;
   // ZeRO shards the dense weights over dp x cp, the experts over their expert data-parallel
   // group.
   const double experts = out.expert_parameters;

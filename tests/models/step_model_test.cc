@@ -439,6 +439,44 @@ TEST_SUITE("models") {
                   "m.yaml:9:21: workload.framework.master_weights: applies to 16-bit parameters");
   }
 
+  TEST_CASE("step: the master kept as a 16-bit remainder holds 10 bytes and moves 32") {
+    // Apex's DistributedFusedAdam with store_param_remainders (NeMo 1.x, bf16 O2): an fp32
+    // master is the bf16 parameter plus 16 more bits, so the optimizer keeps the remainder (2 B)
+    // and m, v (8 B): 10 bytes a parameter where the full master takes 12. Its step reads the
+    // parameter, remainder, gradient, m and v (2 + 2 + 4 + 8) and writes parameter, remainder, m
+    // and v (2 + 2 + 8), plus the gradient norm's read (4): 32 bytes against 38.
+    const std::string text =
+        "cluster: {nodes: 1, node: {gpu: h200-sxm, gpus_per_node: 8}}\n"
+        "workload:\n  model: llama3-8b\n  layers: 8\n  seq_len: 2048\n  global_batch: 8\n"
+        "  precision: bf16\n"
+        "  framework:\n    param_remainders: true\n"
+        "  parallelism: {tp: 1, dp: 8, zero: 1}\n";
+    const Scenario remainders = accepted(text, "r.yaml");
+    CHECK(remainders.workload.framework.param_remainders);
+    Scenario full = remainders;
+    full.workload.framework.param_remainders = false;
+    const MemoryBreakdown mem = memory_per_gpu(remainders.workload);
+    const MemoryBreakdown mem_full = memory_per_gpu(full.workload);
+    const double local = (mem.parameters + mem.expert_parameters) / 8;  // ZeRO-1 over 8 ranks
+    CHECK(mem.optimizer_bytes == doctest::Approx(10 * local));
+    CHECK(mem_full.optimizer_bytes == doctest::Approx(12 * local));
+    CHECK(mem.weights_bytes == doctest::Approx(mem_full.weights_bytes));
+    CHECK(mem.gradients_bytes == doctest::Approx(mem_full.gradients_bytes));
+    const StepParams params = default_step_params(remainders.cluster);
+    CHECK(params.optimizer_bytes_per_param_remainders == 32);
+    CHECK(predict(remainders).breakdown.optimizer_s ==
+          doctest::Approx(predict(full).breakdown.optimizer_s * 32 /
+                          params.optimizer_bytes_per_param)
+              .epsilon(0.01));
+    // fp16 has no 16 bits in common with fp32's top half; without a master there is no
+    // remainder: both refused where the key stands.
+    check_refused(edited(text, "bf16", "fp16"), "r.yaml",
+                  "r.yaml:9:23: workload.framework.param_remainders: applies to bf16 parameters");
+    check_refused(edited(text, "    param_remainders", "    master_weights: false\n    param_remainders"),
+                  "r.yaml",
+                  "r.yaml:10:23: workload.framework.param_remainders: applies to bf16 parameters");
+  }
+
   TEST_CASE("step: FSDP without resharding after the forward gathers once a micro-batch") {
     // fully_shard(reshard_after_forward=False): each layer's gathered weights are kept from its
     // forward to its backward, so the backward's all-gather goes, and at the activations' peak
