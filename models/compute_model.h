@@ -253,19 +253,19 @@ inline constexpr double kAmpereMicrobenchmarkGemmEfficiency = 0.87;
 // accuracy corpus's Blackwell runs in bf16 or per-tensor fp8 (models/accuracy/corpus_fit.h; no
 // public B200 clock-under-load measurement was found). The other Blackwell SKUs follow from it by
 // blackwell_sustained_clock.
-inline constexpr double kBlackwellSustainedClock = 0.92;
+inline constexpr double kBlackwellSustainedClock = 0.91;
 // Blackwell Ultra's (sm_103: B300, GB300) NVFP4 GEMMs: the fraction of the in-tile rate at its
 // datasheet NVFP4 peak (15 PFLOP/s dense on GB300, 13.5 on HGX B300: 1.5x Blackwell's per SM and
 // clock) that they reach, where a B200 reaches all of its own (fp4_gemm_ratio 1.0). No NVFP4 GEMM
 // measurement on Blackwell Ultra was found; fitted on the accuracy corpus's Blackwell Ultra NVFP4
-// runs (models/accuracy/corpus_fit.h: six runs of three sources, refitted without each 0.63-0.64;
-// 0.68 before the Blackwell clock moved to 0.92 with the gradient buckets' NCCL calls).
-// At 0.635 a GB300's NVFP4 GEMM runs about as fast as a GB200's at its 10 PFLOP/s: Megatron-Bridge's
+// runs (models/accuracy/corpus_fit.h: six runs of three sources, refitted without each 0.64;
+// 0.68 before the Blackwell clock moved to 0.92 with the gradient buckets' NCCL calls, 0.635
+// before it moved to 0.91 with the context-parallel exchange's charge). At 0.64 a GB300's NVFP4 GEMM runs about as fast as a GB200's at its 10 PFLOP/s: Megatron-Bridge's
 // 405B on 256 GPUs gains 1.35-1.41x over FP8 on GB300 as 1.37-1.38x on GB200, where the datasheet
 // peaks (3x against 2x) would give GB300 1.9x. Whether the power cap or the operand feed holds
 // the tensor cores back is not separated: a power-only term (NVFP4 GEMMs drawing more at one
 // clock) was tried and fits worse, moving the GEMM-heavy 405B rows three times as far as the 8B.
-inline constexpr double kBlackwellUltraFp4GemmRatio = 0.635;
+inline constexpr double kBlackwellUltraFp4GemmRatio = 0.64;
 // The clock under tensor load, over the SKU's own full clock, of a Blackwell SKU (sm_100 family:
 // B200, GB200, GB300) given the B200's: the SKUs share the SM (power per SM ~ clock^power_exponent,
 // the law power_clock() uses) and differ in their power cap per SM and the full clock their

@@ -238,7 +238,10 @@ CollectiveParams group_collective_params(const CollectiveParams& params, const F
                                          ParallelDim dim);
 // What a second of `dim`'s hidden traffic costs compute against a full set of NCCL blocks
 // (StepParams::overlap_sm_share): 1 for NCCL's own counts; `traffic_share` is
-// DimComm::traffic_share.
+// DimComm::traffic_share. Context parallelism's K/V exchange hides behind the attention kernels
+// only, which are compute-bound (flash attention's tiles stay in shared memory and registers):
+// it costs them the SMs its blocks hold, overlap_sm_share at a full set, none of the traffic
+// share.
 double overlap_block_share(const FrameworkConfig& fw, ParallelDim dim, const StepParams& params,
                            double traffic_share);
 
