@@ -290,13 +290,12 @@ CollectiveParams group_collective_params(const CollectiveParams& params, const F
 double overlap_block_share(const FrameworkConfig& fw, ParallelDim dim, const StepParams& params,
                            double traffic_share) {
   const int ctas = nccl_max_ctas(fw, dim);
-  const double blocks = ctas <= 0 || params.overlap_reference_blocks <= 0
-                            ? 1.0
-                            : std::min(1.0, ctas / params.overlap_reference_blocks);
+  const bool capped = ctas > 0 && params.overlap_reference_blocks > 0;
+  const double blocks = capped ? std::min(1.0, ctas / params.overlap_reference_blocks) : 1.0;
   // Ring attention's K/V exchange runs beside the attention kernels alone, which work from
   // shared memory and registers: it takes their SMs, not their HBM traffic.
   if (dim == ParallelDim::kCp) return params.overlap_sm_share * blocks;
-  if (ctas <= 0 || params.overlap_reference_blocks <= 0) return 1;
+  if (!capped) return 1;
   return params.overlap_sm_share * blocks + (1 - params.overlap_sm_share) * traffic_share;
 }
 
