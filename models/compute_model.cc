@@ -200,6 +200,13 @@ ComputeParams flash2_params(const ComputeParams& params) {
   return p;
 }
 
+ComputeParams flash1_params(const ComputeParams& params) {
+  ComputeParams p = flash2_params(params);
+  p.attention_fwd_max_efficiency *= params.flash1_over_flash2;
+  p.attention_bwd_max_efficiency *= params.flash1_over_flash2;
+  return p;
+}
+
 ComputeParams gemm_params(const GpuSpec& gpu, Precision p, const ComputeParams& params,
                           bool blockwise) {
   if (p == Precision::kFp8) return fp8_gemm_params(gpu, params, blockwise);

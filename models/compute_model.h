@@ -121,6 +121,13 @@ struct ComputeParams {
   // unmeasured (its legacy MMA path is no faster relative to its peak).
   double flash2_fwd_ratio = 1.0;
   double flash2_bwd_ratio = 1.0;
+  // FlashAttention's first release (flash-attn 1.0.x, workload.framework.attention: flash1)
+  // against FlashAttention-2, both passes, on every GPU: Dao, "FlashAttention-2: Faster Attention
+  // with Better Parallelism and Work Partitioning" (arXiv 2307.08691, 2023), on an A100: "around
+  // 2x speedup compared to FlashAttention" (FlashAttention at 25-40% of the peak, FlashAttention-2
+  // at 50-73%), from fewer non-matmul FLOPs, parallelism over the sequence and split-Q warps, none
+  // of them tied to Ampere: FA1's kernels use the same mma.sync instructions on Hopper.
+  double flash1_over_flash2 = 0.5;
   // Dropout of the attention probabilities inside a flash kernel: a random number drawn per
   // score (Philox) and the mask applied, forward and again in the backward, work off the tensor
   // cores, in SM clock cycles per score (the matmuls take 4 x head_dim FLOPs per score forward,
@@ -333,6 +340,8 @@ double eager_bandwidth_Bps(const GpuSpec& gpu, const ComputeParams::EagerRate& r
 // `params` for FlashAttention-2's kernels (framework.attention: flash2): the attention ceilings
 // times flash2_fwd_ratio / flash2_bwd_ratio.
 ComputeParams flash2_params(const ComputeParams& params);
+// The same for FlashAttention 1 (flash1_over_flash2 of FlashAttention-2's ceilings, its dropout).
+ComputeParams flash1_params(const ComputeParams& params);
 
 // The clock flash attention runs at in a step whose kernel mix holds `clock`: at most the
 // sustained one, since its kernels draw the power cap by themselves (device calls 12-23: their

@@ -928,6 +928,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
 }
 
 ComputeParams attention_kernel_params(const ComputeParams& params, AttentionKernel kernel) {
+  if (kernel == AttentionKernel::kFlash1) return flash1_params(params);
   return kernel == AttentionKernel::kFlash2 ? flash2_params(params) : params;
 }
 

@@ -95,6 +95,7 @@ std::string_view to_string(AttentionKernel k) {
   switch (k) {
     case AttentionKernel::kFlash: return "flash";
     case AttentionKernel::kFlash2: return "flash2";
+    case AttentionKernel::kFlash1: return "flash1";
     case AttentionKernel::kUnfused: return "unfused";
   }
   return "?";
@@ -1243,6 +1244,7 @@ bool Loader::load_workload(const YAML::Node& node) {
     static constexpr std::pair<std::string_view, AttentionKernel> kAttention[] = {
         {"flash", AttentionKernel::kFlash},
         {"flash2", AttentionKernel::kFlash2},
+        {"flash1", AttentionKernel::kFlash1},
         {"unfused", AttentionKernel::kUnfused}};
     static constexpr std::pair<std::string_view, KernelFusion> kKernels[] = {
         {"fused", KernelFusion::kFused},

@@ -158,6 +158,9 @@ enum class AttentionKernel {
   kFlash2,   // fused, FlashAttention-2's kernels on any GPU (the flash-attn 2.x package, PyTorch
              // SDPA's flash backend, Triton ports): written for Ampere's tensor cores, slower on
              // Hopper and later (compute_model.h, flash2_params)
+  kFlash1,   // fused, FlashAttention's first kernels (the flash-attn 1.0.x package: Transformer
+             // Engine 0.7-0.8's only fused attention, 2022 to mid-2023): about half
+             // FlashAttention-2's rate (compute_model.h, flash1_params)
   kUnfused,  // scores written by a batched GEMM, a fused scale-mask-softmax, dropout, a second
              // batched GEMM (Megatron-LM before 2022; Korthikanti et al. 2022 sec. 4.1)
 };

@@ -546,6 +546,37 @@ TEST_SUITE("models") {
     CHECK(flash2_params(a100).attention_bwd_max_efficiency == a100.attention_bwd_max_efficiency);
   }
 
+  TEST_CASE("compute: FlashAttention 1 at half FlashAttention-2's rate, on Hopper and Ampere") {
+    // Dao 2023 (arXiv 2307.08691): FlashAttention-2 "around 2x" FlashAttention on an A100.
+    auto rate = [](const GpuSpec& gpu, const ComputeParams& p, double d, bool backward) {
+      const AttentionShape a{.batch = 1, .heads = 32, .kv_heads = 32, .head_dim = d,
+                             .q_tokens = 8192, .kv_tokens = 8192, .causal = true};
+      return attention_time(gpu, Precision::kBf16, a, backward, p).efficiency;
+    };
+    const GpuSpec& h100 = *find_gpu("h100-sxm");
+    const GpuSpec& a100 = *find_gpu("a100-sxm-80gb");
+    for (const GpuSpec* gpu : {&h100, &a100}) {
+      CAPTURE(gpu->id);
+      const auto native = default_compute_params(*gpu);
+      const auto fa1 = flash1_params(native), fa2 = flash2_params(native);
+      CHECK(fa1.attention_fwd_max_efficiency ==
+            doctest::Approx(0.5 * fa2.attention_fwd_max_efficiency));
+      CHECK(fa1.attention_bwd_max_efficiency ==
+            doctest::Approx(0.5 * fa2.attention_bwd_max_efficiency));
+      CHECK(fa1.attention_fwd_dropout_cycles == fa2.attention_fwd_dropout_cycles);
+      for (bool backward : {false, true}) {
+        // The exposed exponentials take the same time in both: a little over half the rate.
+        const double r = rate(*gpu, fa1, 128, backward) / rate(*gpu, fa2, 128, backward);
+        CHECK(r >= 0.5 - 1e-12);
+        CHECK(r < 0.6);
+      }
+    }
+    // On Ampere FlashAttention-2 is the native kernel: FA1 half of it there.
+    const auto native = default_compute_params(a100);
+    CHECK(flash1_params(native).attention_fwd_max_efficiency ==
+          doctest::Approx(0.5 * native.attention_fwd_max_efficiency));
+  }
+
   TEST_CASE("compute: a weight gradient accumulated into its buffer, as measured on an H100") {
     // Device call 38 (scenarios/measurements/call38/wgrad-accum.json, wgrad_accum_probe.cu):
     // 12 weight-gradient GEMMs (2048-14336 x 2048-8192 weights, 1,024-16,384 tokens) timed fresh

@@ -1059,6 +1059,14 @@ TEST_SUITE("models") {
       } else {
         CHECK(rb.step_time_s == doctest::Approx(ra.step_time_s));
       }
+      // FlashAttention 1 (flash1): half FA2's ceilings on both GPUs, the rest unchanged.
+      const Scenario fa1 = scenario(gpu, "flash1");
+      CHECK(fa1.workload.framework.attention == AttentionKernel::kFlash1);
+      const LayerKernels c = layer_kernels(g, fa1.workload, p);
+      CHECK(c.attention_forward_s > 1.6 * b.attention_forward_s);
+      CHECK(c.attention_forward_s <= 2 * b.attention_forward_s * (1 + 1e-12));
+      CHECK(c.gemm_forward_s == b.gemm_forward_s);
+      CHECK(predict(fa1).step_time_s > rb.step_time_s * 1.03);
     }
     std::string bad = text;
     bad.replace(bad.find("KERNEL"), 6, "flash3");
@@ -1066,7 +1074,7 @@ TEST_SUITE("models") {
     bad.replace(bad.find("SCALE"), 5, "nvlink4");
     check_refused(bad, "f.yaml",
                   "f.yaml:7:26: workload.framework.attention: unknown value 'flash3' (did "
-                  "you mean 'flash'? expected one of: flash, flash2, unfused)");
+                  "you mean 'flash'? expected one of: flash, flash2, flash1, unfused)");
   }
 }
 
