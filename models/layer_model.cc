@@ -500,6 +500,12 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
   const bool delayed = p == Precision::kFp8 && w.framework.fp8_recipe == Fp8Recipe::kDelayed;
   const bool per_tensor = current || delayed;
   const bool one_copy = per_tensor && arch_family(gpu.arch) == "sm_100";
+  // A pass of its own reads the 16-bit tensor for its amax before the cast: current scaling's
+  // (but where a fused norm computes it) and NVFP4's, whose per-tensor global scale every block's
+  // E4M3 scale is taken against (quantizer.cpp, NVFP4Quantizer::quantize_impl, TE 2.8-2.18:
+  // nvte_hadamard_transform_amax with the random Hadamard transform, nvte_compute_amax_with_config
+  // without, then the cast; normalization.cpp leaves the norm unfused under the transform's amax).
+  const bool amax_pass = current || p == Precision::kFp4;
   const double q = quantized_tensor_bytes(w);
   // Bytes one cast moves, and (on Hopper) the backward's transpose of a gathered tensor.
   struct CastBytes {
@@ -513,7 +519,7 @@ LayerKernels layer_kernels(const GpuSpec& gpu, const WorkloadConfig& w,
     if (delayed && norm_fed) {
       b.cast = std::max(0.0, write - 2 * local);  // in place of the norm's 16-bit output
     } else {
-      b.cast = (current && !norm_fed ? 4 : 2) * local + write;
+      b.cast = (amax_pass && !(current && norm_fed) ? 4 : 2) * local + write;
     }
     if (gathered_rowwise && !one_copy) b.transpose = 2 * q * elements;
     return b;
