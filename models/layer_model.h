@@ -174,6 +174,9 @@ struct StageCompute {
   // Of forward + backward, the time the GPU waits for the host to launch the MoE layers'
   // kernels (FrameworkConfig::moe_layer_host_s): nothing runs on the GPU then.
   double host_wait_s = 0;
+  // Of forward + backward, Transformer Engine's synchronous amax all-reduces (delayed FP8
+  // scaling; step_model.h amax_reduction_s), set by predict_step.
+  double amax_reduction_s = 0;
   double total_s() const { return forward_s + backward_s; }
 };
 

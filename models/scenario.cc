@@ -101,6 +101,15 @@ std::string_view to_string(AttentionKernel k) {
   return "?";
 }
 
+std::string_view to_string(AmaxReduction a) {
+  switch (a) {
+    case AmaxReduction::kDataParallel: return "data-parallel";
+    case AmaxReduction::kTensorParallel: return "tensor-parallel";
+    case AmaxReduction::kAsync: return "async";
+  }
+  return "?";
+}
+
 std::string_view to_string(Facility f) {
   return f == Facility::kOwn ? "own" : "colocation";
 }
@@ -173,6 +182,7 @@ constexpr std::string_view kFrameworkKeys[] = {"attention",           "kernels",
                                                "ep_comm_overlap",     "pp_comm_overlap",
                                                "ep_dispatcher",
                                                "fp8_recipe",          "fp8_param_gather",
+                                               "fp8_amax_reduction",
                                                "fp8_attention",       "fp4_param_gather",
                                                "grad_reduce_overlap", "weights_in_fp32",
                                                "master_weights",      "param_gather_overlap",
@@ -1250,6 +1260,10 @@ bool Loader::load_workload(const YAML::Node& node) {
         {"fused", KernelFusion::kFused},
         {"eager", KernelFusion::kEager},
         {"compiled", KernelFusion::kCompiled}};
+    static constexpr std::pair<std::string_view, AmaxReduction> kAmaxReductions[] = {
+        {"data-parallel", AmaxReduction::kDataParallel},
+        {"tensor-parallel", AmaxReduction::kTensorParallel},
+        {"async", AmaxReduction::kAsync}};
     static constexpr std::pair<std::string_view, Fp8Recipe> kFp8Recipes[] = {
         {"tensorwise", Fp8Recipe::kTensorwise},
         {"delayed", Fp8Recipe::kDelayed},
@@ -1298,6 +1312,7 @@ bool Loader::load_workload(const YAML::Node& node) {
         !read_enum(fw, fp, "ep_dispatcher", kDispatchers, &f.ep_hierarchical) ||
         !read_enum(fw, fp, "fp8_recipe", kFp8Recipes, &f.fp8_recipe) ||
         !read_bool(fw, fp, "fp8_param_gather", &f.quantized_param_gather) ||
+        !read_enum(fw, fp, "fp8_amax_reduction", kAmaxReductions, &f.fp8_amax_reduction) ||
         !read_bool(fw, fp, "fp8_attention", &f.fp8_attention) ||
         !read_bool(fw, fp, "fp4_param_gather", &f.quantized_param_gather) ||
         !read_bool(fw, fp, "grad_reduce_overlap", &f.grad_reduce_overlap) ||
@@ -1376,6 +1391,7 @@ bool Loader::load_workload(const YAML::Node& node) {
     }
     for (const auto& [key, precision] : {std::pair{"fp8_recipe", Precision::kFp8},
                                          std::pair{"fp8_param_gather", Precision::kFp8},
+                                         std::pair{"fp8_amax_reduction", Precision::kFp8},
                                          std::pair{"fp8_attention", Precision::kFp8},
                                          std::pair{"fp4_param_gather", Precision::kFp4}}) {
       if (fw[key].IsDefined() && w.precision != precision) {
@@ -1383,6 +1399,12 @@ bool Loader::load_workload(const YAML::Node& node) {
                     "applies to precision: " + std::string(to_string(precision)) +
                         " (the workload trains in " + std::string(to_string(w.precision)) + ")");
       }
+    }
+    if (fw["fp8_amax_reduction"].IsDefined() &&
+        (f.fp8_recipe != Fp8Recipe::kDelayed || f.kernels != KernelFusion::kFused)) {
+      return fail(fw["fp8_amax_reduction"], child(fp, "fp8_amax_reduction"),
+                  "applies to Transformer Engine's delayed scaling (fp8_recipe: delayed, "
+                  "kernels: fused)");
     }
     for (const char* key :
          {"ep_dispatcher", "ep_comm_overlap", "moe_layer_host_time", "moe_expert_bias"}) {

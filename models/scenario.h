@@ -178,6 +178,23 @@ enum class KernelFusion {
 };
 std::string_view to_string(KernelFusion k);
 
+// Where Transformer Engine's delayed scaling all-reduces a chunk's amaxes
+// (framework.fp8_amax_reduction).
+enum class AmaxReduction {
+  // Synchronously over the TP x CP x DP ranks of a stage (Megatron-Core's amax reduction group
+  // before 2024-07-25 and again from 2024-09-06, tp_only_amax_red false; NeMo 1.x / Apex's TP x
+  // DP group; Transformer Engine's NVTE_DP_AMAX_REDUCE_INTERVAL default, 1): the default.
+  kDataParallel,
+  // Synchronously over the TP x CP ranks alone: Megatron-Core between 2024-07-25 and 2024-09-06
+  // (its 0.8 release), tp_only_amax_red true, or Transformer Engine 0.8-1.5 with
+  // NVTE_DP_AMAX_REDUCE_INTERVAL=0 ("AMAX is reduced only in TP domain").
+  kTensorParallel,
+  // Launched asynchronously and waited for at the next reduction, hidden: Transformer Engine
+  // 0.8-1.5 with NVTE_ASYNC_AMAX_REDUCTION=1 (module/base.py; 1.6 no longer reads it).
+  kAsync,
+};
+std::string_view to_string(AmaxReduction a);
+
 // How fp8 training scales its tensors.
 enum class Fp8Recipe {
   // Per tensor, current scaling (Megatron-Core's `tensorwise`, Transformer Engine's
@@ -351,6 +368,11 @@ struct FrameworkConfig {
   bool cp_allgather = false;
   // How fp8 training scales its tensors (Fp8Recipe).
   Fp8Recipe fp8_recipe = Fp8Recipe::kTensorwise;
+  // How Transformer Engine's delayed scaling reduces the amaxes (framework.fp8_amax_reduction,
+  // AmaxReduction): at the end of every fp8_autocast region's forward (fp8.py,
+  // fp8_autocast_exit) and of its first module's backward, once per model chunk and micro-batch
+  // each way, an all-reduce the compute stream waits for (step_model.h, amax_reduction_s).
+  AmaxReduction fp8_amax_reduction = AmaxReduction::kDataParallel;
   // Quantized weights gathered by ZeRO/FSDP (Megatron-Core --fp8-param-gather and
   // fp4_param_gather, TE's fp8/fp4 model init): the working weights held and all-gathered in the
   // training precision's bytes (fp8 1, NVFP4 0.5625) instead of 2 (fp8 and fp4 training only).

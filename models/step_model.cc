@@ -357,6 +357,29 @@ int unpaired_passes(const WorkloadConfig& w, int stage) {
   return m;
 }
 
+Result<double> amax_reduction_s(const Scenario& scenario, const StepParams& params) {
+  const WorkloadConfig& w = scenario.workload;
+  const FrameworkConfig& fw = w.framework;
+  const auto& par = w.parallelism;
+  const int group = par.tp * par.cp *
+                    (fw.fp8_amax_reduction == AmaxReduction::kDataParallel ? par.dp : 1);
+  if (w.precision != Precision::kFp8 || fw.fp8_recipe != Fp8Recipe::kDelayed ||
+      fw.kernels != KernelFusion::kFused || fw.fp8_amax_reduction == AmaxReduction::kAsync ||
+      group < 2) {
+    return 0.0;
+  }
+  auto topo = parallel_group_topology(scenario.cluster, group, 1);
+  if (!topo) return Error{"fp8 amax reduction group: " + topo.message()};
+  // A chunk's amaxes, fp32: the forward's three per GEMM (input, weight, output), four GEMMs a
+  // layer; latency-bound at any of these sizes.
+  const double layers = double(w.model.layers) / std::max(1, par.pp) / chunks_per_stage(w);
+  const CollectiveRequest request{CollectiveOp::kAllReduce, 4.0 * 3 * 4 * std::max(1.0, layers)};
+  auto est = estimate_collective(
+      *topo, request, group_collective_params(params.collective, fw, ParallelDim::kDp));
+  if (!est) return Error{"fp8 amax reduction: " + est.message()};
+  return est->time_s;
+}
+
 Result<StepResult> predict_step(const Scenario& scenario, const StepParams& params) {
   const ClusterConfig& cluster = scenario.cluster;
   const WorkloadConfig& w = scenario.workload;
@@ -390,6 +413,16 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   r.clock = power_clock(busy_s > 0 ? tensor_s / busy_s : 1, paced);
   r.attention_clock = attention_clock(paced, r.clock);
   r.stages = stage_compute(gpu, w, at_clock(paced, r.clock));
+  auto amax = amax_reduction_s(scenario, params);
+  if (!amax) return amax.error();
+  if (*amax > 0) {
+    for (StageCompute& st : r.stages) {
+      const double chunks = chunks_per_stage(w);
+      st.forward_s += chunks * *amax;
+      st.backward_s += chunks * *amax;
+      st.amax_reduction_s = 2 * chunks * *amax;
+    }
+  }
 
   // 2. Every collective, timed on its group.
   // The once-a-step DP collectives go out a bucket at a time, each its own NCCL call; the

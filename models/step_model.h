@@ -245,6 +245,14 @@ CollectiveParams group_collective_params(const CollectiveParams& params, const F
 double overlap_block_share(const FrameworkConfig& fw, ParallelDim dim, const StepParams& params,
                            double traffic_share);
 
+// Transformer Engine's synchronous amax reduction under delayed FP8 scaling (kernels fused,
+// FrameworkConfig::fp8_amax_reduction not async): the time of one all-reduce of a model chunk's
+// amaxes over the amax group (a stage's TP x CP x DP ranks, or TP x CP, contiguous in
+// Megatron's rank order), which the compute stream waits for once per chunk and micro-batch
+// forward and once backward (predict_step adds it to every stage's passes). 0 where it does not
+// apply.
+Result<double> amax_reduction_s(const Scenario& scenario, const StepParams& params);
+
 struct StepResult {
   int gpus = 0;
   int micro_batches = 0;  // per pipeline per step

@@ -409,6 +409,15 @@ void print_assumptions(const models::GpuSpec& gpu, const models::WorkloadConfig&
                            : std::string(models::quantized_gemm_ratio_source(gpu, w.precision, mx))
                                  .c_str());
   }
+  if (!r.stages.empty() && r.stages.front().amax_reduction_s > 0) {
+    const double per_micro_batch = r.stages.front().amax_reduction_s;
+    const int waits = 2 * models::chunks_per_stage(w);
+    std::printf(
+        "  - FP8 amax all-reduces (delayed scaling, framework.fp8_amax_reduction: %s): %d a "
+        "micro-batch on every stage, %s each, the compute stream waiting for them\n",
+        std::string(models::to_string(fw.fp8_amax_reduction)).c_str(), waits,
+        format_time(per_micro_batch / waits).c_str());
+  }
   if (fw.attention == models::AttentionKernel::kFlash &&
       fw.kernels != models::KernelFusion::kFused && p.compute.flash2_fwd_ratio < 1) {
     std::printf(

@@ -254,3 +254,71 @@ TEST_SUITE("models") {
     CHECK(bad.message().find("applies to precision: fp8") != std::string::npos);
   }
 }
+
+TEST_SUITE("models") {
+  TEST_CASE("fp8: delayed scaling's amax all-reduce waits once per chunk and micro-batch") {
+    // Transformer Engine's fp8_autocast_exit reduces the forward's amaxes, the first module's
+    // backward the gradients', each a synchronous all-reduce over the amax group; asynchronous
+    // (NVTE_ASYNC_AMAX_REDUCTION=1, TE 0.8-1.5) it hides.
+    const std::string text =
+        "cluster: {nodes: 16, node: {gpu: h100-sxm, gpus_per_node: 8, scale_up: nvlink4,\n"
+        "           nics_per_node: 8, nic: ib-ndr}, fabric: {topology: fat-tree, tiers: 2}}\n"
+        "workload:\n"
+        "  model: gpt3-175b\n"
+        "  seq_len: 2048\n"
+        "  global_batch: 64\n"
+        "  precision: fp8\n"
+        "  framework: {fp8_recipe: delayed, fp8_amax_reduction: REDUCTION}\n"
+        "  parallelism: {tp: 4, sp: true, pp: 8, dp: 4, pp_schedule: interleaved,\n"
+        "                virtual_stages: 4}\n";
+    auto scenario = [&](const std::string& reduction) {
+      std::string t = text;
+      t.replace(t.find("REDUCTION"), 9, reduction);
+      auto s = load_scenario_text(t, "amax.yaml");
+      REQUIRE_MESSAGE(s.ok(), (s.ok() ? "" : s.message()));
+      return std::move(s).value();
+    };
+    const Scenario dp = scenario("data-parallel"), tp = scenario("tensor-parallel"),
+                   async = scenario("async");
+    CHECK(dp.workload.framework.fp8_amax_reduction == AmaxReduction::kDataParallel);
+    const StepParams params = default_step_params(dp.cluster);
+    // By hand: an all-reduce of a chunk's fp32 amaxes (3 layers x 4 GEMMs x 3 tensors x 4 bytes)
+    // over 16 ranks (TP 4 x DP 4: two nodes) or over TP's 4 (NVLink).
+    auto all_reduce_s = [&](int ranks) {
+      auto topo = parallel_group_topology(dp.cluster, ranks, 1);
+      REQUIRE(topo.ok());
+      auto est = estimate_collective(*topo, {CollectiveOp::kAllReduce, 3 * 4 * 3 * 4.0},
+                                     group_collective_params(params.collective,
+                                                             dp.workload.framework,
+                                                             ParallelDim::kDp));
+      REQUIRE(est.ok());
+      return est->time_s;
+    };
+    CHECK(*amax_reduction_s(dp, params) == doctest::Approx(all_reduce_s(16)));
+    CHECK(*amax_reduction_s(tp, params) == doctest::Approx(all_reduce_s(4)));
+    CHECK(*amax_reduction_s(async, params) == 0);
+    CHECK(all_reduce_s(16) > all_reduce_s(4));
+    const StepResult rd = *predict_step(dp, params), rt = *predict_step(tp, params),
+                     ra = *predict_step(async, params);
+    // Every stage waits for it twice per chunk (4) and micro-batch: 8 a micro-batch.
+    for (size_t s = 0; s < rd.stages.size(); ++s) {
+      CHECK(rd.stages[s].amax_reduction_s == doctest::Approx(8 * all_reduce_s(16)));
+      CHECK(rd.stages[s].total_s() - ra.stages[s].total_s() ==
+            doctest::Approx(8 * all_reduce_s(16)));
+      CHECK(ra.stages[s].amax_reduction_s == 0);
+    }
+    CHECK(rd.step_time_s > rt.step_time_s);
+    CHECK(rt.step_time_s > ra.step_time_s);
+    // The step grows by at least the critical path's share: m micro-batches x 8 waits on the
+    // busiest stage (16 micro-batches here).
+    CHECK(rd.step_time_s - ra.step_time_s >= 16 * 8 * all_reduce_s(16) * (1 - 1e-9));
+    // Only under Transformer Engine's delayed scaling.
+    std::string bad = text;
+    bad.replace(bad.find("REDUCTION"), 9, "async");
+    bad.replace(bad.find("delayed"), 7, "tensorwise");
+    auto refused = load_scenario_text(bad, "bad.yaml");
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.message().find("workload.framework.fp8_amax_reduction: applies to Transformer "
+                                 "Engine's delayed scaling") != std::string::npos);
+  }
+}
