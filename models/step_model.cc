@@ -415,13 +415,12 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   r.stages = stage_compute(gpu, w, at_clock(paced, r.clock));
   auto amax = amax_reduction_s(scenario, params);
   if (!amax) return amax.error();
-  if (*amax > 0) {
-    for (StageCompute& st : r.stages) {
-      const double chunks = chunks_per_stage(w);
-      st.forward_s += chunks * *amax;
-      st.backward_s += chunks * *amax;
-      st.amax_reduction_s = 2 * chunks * *amax;
-    }
+  // Each chunk's forward and backward waits for one amax all-reduce.
+  const double amax_per_pass_s = chunks_per_stage(w) * *amax;
+  for (StageCompute& st : r.stages) {
+    st.forward_s += amax_per_pass_s;
+    st.backward_s += amax_per_pass_s;
+    st.amax_reduction_s = 2 * amax_per_pass_s;
   }
 
   // 2. Every collective, timed on its group.
