@@ -370,10 +370,12 @@ Result<double> amax_reduction_s(const Scenario& scenario, const StepParams& para
   }
   auto topo = parallel_group_topology(scenario.cluster, group, 1);
   if (!topo) return Error{"fp8 amax reduction group: " + topo.message()};
-  // A chunk's amaxes, fp32: the forward's three per GEMM (input, weight, output), four GEMMs a
-  // layer; latency-bound at any of these sizes.
+  // A chunk's amaxes: an fp32 (4 bytes) for each of the forward's three tensors a GEMM (input,
+  // weight, output), four GEMMs a layer; latency-bound at any of these sizes.
+  constexpr double kAmaxBytes = 4, kAmaxesPerGemm = 3, kGemmsPerLayer = 4;
   const double layers = double(w.model.layers) / std::max(1, par.pp) / chunks_per_stage(w);
-  const CollectiveRequest request{CollectiveOp::kAllReduce, 4.0 * 3 * 4 * std::max(1.0, layers)};
+  const CollectiveRequest request{
+      CollectiveOp::kAllReduce, kAmaxBytes * kAmaxesPerGemm * kGemmsPerLayer * std::max(1.0, layers)};
   auto est = estimate_collective(
       *topo, request, group_collective_params(params.collective, fw, ParallelDim::kDp));
   if (!est) return Error{"fp8 amax reduction: " + est.message()};

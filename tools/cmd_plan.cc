@@ -426,8 +426,7 @@ void print_assumptions(const models::GpuSpec& gpu, const models::WorkloadConfig&
         "(framework.attention: flash2, %s of the rate forward)\n",
         format_percent(p.compute.flash2_fwd_ratio).c_str());
   }
-  if (w.dropout > 0 && (fw.attention == models::AttentionKernel::kFlash ||
-                        fw.attention == models::AttentionKernel::kFlash2)) {
+  if (w.dropout > 0 && models::fused_attention(fw.attention)) {
     std::printf(
         "  - attention dropout %s inside the flash kernels: %s SM cycles a score forward, %s "
         "backward (measured on an H100, device call 36)\n",
