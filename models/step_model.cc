@@ -60,6 +60,8 @@ StageCompute mean_of(const StageCompute& a, const StageCompute& z) {
   d.attention_forward_s = (a.attention_forward_s + z.attention_forward_s) / 2;
   d.attention_backward_s = (a.attention_backward_s + z.attention_backward_s) / 2;
   d.tensor_s = (a.tensor_s + z.tensor_s) / 2;
+  d.host_wait_s = (a.host_wait_s + z.host_wait_s) / 2;
+  d.amax_reduction_s = (a.amax_reduction_s + z.amax_reduction_s) / 2;
   d.tp_gemms = a.tp_gemms.scaled(0.5);
   d.tp_gemms += z.tp_gemms.scaled(0.5);
   return d;

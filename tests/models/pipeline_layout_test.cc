@@ -156,6 +156,25 @@ TEST_SUITE("models") {
     CHECK(rd->breakdown.bubble_s - rh->breakdown.bubble_s ==
           doctest::Approx(7 * std::min(ep_mb, pair)));
     CHECK(md.parameters > m0.parameters);
+    // A device's host wait is its two stages' mean, as its passes are. With a host slower than
+    // every MoE layer and the first and last stages the largest (7 layers, three of them dense,
+    // and 12 with the MTP layer), device 0 is the busiest and its two stages wait apart.
+    auto lop = load(deepseek("    {tp: 1, pp: 16, dp: 32, ep: 32, zero: 1, first_stage_layers: 7, "
+                             "last_stage_layers: 12, pp_schedule: dualpipe}\n"));
+    INFO((lop.ok() ? std::string() : lop.message()));
+    REQUIRE(lop.ok());
+    Scenario slow_host = *lop;
+    slow_host.workload.framework.moe_layer_host_s = 1.0;
+    auto rs = predict_step(slow_host, default_step_params(slow_host.cluster));
+    REQUIRE(rs.ok());
+    REQUIRE(rs->stages.size() == 16);
+    REQUIRE(rs->busiest_stage == 0);
+    const double first = rs->stages.front().host_wait_s, last = rs->stages.back().host_wait_s;
+    CHECK(first > 0);
+    CHECK(last > 2 * first);
+    CHECK(first / moe_layers_of_stage(slow_host.workload, 0) ==
+          doctest::Approx(last / moe_layers_of_stage(slow_host.workload, 15)));
+    CHECK(rs->breakdown.host_wait_s == doctest::Approx(rs->micro_batches * (first + last) / 2));
     // Micro-batches: an even count of at least 2 x pp (dualpipe.py asserts it).
     auto few = load(deepseek("    {tp: 1, pp: 16, dp: 32, ep: 32, zero: 1, first_stage_layers: 3, "
                              "last_stage_layers: 2, pp_schedule: dualpipe}\n",

@@ -349,6 +349,32 @@ TEST_SUITE("sim") {
     CHECK(dual.step.step_time_s < one.step.step_time_s);
   }
 
+  TEST_CASE("DualPipe in the simulator: a device waits for the host as its two stages do") {
+    // Mixtral 8x7B (every layer MoE) on four stages of 11, 6, 6 and 9 layers, the host slower
+    // than every layer: device 0 runs stages 0 and 3, so its wait is their mean (10 layers'),
+    // in the simulator as in the formula.
+    auto s = models::load_scenario_text(
+        "cluster: {nodes: 4, node: {gpu: h100-sxm, gpus_per_node: 8, scale_up: nvlink4, "
+        "nics_per_node: 8, nic: ib-ndr}, fabric: {topology: fat-tree}}\n"
+        "workload:\n  model: mixtral-8x7b\n  seq_len: 4096\n  global_batch: 16\n"
+        "  framework: {moe_layer_host_time: 1s}\n"
+        "  parallelism: {tp: 8, pp: 4, dp: 1, sp: true, pp_schedule: dualpipe, "
+        "first_stage_layers: 11, last_stage_layers: 9}\n",
+        "<test>");
+    INFO((s.ok() ? std::string() : s.message()));
+    REQUIRE(s.ok());
+    const auto r = simulate(*s);
+    const auto& a = r.analytic;
+    REQUIRE(a.stages.size() == 4);
+    REQUIRE(a.busiest_stage == 0);
+    REQUIRE(r.critical_stage == 0);
+    const double per_layer = a.stages[0].host_wait_s / 11;
+    CHECK(per_layer > 0);
+    CHECK(a.stages[3].host_wait_s == doctest::Approx(9 * per_layer));
+    CHECK(a.breakdown.host_wait_s == doctest::Approx(a.micro_batches * 10 * per_layer));
+    CHECK(r.step.breakdown.host_wait_s == doctest::Approx(a.breakdown.host_wait_s));
+  }
+
   TEST_CASE("1F1B on four stages: the bubble is (pp - 1) micro-batch slots, as the formula says") {
     Knobs k = four_stages();
     const auto r = simulate(scenario(k));
