@@ -20,10 +20,12 @@
 #include "sim/collective_sim.h"
 #include "sim/step_sim.h"
 #include "topology/cluster_graph.h"
+#include "tools/accuracy_classes.h"
 #include "tools/calibration_option.h"
 #include "tools/command_line.h"
 #include "tools/command_registry.h"
 #include "tools/layout_report.h"
+#include "tools/row_journal.h"
 #include "tools/scenario_input.h"
 #include "tools/text_table.h"
 
@@ -44,6 +46,7 @@ struct AccuracyArgs {
   double max_loso_error = 0;
   double max_collective_error = 0;
   bool all_fit = false;
+  std::string write_classes;  // the by-kind table's file (tools/accuracy_classes.h); "" = none
   bool want_analytic() const { return engine != "des"; }
   bool want_des() const { return engine != "analytic"; }
 };
@@ -152,7 +155,7 @@ models::AccuracyScore score(const std::vector<CorpusRun>& runs, bool des) {
     const EnginePrediction& e = des ? r.des : r.analytic;
     const double step = e.ran ? e.step_s : 0;
     scored.push_back({r.scenario.name, r.scenario.published->source, r.published_step_s, step,
-                      step * r.left_out_ratio});
+                      step * r.left_out_ratio, models::accuracy_class(r.scenario)});
   }
   return models::score_runs(scored);
 }
@@ -242,7 +245,8 @@ void print_constants(const std::vector<ConstantReport>& reports) {
 
 nlohmann::json stats_json(const models::ErrorStats& s) {
   return {{"runs", s.runs},           {"mean_abs_error", s.mean_abs},
-          {"median_abs_error", s.median_abs}, {"max_abs_error", s.max_abs},
+          {"median_abs_error", s.median_abs}, {"p90_abs_error", s.p90_abs},
+          {"max_abs_error", s.max_abs},
           {"mean_error", s.mean_signed},      {"worst", s.worst}};
 }
 
@@ -254,8 +258,15 @@ nlohmann::json score_json(const models::AccuracyScore& s) {
     j["left_out_mean_abs_error"] = src.left_out_mean_abs;
     sources.push_back(std::move(j));
   }
+  nlohmann::json classes = nlohmann::json::array();
+  for (const auto& c : s.classes) {
+    nlohmann::json j = stats_json(c.stats);
+    j["class"] = c.run_class;
+    classes.push_back(std::move(j));
+  }
   return {{"overall", stats_json(s.overall)},
           {"sources", sources},
+          {"classes", classes},
           {"leave_one_source_out_mean_abs_error", s.leave_one_source_out_mean_abs}};
 }
 
@@ -277,6 +288,18 @@ void print_score(const char* engine, const models::AccuracyScore& s, bool loso =
                format_percent(src.left_out_mean_abs)});
   }
   std::printf("%s", t.render(2).c_str());
+  if (!s.classes.empty()) {
+    TextTable k({"kind of run", "runs", "median", "9 in 10 within", "max", "bias", "worst"},
+                {TextTable::Align::kLeft, TextTable::Align::kRight, TextTable::Align::kRight,
+                 TextTable::Align::kRight, TextTable::Align::kRight, TextTable::Align::kRight,
+                 TextTable::Align::kLeft});
+    for (const auto& c : s.classes) {
+      k.add_row({c.run_class, std::to_string(c.stats.runs), format_percent(c.stats.median_abs),
+                 format_percent(c.stats.p90_abs), format_percent(c.stats.max_abs),
+                 format_signed_percent(c.stats.mean_signed), c.stats.worst});
+    }
+    std::printf("\n%s", k.render(2).c_str());
+  }
   if (loso) {
     std::printf("  leave one source out: mean |error| %s (each source predicted with the corpus's "
                 "constants refitted without it)\n",
@@ -434,6 +457,7 @@ models::AccuracyScore score_collectives(const std::vector<CollectiveRun>& runs, 
     const EnginePrediction& e = des ? r.des : r.analytic;
     double predicted = e.ran ? e.step_s : 0;
     if (des && at_median_draw && !r.des_draws.empty()) predicted = median_draw(r.des_draws);
+    // No kind of run (run_class ""): a collective is not a training step `plan` would quote.
     scored.push_back({r.scenario.name, r.scenario.published->source, r.published_s, predicted,
                       des && !at_median_draw ? r.left_out_des : 0});
   }
@@ -455,6 +479,10 @@ void print_collectives(const AccuracyArgs& a, const std::vector<CollectiveRun>& 
 
 int run_accuracy(const AccuracyArgs& a) {
   std::string error;
+  if (!a.write_classes.empty() && (!a.want_analytic() || !a.want_des() || !a.source.empty())) {
+    return fail_bad_input("accuracy", "--write-classes needs both engines over the whole corpus "
+                                      "(no --engine, no --source)");
+  }
   const std::vector<std::string> files = corpus_files(a.dir, &error);
   if (!error.empty()) return fail_bad_input("accuracy", error);
   const bool want_analytic = a.want_analytic();
@@ -561,6 +589,17 @@ int run_accuracy(const AccuracyArgs& a) {
   const models::AccuracyScore collective_des = score_collectives(collectives, true);
   const models::AccuracyScore collective_des_median_draw =
       score_collectives(collectives, true, true);
+  if (!a.write_classes.empty()) {
+    // The table describes the whole corpus under both engines (checked above), or it would
+    // mislead `plan`.
+    if (runs.empty()) {
+      return fail_bad_input("accuracy", "--write-classes: " + a.dir + " has no training run");
+    }
+    const auto st = write_file_atomically(
+        a.write_classes,
+        accuracy_classes_text(analytic, des, static_cast<int>(runs.size())));
+    if (!st.ok()) return fail_bad_input("accuracy", st.message());
+  }
   std::vector<std::string> missed;
   if (!runs.empty()) {
     if (want_analytic) check_gates(a, "analytic", analytic, &missed);
@@ -602,6 +641,7 @@ int run_accuracy(const AccuracyArgs& a) {
           {"citation", p.citation},
           {"gpus", r.scenario.workload.parallelism.gpus()},
           {"gpu", r.scenario.cluster.node.gpu.id},
+          {"class", models::accuracy_class(r.scenario)},
           {"metric", models::to_string(p.metric)},
           {"value", p.value},
           {"published_step_time_s", r.published_step_s},
@@ -827,6 +867,10 @@ const bool kRegistered = register_command(
                       "measurements (busbw, busbw_ratio) is above this fraction")
            .check_range(0.0, 10.0);
        sub.add_flag("--all-fit", a->all_fit, "exit 1 when a run does not fit in GPU memory");
+       sub.add_option("--write-classes", a->write_classes,
+                      "write the errors by kind of run (GPU generation, dense or MoE) to this "
+                      "JSON file: scenarios/published/accuracy-classes.json, which `plan` "
+                      "quotes (needs both engines, the whole corpus)");
        return [a] { return run_accuracy(*a); };
      },
      {"clustersim accuracy --engine analytic",

@@ -20,6 +20,7 @@
 #include "models/units.h"
 #include "sim/chrome_trace.h"
 #include "sim/step_sim.h"
+#include "tools/accuracy_classes.h"
 #include "tools/calibration_option.h"
 #include "tools/command_line.h"
 #include "tools/command_registry.h"
@@ -648,6 +649,16 @@ int run_plan(const PlanArgs& a) {
     if (des) j["analytic_step_time_s"] = analytic_step_s;
     if (!other_hash_steps_s.empty()) j["other_ecmp_hash_step_time_s"] = other_hash_steps_s;
     if (!engine_note.empty()) j["engine_note"] = engine_note;
+    nlohmann::json kind = {{"class", models::accuracy_class(*scenario)}, {"runs", 0}};
+    if (const auto k = corpus_accuracy_of(*scenario, des)) {
+      kind = {{"class", k->run_class},
+              {"runs", k->stats.runs},
+              {"median_abs_error", k->stats.median_abs},
+              {"p90_abs_error", k->stats.p90_abs},
+              {"max_abs_error", k->stats.max_abs},
+              {"worst", k->stats.worst}};
+    }
+    j["corpus_accuracy"] = kind;
     if (ownership) j["ownership"] = ownership_json(*ownership);
     if (interfered && des) j["interference"] = interference_json(interference);
     if (interfered && !des) {
@@ -679,6 +690,10 @@ int run_plan(const PlanArgs& a) {
                           kNoteColumns, "  ", "    ")
                     .c_str());
   }
+  std::printf("%s\n", wrap_text("Accuracy: " + kind_accuracy_line(*scenario, des) +
+                                    (calibration_path.empty() ? "" : " (uncalibrated)"),
+                                kNoteColumns, "  ", "    ")
+                          .c_str());
   if (interfered && des) print_interference(interference);
   if (interfered && !des)
     std::printf("Interference: %s: %s\n\n", interference.what.c_str(), kInterferenceIgnored);

@@ -15,6 +15,7 @@
 #include "models/step_model.h"
 #include "models/units.h"
 #include "sim/step_sim.h"
+#include "tools/accuracy_classes.h"
 #include "tools/calibration_option.h"
 #include "tools/command_line.h"
 #include "tools/command_registry.h"
@@ -51,6 +52,7 @@ struct Planned {
   std::vector<std::pair<int, double>> scaling;  // (GPUs, tokens/s), analytic
   std::optional<topology::FabricMetrics> fabric;
   std::string fabric_problem;
+  bool des = false;  // the step is the simulator's
 };
 
 models::Result<Planned> plan_one(const std::string& path,
@@ -60,6 +62,7 @@ models::Result<Planned> plan_one(const std::string& path,
   if (!s) return models::Error{s.message()};
   Planned p;
   p.scenario = std::move(s).value();
+  p.des = des;
   auto params = step_params_for(p.scenario, "");
   if (!params) return models::Error{params.message()};
   // The simulator runs the analytic model first and returns its answer beside its own.
@@ -129,6 +132,7 @@ std::string scenario_section(const Planned& p, const std::string& anchor, int* c
       {"tokens/s", format_count(r.tokens_per_s) + " (" + format_count(r.tokens_per_s / r.gpus) +
                        " per GPU)"},
       {"MFU", format_percent(r.mfu)},
+      {"accuracy", kind_accuracy_line(s, p.des)},
       {"memory per GPU", format_size(r.memory.total()) + " of " +
                              format_size(r.memory_capacity_bytes) +
                              (r.fits ? " (fits)" : " (DOES NOT FIT)")},

@@ -37,6 +37,7 @@ ErrorStats error_stats(const std::vector<ScoredRun>& runs) {
   std::sort(abs_errors.begin(), abs_errors.end());
   const std::size_t n = abs_errors.size();
   s.median_abs = n % 2 ? abs_errors[n / 2] : (abs_errors[n / 2 - 1] + abs_errors[n / 2]) / 2;
+  s.p90_abs = abs_errors[(9 * n + 9) / 10 - 1];  // the ceil(0.9 n)-th smallest
   return s;
 }
 
@@ -67,6 +68,20 @@ AccuracyScore score_runs(const std::vector<ScoredRun>& runs) {
     out.sources.push_back(std::move(s));
   }
   out.leave_one_source_out_mean_abs = scored > 0 ? sum / scored : 0;
+  std::vector<std::string> classes;
+  for (const ScoredRun& r : runs) {
+    if (!r.run_class.empty()) classes.push_back(r.run_class);
+  }
+  std::sort(classes.begin(), classes.end());
+  classes.erase(std::unique(classes.begin(), classes.end()), classes.end());
+  for (const std::string& c : classes) {
+    std::vector<ScoredRun> own;
+    for (const ScoredRun& r : runs) {
+      if (r.run_class == c) own.push_back(r);
+    }
+    ClassScore cs{c, error_stats(own)};
+    if (cs.stats.runs > 0) out.classes.push_back(std::move(cs));
+  }
   return out;
 }
 

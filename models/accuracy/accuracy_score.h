@@ -17,6 +17,9 @@ struct ScoredRun {
   // The prediction with every corpus-fitted constant refitted without this run's source
   // (corpus_fit.h); 0 = the same as predicted_step_s (no constant applies to the run).
   double left_out_step_s = 0;
+  // The kind of run, as accuracy_class (published_run.h) names it: what a prediction for a
+  // scenario of the same kind is compared with. "" = none (a collective).
+  std::string run_class;
   // predicted / published - 1: negative when the model is too fast. 0 without a prediction.
   double error() const;
   double left_out_error() const;
@@ -27,6 +30,7 @@ struct ErrorStats {
   int runs = 0;  // runs with a prediction
   double mean_abs = 0;
   double median_abs = 0;
+  double p90_abs = 0;  // nine runs in ten at or under it (nearest rank)
   double max_abs = 0;
   double mean_signed = 0;  // bias: negative when the model is too fast on average
   std::string worst;       // the name of the run with max_abs
@@ -43,9 +47,15 @@ struct SourceScore {
   double left_out_mean_abs = 0;
 };
 
+struct ClassScore {
+  std::string run_class;
+  ErrorStats stats;
+};
+
 struct AccuracyScore {
   ErrorStats overall;
   std::vector<SourceScore> sources;  // in the order of first appearance
+  std::vector<ClassScore> classes;   // by ScoredRun::run_class, in name order
   // The mean over sources of left_out_mean_abs: how well the model predicts a source it has
   // not seen.
   double leave_one_source_out_mean_abs = 0;

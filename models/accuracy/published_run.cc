@@ -1,5 +1,6 @@
 #include "models/accuracy/published_run.h"
 
+#include "models/catalog.h"
 #include "models/transformer_model.h"
 #include "models/units.h"
 #include "models/yaml_reader.h"
@@ -256,6 +257,20 @@ double published_step_time_s(const PublishedRun& run, const Scenario& scenario) 
       return 1 / run.value;
   }
   return 0;
+}
+
+std::string accuracy_class(const Scenario& scenario) {
+  const GpuSpec& gpu = scenario.cluster.node.gpu;
+  const std::string family = arch_family(gpu.arch);
+  std::string generation = gpu.id;
+  if (family == "sm_80" || family == "sm_86") generation = "Ampere";
+  if (family == "sm_89") generation = "Ada";
+  if (family == "sm_90") generation = "Hopper";
+  if (family == "sm_100") generation = "Blackwell";
+  const bool one_node =
+      scenario.workload.parallelism.gpus() <= scenario.cluster.node.gpus_per_node;
+  return generation + (scenario.workload.model.moe_layers() > 0 ? " MoE" : " dense") +
+         (one_node ? ", one node" : ", multi-node");
 }
 
 }  // namespace clustersim::models

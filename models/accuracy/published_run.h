@@ -91,4 +91,11 @@ double published_step_time_s(const PublishedRun& run, const Scenario& scenario);
 // The GPUs a collective metric's communicator spans (collective.gpus, or every GPU).
 int published_collective_gpus(const PublishedRun& run, const Scenario& scenario);
 
+// The kind of training run a scenario is, for comparing a prediction with the corpus runs of its
+// kind: the GPU's generation (Ampere, Ada, Hopper, Blackwell; another vendor's GPU by its
+// catalog id), whether the model has experts, and whether its GPUs share one node (one
+// scale-up domain: no network traffic), e.g. "Hopper dense, multi-node", "Blackwell MoE, one
+// node".
+std::string accuracy_class(const Scenario& scenario);
+
 }  // namespace clustersim::models

@@ -13,7 +13,9 @@
 # and Megatron-Core's 32B weak-scaling row (+47%), each
 # file's not_modelled says why; the closing notes give the table); a corpus-fitted constant
 # ships at the corpus's best value.
-# Also: the per-source and leave-one-source-out figures in the JSON agree with the rows, --source,
+# Also: the per-source, per-kind and leave-one-source-out figures in the JSON agree with the rows,
+# the committed errors by kind of run (scenarios/published/accuracy-classes.json, which `plan`
+# quotes) are this corpus's, --source,
 # the text report, and bad input (no corpus, a file without published:, a bad value) exiting 2.
 # Usage: accuracy_cli.sh <clustersim binary> <source dir>
 source "$(dirname "$0")/cli_test_lib.bash"
@@ -26,9 +28,14 @@ corpus="$src/scenarios/published"
 # gated at its current largest error (23.3%, Meta's) plus a margin: 25% (it overstates ECMP
 # collisions, docs/collectives.md; a regression gate, not the 15% target).
 "$bin" accuracy "$corpus" --json --max-mean-error 0.060 --max-loso-error 0.080 \
-  --max-collective-error 0.25 >"$tmp/acc.json" 2>"$tmp/err.txt"
+  --max-collective-error 0.25 --write-classes "$tmp/classes.json" >"$tmp/acc.json" 2>"$tmp/err.txt"
 rc=$?
 [ "$rc" -eq 0 ] || fail "accuracy --max-mean-error 0.060 --max-loso-error 0.080 --max-collective-error 0.25 exited $rc ($(tail -3 "$tmp/err.txt"))"
+# The errors by kind of run that `plan` quotes (scenarios/published/accuracy-classes.json, built
+# into the binary) are this corpus's under this model: a change that moves them regenerates the
+# file (the command in its "about"), reviewed like any golden file.
+cmp -s "$tmp/classes.json" "$corpus/accuracy-classes.json" ||
+  fail "scenarios/published/accuracy-classes.json is stale: rerun clustersim accuracy scenarios/published --write-classes scenarios/published/accuracy-classes.json ($(diff "$tmp/classes.json" "$corpus/accuracy-classes.json" | head -6 | tr '\n' ' '))"
 python3 - "$tmp/acc.json" "$src" <<'PY' || fail "accuracy --json content"
 import json, os, re, statistics, sys
 d = json.load(open(sys.argv[1]))
@@ -60,6 +67,15 @@ for engine in ("analytic", "des"):
         assert abs(src["mean_abs_error"] - sum(own) / len(own)) < 1e-12
         means.append(src["left_out_mean_abs_error"])
     assert abs(s["leave_one_source_out_mean_abs_error"] - sum(means) / len(means)) < 1e-12
+    # By kind of run: each class's runs, median and 90th percentile (nearest rank) from the rows.
+    kinds = sorted({r["class"] for r in runs})
+    assert [c["class"] for c in s["classes"]] == kinds, (s["classes"], kinds)
+    for c in s["classes"]:
+        own = sorted(abs(r[engine]["error"]) for r in runs
+                     if r["class"] == c["class"] and r[engine]["step_time_s"] is not None)
+        assert c["runs"] == len(own)
+        assert abs(c["median_abs_error"] - statistics.median(own)) < 1e-12
+        assert abs(c["p90_abs_error"] - own[-(-9 * len(own) // 10) - 1]) < 1e-12
     # 6.0% (5.10 / 4.99% now over 299 runs with delayed scaling's amax all-reduces; 5.13 / 5.02% with NVFP4's amax pass; 5.18 / 5.06% with MLPerf v3.0's and v3.1's GPT-3 attention read as
     # flash-attn 1.x and 2.0.8 (their 13 rows 7.9 / 3.5% from 14.4 / 5.5%); 5.33 / 5.21% before: NeMo 24.07's twelve FP8 H100 rows at 4.4 / 4.5% with
     # the launcher's FlashAttention-2 (7.9 / 7.8% and their small models 10-15% fast read as cuDNN's
@@ -290,5 +306,11 @@ EOF
 expect_bad accuracy "published.value" "$tmp/c"
 expect_bad accuracy "no corpus run of source nobody" "$corpus" --source nobody
 expect_bad accuracy "--engine" "$corpus" --engine fast
+# The by-kind table needs both engines over the whole corpus: refused before any run, no file.
+expect_bad accuracy "--write-classes needs both engines" "$corpus" --engine analytic \
+  --write-classes "$tmp/k.json"
+expect_bad accuracy "--write-classes needs both engines" "$corpus" --source torchtitan \
+  --write-classes "$tmp/k.json"
+[ -e "$tmp/k.json" ] && fail "a refused --write-classes wrote its file"
 
 finish accuracy_cli

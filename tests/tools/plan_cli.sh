@@ -16,6 +16,37 @@ else
   fail "plan exited $? ($(cat "$tmp/err.txt"))"
 fi
 
+# How far the accuracy corpus's runs of the plan's kind were off (scenarios/published/
+# accuracy-classes.json, built in): the default's Hopper dense multi-node row, the simulator's as the plan
+# is simulated; the analytic model's under --engine analytic and in the JSON; a GPU with no
+# corpus run says its prediction is unchecked.
+table="$src/scenarios/published/accuracy-classes.json"
+want_line() {  # the line's figures for engine $1 and kind $2, from the table
+  python3 - "$table" "$1" "$2" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+r = [r for r in t[sys.argv[2]] if r["class"] == sys.argv[3]][0]
+pct = lambda f: f"{100 * f:.3g}%"
+print(f"on the corpus's {r['runs']} published {r['class']} runs the "
+      f"{'simulator' if sys.argv[2] == 'des' else 'analytic model'} is off by "
+      f"{pct(r['median_abs_error'])} (median), 9 in 10 within {pct(r['p90_abs_error'])}, at worst "
+      f"{pct(r['max_abs_error'])} ({r['worst']};")
+PY
+}
+flat() { tr -s ' \n' ' ' <"$1"; }
+grep -qF -- "$(want_line des "Hopper dense, multi-node")" <(flat "$tmp/plan.txt") ||
+  fail "plan lacks the corpus's Hopper dense line: want '$(want_line des "Hopper dense, multi-node")'"
+"$bin" plan --engine analytic >"$tmp/pa.txt" 2>/dev/null || fail "plan --engine analytic exited $?"
+grep -qF -- "$(want_line analytic "Hopper dense, multi-node")" <(flat "$tmp/pa.txt") ||
+  fail "plan --engine analytic lacks the analytic Hopper dense line"
+"$bin" plan --engine analytic --set cluster.node.gpu=mi300x --json >"$tmp/pm.json" 2>/dev/null ||
+  fail "plan on mi300x --json exited $?"
+python3 -c 'import json,sys; k=json.load(open(sys.argv[1]))["corpus_accuracy"]; assert k=={"class":"mi300x dense, multi-node","runs":0}, k' \
+  "$tmp/pm.json" || fail "plan --json on mi300x: corpus_accuracy is not {class: mi300x dense, multi-node, runs: 0}"
+"$bin" plan --engine analytic --set cluster.node.gpu=mi300x >"$tmp/pm.txt" 2>/dev/null
+grep -qF "no published run of this kind (mi300x dense, multi-node) is in the accuracy corpus" <(flat "$tmp/pm.txt") ||
+  fail "plan on mi300x does not say its prediction is unchecked"
+
 # The quantized GEMMs' rate and where it comes from, in the assumptions: Blackwell Ultra's NVFP4
 # fitted on the accuracy corpus, the B200's NVFP4 and the H200's fp8 measured; a bf16 plan says
 # nothing of it.

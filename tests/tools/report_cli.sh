@@ -17,6 +17,11 @@ step=$("$bin" plan --engine analytic | awk '/^  step time/ {print $3, $4; exit}'
 [ -n "$step" ] || fail "plan printed no step time"
 grep -q "$step" "$page" || fail "the page lacks plan's step time $step"
 grep -q 'Owning vs renting over time' "$page" || fail "no owning vs renting section"
+# How far the corpus's runs of the default's kind were off, as plan --engine analytic says it.
+grep -qF "on the corpus&#39;s" "$page" || grep -qF "on the corpus's" "$page" ||
+  fail "the page lacks the accuracy of runs of its kind"
+grep -qF "published Hopper dense, multi-node runs the analytic model is off by" "$page" ||
+  fail "the page's accuracy line is not the analytic Hopper dense multi-node one"
 grep -q 'CBRE' "$page" || fail "the price sources are not listed"
 
 "$bin" report scenarios/tco/ladder-04n-roce200.yaml scenarios/tco/ladder-04n-ndr.yaml \

@@ -303,6 +303,60 @@ TEST_SUITE("accuracy") {
     const AccuracyScore r = score_runs(refit);
     CHECK(r.overall.mean_abs == doctest::Approx(s.overall.mean_abs));
     CHECK(r.sources[0].left_out_mean_abs == doctest::Approx((0.1 + 0.2 + 0.3) / 3));
+    // No kinds given: no class table.
+    CHECK(s.classes.empty());
+  }
+
+  TEST_CASE("scores by kind of run: the 90th percentile by nearest rank, classes in name order") {
+    // Ten Hopper dense runs off by 1..10% (9 in 10 within 9%), two Blackwell MoE runs, one
+    // Hopper dense run not predicted, one run of no kind (a collective).
+    std::vector<ScoredRun> runs;
+    for (int i = 1; i <= 10; ++i) {
+      runs.push_back({"h" + std::to_string(i), "x", 100, 100.0 + (i % 2 ? i : -i), 0, "Hopper dense"});
+    }
+    runs.push_back({"b1", "y", 10, 12, 0, "Blackwell MoE"});
+    runs.push_back({"b2", "y", 10, 9, 0, "Blackwell MoE"});
+    runs.push_back({"h0", "x", 10, 0, 0, "Hopper dense"});
+    runs.push_back({"c", "z", 1, 2});
+    const AccuracyScore s = score_runs(runs);
+    REQUIRE(s.classes.size() == 2);
+    CHECK(s.classes[0].run_class == "Blackwell MoE");
+    CHECK(s.classes[0].stats.runs == 2);
+    CHECK(s.classes[0].stats.p90_abs == doctest::Approx(0.2));
+    CHECK(s.classes[0].stats.median_abs == doctest::Approx(0.15));
+    CHECK(s.classes[0].stats.worst == "b1");
+    const ErrorStats& h = s.classes[1].stats;
+    CHECK(s.classes[1].run_class == "Hopper dense");
+    CHECK(h.runs == 10);
+    CHECK(h.p90_abs == doctest::Approx(0.09));
+    CHECK(h.median_abs == doctest::Approx(0.055));
+    CHECK(h.max_abs == doctest::Approx(0.10));
+    CHECK(h.mean_signed == doctest::Approx((1 - 2 + 3 - 4 + 5 - 6 + 7 - 8 + 9 - 10) / 1000.0));
+    CHECK(s.overall.runs == 13);
+    CHECK(s.overall.p90_abs == doctest::Approx(0.2));  // ceil(0.9 x 13) = 12th of 13: b1's
+  }
+
+  TEST_CASE("accuracy_class: the GPU's generation and dense or MoE") {
+    auto kind = [](const std::string& gpu, const std::string& model, int nodes = 1) {
+      auto sc = load_scenario_text(
+          "cluster: {nodes: " + std::to_string(nodes) + ", node: {gpu: " + gpu +
+              ", gpus_per_node: 8" + (nodes > 1 ? ", nics_per_node: 8, nic: ib-ndr" : "") +
+              "}" + (nodes > 1 ? ", fabric: {topology: fat-tree}" : "") + "}\n"
+              "workload: {model: " + model + ", seq_len: 4096, global_batch: " +
+              std::to_string(8 * nodes) + ", parallelism: {dp: " + std::to_string(8 * nodes) +
+              "}}\n",
+          "k.yaml");
+      INFO((sc.ok() ? std::string() : sc.message()));
+      REQUIRE(sc.ok());
+      return accuracy_class(*sc);
+    };
+    CHECK(kind("a100-sxm-80gb", "llama3-8b") == "Ampere dense, one node");
+    CHECK(kind("h100-sxm", "llama3-8b", 4) == "Hopper dense, multi-node");
+    CHECK(kind("h200-sxm", "mixtral-8x7b") == "Hopper MoE, one node");
+    CHECK(kind("b200", "llama3-8b", 2) == "Blackwell dense, multi-node");
+    CHECK(kind("gb300", "qwen3-30b-a3b") == "Blackwell MoE, one node");
+    CHECK(kind("l40s", "llama3-8b") == "Ada dense, one node");
+    CHECK(kind("mi300x", "llama3-8b") == "mi300x dense, one node");
   }
 }
 

@@ -1,0 +1,37 @@
+// The model's error on the accuracy corpus by kind of run (models::accuracy_class: the GPU's
+// generation, dense or MoE), so that a prediction says how far runs like it were off.
+// `clustersim accuracy --write-classes FILE` writes the table (scenarios/published/
+// accuracy-classes.json, reviewed and committed; tests/tools/accuracy_cli.sh fails when the
+// committed one no longer matches the corpus); the binary embeds it and `plan` prints the row of
+// its scenario's kind.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "models/accuracy/accuracy_score.h"
+#include "models/scenario.h"
+
+namespace clustersim::tools {
+
+// The table's text (JSON): every class of each engine's score, errors rounded to 0.01%.
+std::string accuracy_classes_text(const models::AccuracyScore& analytic,
+                                  const models::AccuracyScore& des, int corpus_runs);
+
+// How the corpus's runs of one kind came out, as the embedded table has it.
+struct KindAccuracy {
+  std::string run_class;
+  bool des = false;      // the simulator's errors (else the analytic model's)
+  int corpus_runs = 0;   // training runs in the corpus, all kinds
+  models::ErrorStats stats;
+};
+
+// The embedded table's row for `scenario`'s kind under one engine; nullopt when the corpus has
+// no run of that kind.
+std::optional<KindAccuracy> corpus_accuracy_of(const models::Scenario& scenario, bool des);
+
+// One line for `plan`: how far the corpus's runs of this scenario's kind were off, or that it
+// has none (the prediction is unchecked there).
+std::string kind_accuracy_line(const models::Scenario& scenario, bool des);
+
+}  // namespace clustersim::tools
