@@ -36,7 +36,7 @@ std::string accuracy_classes_text(const models::AccuracyScore& analytic,
   const nlohmann::json out = {
       {"about",
        "the model's error on the accuracy corpus's training runs by kind of run (GPU "
-       "generation, dense or MoE), each engine: `clustersim accuracy scenarios/published "
+       "generation, dense or MoE, one node or multi-node), each engine: `clustersim accuracy scenarios/published "
        "--write-classes FILE` (docs/accuracy.md); `clustersim plan` prints its scenario's row"},
       {"corpus_runs", corpus_runs},
       {"analytic", classes_json(analytic)},
@@ -52,8 +52,6 @@ std::optional<KindAccuracy> corpus_accuracy_of(const models::Scenario& scenario,
     if (row.at("class").get<std::string>() != kind) continue;
     KindAccuracy k;
     k.run_class = kind;
-    k.des = des;
-    k.corpus_runs = table.at("corpus_runs").get<int>();
     k.stats.runs = row.at("runs").get<int>();
     k.stats.median_abs = row.at("median_abs_error").get<double>();
     k.stats.p90_abs = row.at("p90_abs_error").get<double>();

@@ -1,5 +1,6 @@
 // The model's error on the accuracy corpus by kind of run (models::accuracy_class: the GPU's
-// generation, dense or MoE), so that a prediction says how far runs like it were off.
+// generation, dense or MoE, one node or several), so that a prediction says how far runs like it
+// were off.
 // `clustersim accuracy --write-classes FILE` writes the table (scenarios/published/
 // accuracy-classes.json, reviewed and committed; tests/tools/accuracy_cli.sh fails when the
 // committed one no longer matches the corpus); the binary embeds it and `plan` prints the row of
@@ -21,9 +22,7 @@ std::string accuracy_classes_text(const models::AccuracyScore& analytic,
 // How the corpus's runs of one kind came out, as the embedded table has it.
 struct KindAccuracy {
   std::string run_class;
-  bool des = false;      // the simulator's errors (else the analytic model's)
-  int corpus_runs = 0;   // training runs in the corpus, all kinds
-  models::ErrorStats stats;
+  models::ErrorStats stats;  // its runs under the engine asked for
 };
 
 // The embedded table's row for `scenario`'s kind under one engine; nullopt when the corpus has
