@@ -22,6 +22,7 @@
 #include "models/text_file.h"
 #include "models/units.h"
 #include "sim/step_sim.h"
+#include "tools/accuracy_classes.h"
 #include "tools/calibration_option.h"
 #include "tools/command_line.h"
 #include "tools/command_registry.h"
@@ -602,6 +603,9 @@ int run_one_count(RankChannel& ranks, const SearchArgs& a, const models::Scenari
                 return y;
               }()
                   .c_str());
+  std::printf("\n%s\n", wrap_text("Accuracy: " + kind_accuracy_line(scenario, refined), 100,
+                                  "  ", "    ")
+                            .c_str());
   return kExitOk;
 }
 

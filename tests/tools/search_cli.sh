@@ -17,6 +17,10 @@ if "$bin" search "$s8b" --top 5 >"$tmp/out.txt" 2>"$tmp/err.txt"; then
               "Use it (under workload:)" "parallelism: {tp: 1"; do
     grep -qF -- "$want" "$tmp/out.txt" || fail "search output lacks '$want'"
   done
+  # How far the corpus's runs of this kind were off (the line wraps: compared on one line).
+  tr -s ' \n' ' ' <"$tmp/out.txt" | grep -qE "Accuracy: on the corpus's [0-9]+ published Hopper \
+dense, one node runs the analytic model is off by [0-9.]+% \(median\)" ||
+    fail "search output lacks the accuracy of runs of its kind"
   [ "$(grep -cE '^  [0-9]+ ' "$tmp/out.txt")" -eq 5 ] || fail "--top 5 did not list 5 layouts"
 else
   fail "search exited $? ($(cat "$tmp/err.txt"))"
