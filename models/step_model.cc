@@ -49,7 +49,7 @@ double per_step_seconds(const std::vector<TimedComm>& comms, ParallelDim d, Coll
 }
 
 // Two stages' compute per micro-batch, averaged: a DualPipe device runs each for half the
-// micro-batches.
+// micro-batches (device_compute).
 StageCompute mean_of(const StageCompute& a, const StageCompute& z) {
   StageCompute d = a;
   d.layers = (a.layers + z.layers) / 2;
@@ -337,6 +337,13 @@ double dp_overlap_exposed_s(double total_s, double pass_s, int chunks, int group
   return std::max(0.0, end);
 }
 
+StageCompute device_compute(const std::vector<StageCompute>& stages, const WorkloadConfig& w,
+                            int device) {
+  const auto i = static_cast<std::size_t>(device);
+  if (w.parallelism.pp_schedule != PipelineSchedule::kDualPipe) return stages[i];
+  return mean_of(stages[i], stages[stages.size() - 1 - i]);
+}
+
 int unpaired_passes(const WorkloadConfig& w, int stage) {
   const auto& par = w.parallelism;
   const int pp = std::max(1, par.pp);
@@ -487,13 +494,15 @@ Result<StepResult> predict_step(const Scenario& scenario, const StepParams& para
   // DualPipe: each device runs its stage for half the micro-batches and the mirrored stage
   // (pp - 1 - s) for the other half: its pace is the pair's mean.
   const bool dualpipe = par.pp_schedule == PipelineSchedule::kDualPipe;
-  std::vector<StageCompute> devices = r.stages;
+  std::vector<StageCompute> devices;
+  for (int i = 0; i < static_cast<int>(r.stages.size()); ++i) {
+    devices.push_back(device_compute(r.stages, w, i));
+  }
   const std::vector<int> stage_moe = moe_layers_of_stages(w);
   std::vector<double> device_moe(stage_moe.begin(), stage_moe.end());
   if (dualpipe) {
     const std::size_t last = devices.size() - 1;
     for (std::size_t i = 0; i < devices.size(); ++i) {
-      devices[i] = mean_of(r.stages[i], r.stages[last - i]);
       device_moe[i] = (stage_moe[i] + stage_moe[last - i]) / 2.0;
     }
   }

@@ -245,6 +245,12 @@ CollectiveParams group_collective_params(const CollectiveParams& params, const F
 double overlap_block_share(const FrameworkConfig& fw, ParallelDim dim, const StepParams& params,
                            double traffic_share);
 
+// What pipeline device `device` runs per micro-batch: its stage's compute, under DualPipe the
+// mean of its stage and the mirrored one (pp - 1 - device), each run for half the micro-batches.
+// Both engines take a device's pace and its wait for the host from it.
+StageCompute device_compute(const std::vector<StageCompute>& stages, const WorkloadConfig& w,
+                            int device);
+
 // Transformer Engine's synchronous amax reduction under delayed FP8 scaling (kernels fused,
 // FrameworkConfig::fp8_amax_reduction not async): the time of one all-reduce of a model chunk's
 // amaxes over the amax group (a stage's TP x CP x DP ranks, or TP x CP, contiguous in

@@ -989,19 +989,11 @@ void StepBuilder::account(DesStepResult* out, const RunStats& run) {
         slot.full_channels_s = slot.total_s * analytic.traffic_share();
       }
     }
-    // The GPU's wait for the host: its stage's, under DualPipe the mean of the two stages a
-    // device runs (half the micro-batches each).
-    const auto stage_wait = [&](int s) {
-      return static_cast<size_t>(s) < an_.stages.size()
-                 ? an_.stages[static_cast<size_t>(s)].host_wait_s
-                 : 0.0;
-    };
-    const int mirror = static_cast<int>(an_.stages.size()) - 1 - stage;
-    b.host_wait_s =
-        an_.micro_batches *
-        (sc_.workload.parallelism.pp_schedule == models::PipelineSchedule::kDualPipe
-             ? (stage_wait(stage) + stage_wait(mirror)) / 2
-             : stage_wait(stage));
+    // The GPU's wait for the host, as the device runs its stages (DualPipe: two of them).
+    b.host_wait_s = static_cast<size_t>(stage) < an_.stages.size()
+                        ? an_.micro_batches *
+                              models::device_compute(an_.stages, sc_.workload, stage).host_wait_s
+                        : 0;
     // The hidden time beside compute, weighted as the step's hidden traffic is (copy engines
     // cost less than SM kernels).
     const double hidden = b.hidden_comm_s();

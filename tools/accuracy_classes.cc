@@ -1,6 +1,7 @@
 #include "tools/accuracy_classes.h"
 
 #include <cmath>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "models/accuracy/published_run.h"
@@ -29,21 +30,14 @@ nlohmann::json classes_json(const models::AccuracyScore& score) {
   return out;
 }
 
-}  // namespace
+// How the corpus's runs of one kind came out, as the embedded table has it.
+struct KindAccuracy {
+  std::string run_class;
+  models::ErrorStats stats;  // its runs under the engine asked for
+};
 
-std::string accuracy_classes_text(const models::AccuracyScore& analytic,
-                                  const models::AccuracyScore& des, int corpus_runs) {
-  const nlohmann::json out = {
-      {"about",
-       "the model's error on the accuracy corpus's training runs by kind of run (GPU "
-       "generation, dense or MoE, one node or multi-node), each engine: `clustersim accuracy scenarios/published "
-       "--write-classes FILE` (docs/accuracy.md); `clustersim plan` prints its scenario's row"},
-      {"corpus_runs", corpus_runs},
-      {"analytic", classes_json(analytic)},
-      {"des", classes_json(des)}};
-  return out.dump(1) + "\n";
-}
-
+// The embedded table's row for `scenario`'s kind under one engine; nullopt when the corpus has
+// no run of that kind.
 std::optional<KindAccuracy> corpus_accuracy_of(const models::Scenario& scenario, bool des) {
   // The table is this build's own file: a parse failure is a build defect, not user input.
   static const nlohmann::json table = nlohmann::json::parse(kEmbeddedAccuracyClasses);
@@ -61,6 +55,32 @@ std::optional<KindAccuracy> corpus_accuracy_of(const models::Scenario& scenario,
     return k;
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::string accuracy_classes_text(const models::AccuracyScore& analytic,
+                                  const models::AccuracyScore& des, int corpus_runs) {
+  const nlohmann::json out = {
+      {"about",
+       "the model's error on the accuracy corpus's training runs by kind of run (GPU "
+       "generation, dense or MoE, one node or multi-node), each engine: `clustersim accuracy scenarios/published "
+       "--write-classes FILE` (docs/accuracy.md); `clustersim plan` prints its scenario's row"},
+      {"corpus_runs", corpus_runs},
+      {"analytic", classes_json(analytic)},
+      {"des", classes_json(des)}};
+  return out.dump(1) + "\n";
+}
+
+nlohmann::json corpus_accuracy_json(const models::Scenario& scenario, bool des) {
+  const auto k = corpus_accuracy_of(scenario, des);
+  if (!k) return {{"class", models::accuracy_class(scenario)}, {"runs", 0}};
+  return {{"class", k->run_class},
+          {"runs", k->stats.runs},
+          {"median_abs_error", k->stats.median_abs},
+          {"p90_abs_error", k->stats.p90_abs},
+          {"max_abs_error", k->stats.max_abs},
+          {"worst", k->stats.worst}};
 }
 
 std::string kind_accuracy_line(const models::Scenario& scenario, bool des) {

@@ -7,7 +7,7 @@
 // its scenario's kind.
 #pragma once
 
-#include <optional>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "models/accuracy/accuracy_score.h"
@@ -19,15 +19,10 @@ namespace clustersim::tools {
 std::string accuracy_classes_text(const models::AccuracyScore& analytic,
                                   const models::AccuracyScore& des, int corpus_runs);
 
-// How the corpus's runs of one kind came out, as the embedded table has it.
-struct KindAccuracy {
-  std::string run_class;
-  models::ErrorStats stats;  // its runs under the engine asked for
-};
-
-// The embedded table's row for `scenario`'s kind under one engine; nullopt when the corpus has
-// no run of that kind.
-std::optional<KindAccuracy> corpus_accuracy_of(const models::Scenario& scenario, bool des);
+// How far the corpus's runs of `scenario`'s kind came out under one engine, as the embedded table
+// has it, as JSON (plan's `corpus_accuracy`): class, runs, median / 90th percentile / max
+// |error| (fractions) and the worst run; only class and runs 0 where the corpus has none.
+nlohmann::json corpus_accuracy_json(const models::Scenario& scenario, bool des);
 
 // One line for `plan`: how far the corpus's runs of this scenario's kind were off, or that it
 // has none (the prediction is unchecked there).

@@ -649,16 +649,7 @@ int run_plan(const PlanArgs& a) {
     if (des) j["analytic_step_time_s"] = analytic_step_s;
     if (!other_hash_steps_s.empty()) j["other_ecmp_hash_step_time_s"] = other_hash_steps_s;
     if (!engine_note.empty()) j["engine_note"] = engine_note;
-    nlohmann::json kind = {{"class", models::accuracy_class(*scenario)}, {"runs", 0}};
-    if (const auto k = corpus_accuracy_of(*scenario, des)) {
-      kind = {{"class", k->run_class},
-              {"runs", k->stats.runs},
-              {"median_abs_error", k->stats.median_abs},
-              {"p90_abs_error", k->stats.p90_abs},
-              {"max_abs_error", k->stats.max_abs},
-              {"worst", k->stats.worst}};
-    }
-    j["corpus_accuracy"] = kind;
+    j["corpus_accuracy"] = corpus_accuracy_json(*scenario, des);
     if (ownership) j["ownership"] = ownership_json(*ownership);
     if (interfered && des) j["interference"] = interference_json(interference);
     if (interfered && !des) {
